@@ -1,0 +1,151 @@
+package resolver
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Resolver maps documents and partition keys to collection links
+// ("dbs/{db}/colls/{coll}").
+//
+// A Resolver is an immutable value: every implementation in this module is
+// safe for concurrent use and is replaced whole, never mutated, when
+// configuration changes.
+type Resolver interface {
+	// PartitionKey returns the partition key of a document: a struct (json
+	// tags honoured), a map[string]any, or raw JSON ([]byte,
+	// json.RawMessage). A document without the key yields an error wrapping
+	// ErrNoPartitionKey.
+	PartitionKey(doc any) (any, error)
+	// ResolveForCreate returns the one collection a new document with this
+	// key goes to. A nil key is an error wrapping ErrNoPartitionKey.
+	ResolveForCreate(key any) (string, error)
+	// ResolveForRead returns every collection that may hold this key, each
+	// link once. A nil key returns every collection the resolver knows, in a
+	// stable order.
+	ResolveForRead(key any) ([]string, error)
+}
+
+// Kinded is implemented by every resolver that can be serialised: Kind
+// returns the "kind" tag of its JSON form ("hash", "range", "lookup", ...).
+type Kinded interface {
+	Kind() string
+}
+
+// Sentinel errors. Errors returned by resolvers wrap one of these, so callers
+// test them with errors.Is.
+var (
+	// ErrNoPartitionKey: the document has no value at the partition-key
+	// path, the key passed to ResolveForCreate is nil, or the resolver has no
+	// partitionKey to extract with.
+	ErrNoPartitionKey = errors.New("no partition key")
+	// ErrKeyType: the key has a type the resolver cannot place (a bool for a
+	// hash ring, a string for a numeric range, ...).
+	ErrKeyType = errors.New("partition key has an unsupported type")
+	// ErrNoTarget: no collection is configured for the key (a lookup value
+	// with no entry and no default, a range key outside every range).
+	ErrNoTarget = errors.New("no collection for partition key")
+	// ErrInvalid: a resolver definition (JSON or constructor arguments) is
+	// malformed or out of range. Errors wrapping it are *ConfigError.
+	ErrInvalid = errors.New("invalid resolver definition")
+)
+
+// KeyError reports a key that could not be resolved or extracted. It names
+// the key (and the path it came from, where there is one) and wraps one of
+// ErrNoPartitionKey, ErrKeyType or ErrNoTarget.
+type KeyError struct {
+	Path   string // the partition-key path, when the key came from a document
+	Key    any    // the offending key; nil when the key is missing
+	Reason string // extra detail, may be empty
+	Err    error  // the sentinel
+}
+
+// Error implements error.
+func (e *KeyError) Error() string {
+	msg := "resolver: " + e.Err.Error()
+	if e.Path != "" {
+		msg += " at path " + e.Path
+	}
+	if e.Key != nil {
+		msg += fmt.Sprintf(": key %s (%T)", quoteKey(e.Key), e.Key)
+	}
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	return msg
+}
+
+// Unwrap returns the sentinel.
+func (e *KeyError) Unwrap() error { return e.Err }
+
+func quoteKey(k any) string {
+	if s, ok := k.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%v", k)
+}
+
+// ConfigError reports a malformed resolver definition. Field is a path into
+// the JSON form ("default.collections[1]", "ranges[2].high"), so the message
+// names exactly what to fix.
+type ConfigError struct {
+	Field  string // where the problem is; empty for the document as a whole
+	Value  any    // the offending value, when there is one
+	Reason string // what is wrong
+	Err    error  // an underlying cause, may be nil
+}
+
+// Error implements error.
+func (e *ConfigError) Error() string {
+	msg := "resolver: invalid definition"
+	if e.Field != "" {
+		msg += ": " + e.Field
+	}
+	if e.Value != nil {
+		msg += fmt.Sprintf(" = %s", quoteKey(e.Value))
+	}
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns ErrInvalid and the underlying cause.
+func (e *ConfigError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrInvalid, e.Err}
+	}
+	return []error{ErrInvalid}
+}
+
+// Invalid returns a *ConfigError for field with the given value and reason.
+func Invalid(field string, value any, reason string) error {
+	return &ConfigError{Field: field, Value: value, Reason: reason}
+}
+
+// InField prefixes the field path of a *ConfigError in err with field, so a
+// nested decoder's error names its place in the whole tree
+// ("default" + "collections[1]" = "default.collections[1]"). Any other
+// error is wrapped in a new *ConfigError for field. A nil err stays nil.
+func InField(field string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		out := *ce
+		switch {
+		case out.Field == "":
+			out.Field = field
+		case out.Field[0] == '[':
+			out.Field = field + out.Field
+		default:
+			out.Field = field + "." + out.Field
+		}
+		return &out
+	}
+	return &ConfigError{Field: field, Err: err}
+}

@@ -1,0 +1,199 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+)
+
+// Limits Cosmos DB applies and every backend enforces.
+const (
+	// MaxIDLength is the longest document id, in bytes.
+	MaxIDLength = 255
+	// MaxDocumentSize is the largest document, in bytes of its JSON text
+	// as stored (system properties included).
+	MaxDocumentSize = 2 * 1024 * 1024
+)
+
+// Store holds databases of collections of JSON documents. Implementations
+// are safe for concurrent use. A collection is named by its link
+// "dbs/{db}/colls/{coll}"; a database by "dbs/{db}" and exists while it has
+// collections.
+type Store interface {
+	Collections
+	Documents
+	Querier
+	Feeder
+	// Close releases the store's resources; calls after Close fail.
+	io.Closer
+}
+
+// Collections manages collections.
+type Collections interface {
+	// CreateCollection creates a collection. An existing collection is an
+	// error wrapping ErrConflict. A nil spec means defaults.
+	CreateCollection(ctx context.Context, link string, spec *CollectionSpec) error
+	// DeleteCollection deletes a collection and every document in it. A
+	// missing collection is an error wrapping ErrCollectionNotFound.
+	DeleteCollection(ctx context.Context, link string) error
+	// ListCollections returns the links of a database's collections, sorted.
+	// An unknown database has none.
+	ListCollections(ctx context.Context, databaseLink string) ([]string, error)
+	// CollectionInfo returns a collection's spec and usage.
+	CollectionInfo(ctx context.Context, link string) (*CollectionInfo, error)
+}
+
+// Documents reads and writes single documents. doc is the JSON text of one
+// object with a string "id"; the stored document gains the system
+// properties "_etag" (changes on every write) and "_ts" (seconds since the
+// Unix epoch of the last write).
+type Documents interface {
+	// Create adds a document. An existing id (within the partition-key value,
+	// as Cosmos DB scopes ids) is an error wrapping ErrConflict.
+	Create(ctx context.Context, link string, doc []byte, opts *WriteOptions) (*Document, error)
+	// Read returns a document by id. A missing one is an error wrapping
+	// ErrNotFound.
+	Read(ctx context.Context, link, id string, opts *ReadOptions) (*Document, error)
+	// Replace overwrites an existing document; doc's "id" must equal id. A
+	// missing document is an error wrapping ErrNotFound; a stale
+	// opts.IfMatch, ErrPreconditionFailed.
+	Replace(ctx context.Context, link, id string, doc []byte, opts *WriteOptions) (*Document, error)
+	// Upsert creates the document or replaces the one with its id.
+	// opts.IfMatch, when set, applies to the replace.
+	Upsert(ctx context.Context, link string, doc []byte, opts *WriteOptions) (*Document, error)
+	// Delete removes a document by id. A missing one is an error wrapping
+	// ErrNotFound; a stale opts.IfMatch, ErrPreconditionFailed.
+	Delete(ctx context.Context, link, id string, opts *WriteOptions) error
+}
+
+// Querier runs Cosmos DB SQL against one collection.
+type Querier interface {
+	// Query returns one page of results. Pass the previous page's
+	// Continuation in opts to get the next; an empty Continuation in the
+	// returned page means there is no more. A malformed query or token is an
+	// error wrapping ErrBadRequest that names the problem.
+	Query(ctx context.Context, link string, q Query, opts *QueryOptions) (*Page, error)
+}
+
+// Feeder walks every document of a collection.
+type Feeder interface {
+	// ReadFeed returns one page of a collection's documents in a stable
+	// order. Resuming from a page's Continuation yields every document that
+	// existed throughout the walk exactly once; documents written during the
+	// walk may or may not appear, and appear at most once.
+	ReadFeed(ctx context.Context, link string, opts *FeedOptions) (*Page, error)
+}
+
+// CollectionSpec is what a collection is created with.
+type CollectionSpec struct {
+	// PartitionKeyPath is the Cosmos DB partition-key path of the
+	// collection ("/userId"). Empty means "/id".
+	PartitionKeyPath string `json:"partitionKeyPath,omitempty"`
+	// DefaultTTL is the default time to live of documents, in seconds, as
+	// Cosmos DB defines it: nil = off (documents never expire, per-document
+	// "ttl" ignored); -1 = on with no default (only documents with a "ttl"
+	// expire); n > 0 = documents expire n seconds after their last write
+	// unless their own "ttl" says otherwise.
+	DefaultTTL *int `json:"defaultTtl,omitempty"`
+	// Indexing is an indexing policy in Cosmos DB's JSON form, passed
+	// through to backends that use one and kept by the others.
+	Indexing json.RawMessage `json:"indexingPolicy,omitempty"`
+}
+
+// CollectionInfo describes an existing collection.
+type CollectionInfo struct {
+	Link string         // the collection link
+	Spec CollectionSpec // what it was created with
+	// Documents and Bytes are the collection's usage: the number of
+	// documents and the bytes of their JSON text. Backends that only know
+	// an estimate say so in their documentation.
+	Documents int64
+	Bytes     int64
+}
+
+// Document is a stored document.
+type Document struct {
+	ID        string // the document's "id"
+	ETag      string // its "_etag", for If-Match
+	Timestamp int64  // its "_ts": seconds since the Unix epoch of the last write
+	// Body is the whole JSON text, system properties included. Callers
+	// must not modify it.
+	Body json.RawMessage
+}
+
+// WriteOptions qualify a write. A nil *WriteOptions means none.
+type WriteOptions struct {
+	// PartitionKey is the document's partition-key value (string, number,
+	// bool, or Null) for backends that need it; nil means not given. On
+	// Create, Replace and Upsert a backend may check it against the body.
+	PartitionKey any
+	// IfMatch makes the write conditional on the stored document's ETag;
+	// empty means unconditional.
+	IfMatch string
+}
+
+// ReadOptions qualify a point read. A nil *ReadOptions means none.
+type ReadOptions struct {
+	// PartitionKey is the document's partition-key value; nil means not
+	// given (a backend that needs it returns ErrBadRequest).
+	PartitionKey any
+}
+
+// Null is the partition-key value of documents whose key is JSON null
+// (distinct from a nil PartitionKey, which means "not given").
+var Null = nullKey{}
+
+type nullKey struct{}
+
+func (nullKey) String() string { return "null" }
+
+// MarshalJSON writes null.
+func (nullKey) MarshalJSON() ([]byte, error) { return []byte("null"), nil }
+
+// Query is a Cosmos DB SQL query with its parameters.
+type Query struct {
+	Text       string
+	Parameters []Param
+}
+
+// Param is one @parameter: Name includes the '@'; Value is a Go JSON value
+// (string, float64 or another number type, bool, nil, []any, map[string]any,
+// json.RawMessage).
+type Param struct {
+	Name  string `json:"name"`
+	Value any    `json:"value"`
+}
+
+// QueryOptions qualify a query. A nil *QueryOptions means defaults.
+type QueryOptions struct {
+	// PartitionKey scopes the query to documents with this partition-key
+	// value; nil means every document of the collection.
+	PartitionKey any
+	// PageSize is a hint for the most results a page holds; 0 means the
+	// backend's default, -1 as large as the backend allows.
+	PageSize int
+	// Continuation resumes after the page that returned it; it must be
+	// used with the same query, parameters and partition key.
+	Continuation string
+}
+
+// FeedOptions qualify a read feed. A nil *FeedOptions means defaults.
+type FeedOptions struct {
+	// PageSize is a hint for the most documents a page holds; 0 means the
+	// backend's default.
+	PageSize int
+	// Continuation resumes after the page that returned it.
+	Continuation string
+}
+
+// Page is one page of query results or feed documents.
+type Page struct {
+	// Items are the results, each one JSON value; callers must not modify
+	// them.
+	Items []json.RawMessage
+	// Continuation resumes after this page; empty when there is no more.
+	Continuation string
+	// RequestCharge is the cost the backend reports (Cosmos DB request
+	// units); 0 where the backend has no such measure.
+	RequestCharge float64
+}
