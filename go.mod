@@ -1,6 +1,7 @@
 module github.com/docshard/docshard
 
-go 1.26
+go 1.26.0
+
 require (
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.21.0 // indirect
 	github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos v1.5.0 // indirect
