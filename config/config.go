@@ -1,0 +1,262 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/docshard/docshard/link"
+	"github.com/docshard/docshard/resolver"
+)
+
+// EnvPrefix is the prefix of environment variables that override settings.
+const EnvPrefix = "DOCSHARD"
+
+// Store kinds.
+const (
+	StoreEmbedded = "embedded"
+	StoreCosmos   = "cosmos"
+)
+
+// ErrInvalid is wrapped by every error about the content of a configuration.
+var ErrInvalid = errors.New("invalid configuration")
+
+// Config is a loaded configuration file.
+type Config struct {
+	// File is the path the configuration was read from.
+	File string
+	// Store says which backend holds the collections.
+	Store StoreConfig
+	// Databases are the databases and their resolvers, in file order.
+	Databases []Database
+}
+
+// StoreConfig selects and configures the backend.
+type StoreConfig struct {
+	// Kind is "embedded" (the default) or "cosmos".
+	Kind string
+	// Path is the embedded store's directory; empty keeps data in memory.
+	Path string
+	// Endpoint is the Cosmos DB account endpoint
+	// (https://ACCOUNT.documents.azure.com:443/).
+	Endpoint string
+	// Key is the Cosmos DB account key, from DOCSHARD_STORE_KEY only. It is
+	// never printed: String and the %v verbs show it as "***".
+	Key string
+}
+
+// String describes the store without its key.
+func (s StoreConfig) String() string {
+	key := ""
+	if s.Key != "" {
+		key = " key=***"
+	}
+	switch s.Kind {
+	case StoreCosmos:
+		return fmt.Sprintf("cosmos endpoint=%s%s", s.Endpoint, key)
+	default:
+		if s.Path == "" {
+			return "embedded (in memory)"
+		}
+		return "embedded path=" + s.Path
+	}
+}
+
+// GoString keeps the key out of %#v.
+func (s StoreConfig) GoString() string { return "config.StoreConfig{" + s.String() + "}" }
+
+// Database is one database and its resolver.
+type Database struct {
+	// Link is the database link "dbs/{db}".
+	Link string
+	// Resolver routes the database's documents.
+	Resolver resolver.Resolver
+	// Definition is the resolver's JSON form as written in the file
+	// (converted to JSON when the file is YAML or TOML).
+	Definition json.RawMessage
+}
+
+// Load reads a configuration file (YAML, JSON or TOML, by extension: .yaml,
+// .yml, .json, .toml) and applies DOCSHARD_ environment overrides. It
+// decodes every database's resolver. Errors name the file and the field.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	format, err := formatOf(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := Parse(data, format)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	cfg.File = path
+	return cfg, nil
+}
+
+// Parse reads a configuration from data in the given format ("yaml",
+// "json" or "toml") and applies DOCSHARD_ environment overrides.
+func Parse(data []byte, format string) (*Config, error) {
+	// viper reads the store settings and applies the environment
+	// overrides. It folds every key to lower case, which would corrupt
+	// resolver definitions (lookup entries are case-sensitive values, and
+	// field names are camelCase), so the databases section is decoded from
+	// the same bytes by the format's own decoder instead.
+	v := viper.New()
+	v.SetConfigType(format)
+	v.SetEnvPrefix(EnvPrefix)
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+	v.SetDefault("store.kind", StoreEmbedded)
+	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+		return nil, fmt.Errorf("%w: malformed %s: %v", ErrInvalid, format, err)
+	}
+	if v.InConfig("store.key") {
+		return nil, fmt.Errorf("%w: store.key must not be written in the file; set %s_STORE_KEY in the environment", ErrInvalid, EnvPrefix)
+	}
+	cfg := &Config{Store: StoreConfig{
+		Kind:     v.GetString("store.kind"),
+		Path:     v.GetString("store.path"),
+		Endpoint: v.GetString("store.endpoint"),
+		Key:      os.Getenv(EnvPrefix + "_STORE_KEY"),
+	}}
+	for _, k := range v.AllKeys() {
+		if strings.HasPrefix(k, "store.") {
+			switch k {
+			case "store.kind", "store.path", "store.endpoint":
+			default:
+				return nil, fmt.Errorf("%w: unknown setting %s (store takes kind, path, endpoint)", ErrInvalid, k)
+			}
+		}
+	}
+	switch cfg.Store.Kind {
+	case StoreEmbedded:
+	case StoreCosmos:
+		if cfg.Store.Endpoint == "" {
+			return nil, fmt.Errorf("%w: store.endpoint is required when store.kind is cosmos", ErrInvalid)
+		}
+	default:
+		return nil, fmt.Errorf("%w: store.kind = %q: want %s or %s", ErrInvalid, cfg.Store.Kind, StoreEmbedded, StoreCosmos)
+	}
+	dbs, err := decodeDatabases(data, format)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Databases = dbs
+	return cfg, nil
+}
+
+// Database returns the database with the given link; an empty link selects
+// the only database of the file (an error when there are several).
+func (c *Config) Database(dbLink string) (*Database, error) {
+	if dbLink == "" {
+		switch len(c.Databases) {
+		case 0:
+			return nil, fmt.Errorf("%w: the file lists no databases", ErrInvalid)
+		case 1:
+			return &c.Databases[0], nil
+		default:
+			links := make([]string, len(c.Databases))
+			for i, d := range c.Databases {
+				links[i] = d.Link
+			}
+			return nil, fmt.Errorf("%w: the file lists %d databases (%s); name one with --db", ErrInvalid, len(links), strings.Join(links, ", "))
+		}
+	}
+	for i := range c.Databases {
+		if link.Same(c.Databases[i].Link, dbLink) {
+			return &c.Databases[i], nil
+		}
+	}
+	return nil, fmt.Errorf("%w: no database %q in the file", ErrInvalid, dbLink)
+}
+
+func formatOf(path string) (string, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".yaml", ".yml":
+		return "yaml", nil
+	case ".json":
+		return "json", nil
+	case ".toml":
+		return "toml", nil
+	}
+	return "", fmt.Errorf("config %s: %w: unknown file type %q (want .yaml, .yml, .json or .toml)", path, ErrInvalid, filepath.Ext(path))
+}
+
+// decodeDatabases decodes the databases section with the format's own
+// decoder, keeping the case of every key.
+func decodeDatabases(data []byte, format string) ([]Database, error) {
+	var doc map[string]any
+	var err error
+	switch format {
+	case "yaml":
+		err = yaml.Unmarshal(data, &doc)
+	case "toml":
+		err = toml.Unmarshal(data, &doc)
+	case "json":
+		err = json.Unmarshal(data, &doc)
+	default:
+		return nil, fmt.Errorf("%w: unknown format %q", ErrInvalid, format)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: malformed %s: %v", ErrInvalid, format, err)
+	}
+	for k := range doc {
+		if k != "store" && k != "databases" {
+			return nil, fmt.Errorf("%w: unknown setting %s (the file holds store and databases)", ErrInvalid, k)
+		}
+	}
+	raw, ok := doc["databases"]
+	if !ok || raw == nil {
+		return nil, nil
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: databases must be a list", ErrInvalid)
+	}
+	out := make([]Database, 0, len(list))
+	seen := map[string]int{}
+	for i, item := range list {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%w: databases[%d] must be an object with link and resolver", ErrInvalid, i)
+		}
+		for k := range m {
+			if k != "link" && k != "resolver" {
+				return nil, fmt.Errorf("%w: databases[%d].%s: unknown field (a database has link and resolver)", ErrInvalid, i, k)
+			}
+		}
+		dbLink, _ := m["link"].(string)
+		if _, err := link.ParseDatabase(dbLink); err != nil {
+			return nil, fmt.Errorf("%w: databases[%d].link = %v: want dbs/{db}", ErrInvalid, i, m["link"])
+		}
+		if j, dup := seen[strings.Trim(dbLink, "/")]; dup {
+			return nil, fmt.Errorf("%w: databases[%d].link %q repeats databases[%d]", ErrInvalid, i, dbLink, j)
+		}
+		seen[strings.Trim(dbLink, "/")] = i
+		def, ok := m["resolver"]
+		if !ok {
+			return nil, fmt.Errorf("%w: databases[%d] (%s): resolver is missing", ErrInvalid, i, dbLink)
+		}
+		js, err := json.Marshal(def)
+		if err != nil {
+			return nil, fmt.Errorf("%w: databases[%d].resolver: %v", ErrInvalid, i, err)
+		}
+		r, err := resolver.Unmarshal(js)
+		if err != nil {
+			return nil, fmt.Errorf("%w: databases[%d] (%s): %w", ErrInvalid, i, dbLink, resolver.InField("resolver", err))
+		}
+		out = append(out, Database{Link: dbLink, Resolver: r, Definition: js})
+	}
+	return out, nil
+}
