@@ -1,0 +1,40 @@
+// Command docshard is the command line of docshard: run the demo, locate
+// keys, compare resolvers, load and query documents, reshard and verify.
+// Run "docshard help" for the list of commands.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run executes the command line and returns the exit code. Errors are
+// printed to stderr as one line; a panic is turned into an error line too,
+// never a stack trace.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(stderr, "docshard: internal error: %v\n", p)
+			code = 2
+		}
+	}()
+	root := newRootCmd(stdin, stdout, stderr)
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		var ec exitCode
+		if asExit(err, &ec) {
+			if ec.msg != "" {
+				fmt.Fprintf(stderr, "docshard: %s\n", ec.msg)
+			}
+			return ec.code
+		}
+		fmt.Fprintf(stderr, "docshard: %s\n", oneLine(err.Error()))
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/docshard/docshard/config"
+
+	// Every resolver kind the command line understands.
+	_ "github.com/docshard/docshard/hashring"
+	_ "github.com/docshard/docshard/lookup"
+	_ "github.com/docshard/docshard/rangeresolver"
+)
+
+// globals holds the flags every command shares.
+type globals struct {
+	configFile string
+	db         string
+	stdin      io.Reader
+	stdout     io.Writer
+	stderr     io.Writer
+}
+
+func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:   "docshard",
+		Short: "Client-side sharding of document databases",
+		Long: `docshard routes documents to many collections by a partition resolver
+(hash ring, range, lookup, ...) and moves them safely when collections are added.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringVarP(&g.configFile, "config", "c", "", "configuration file (YAML, JSON or TOML)")
+	root.PersistentFlags().StringVar(&g.db, "db", "", "database link (dbs/NAME); may be omitted when the file has one database")
+	root.AddCommand(newLocateCmd(g), newPlanCmd(g))
+	return root
+}
+
+// loadDatabase reads the configuration file and picks the database.
+func (g *globals) loadDatabase() (*config.Config, *config.Database, error) {
+	if g.configFile == "" {
+		return nil, nil, errors.New("no configuration file: pass -c FILE")
+	}
+	cfg, err := config.Load(g.configFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := cfg.Database(g.db)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, db, nil
+}
+
+// exitCode is an error that asks for a given exit code; msg may be empty
+// when the command already printed what went wrong.
+type exitCode struct {
+	code int
+	msg  string
+}
+
+func (e exitCode) Error() string { return e.msg }
+
+func asExit(err error, target *exitCode) bool { return errors.As(err, target) }
+
+// oneLine folds a multi-line message into one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
