@@ -57,6 +57,9 @@ func Unmarshal(data []byte) (Resolver, error) {
 	var head struct {
 		Kind *string `json:"kind"`
 	}
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] != '{' {
+		return nil, Invalid("", nil, "a resolver is a JSON object with a \"kind\"")
+	}
 	if err := json.Unmarshal(data, &head); err != nil {
 		return nil, jsonError(err)
 	}
