@@ -1,0 +1,182 @@
+package query
+
+// Accumulators for COUNT, SUM, AVG, MIN and MAX with Cosmos DB's rules:
+// undefined values are skipped; COUNT over no rows is 0, SUM is 0; a SUM or
+// AVG that meets a non-number (string, boolean, null, array, object) is
+// undefined; MIN and MAX order null < booleans < numbers < strings and are
+// undefined over no values or when they meet an array or object; AVG over
+// no values is undefined.
+
+type accumulator interface {
+	add(v any)
+	result() any
+}
+
+func newAccumulator(name string) accumulator {
+	switch name {
+	case "COUNT":
+		return &countAcc{}
+	case "SUM":
+		return &sumAcc{}
+	case "AVG":
+		return &avgAcc{}
+	case "MIN":
+		return &minMaxAcc{max: false}
+	default:
+		return &minMaxAcc{max: true}
+	}
+}
+
+type countAcc struct{ n float64 }
+
+func (a *countAcc) add(v any) {
+	if !isUndefined(v) {
+		a.n++
+	}
+}
+func (a *countAcc) result() any { return a.n }
+
+type sumAcc struct {
+	sum float64
+	bad bool
+}
+
+func (a *sumAcc) add(v any) {
+	switch x := v.(type) {
+	case undefinedType:
+	case float64:
+		a.sum += x
+	default:
+		a.bad = true
+	}
+}
+
+func (a *sumAcc) result() any {
+	if a.bad {
+		return Undefined
+	}
+	return finite(a.sum)
+}
+
+type avgAcc struct {
+	sum float64
+	n   float64
+	bad bool
+}
+
+func (a *avgAcc) add(v any) {
+	switch x := v.(type) {
+	case undefinedType:
+	case float64:
+		a.sum += x
+		a.n++
+	default:
+		a.bad = true
+	}
+}
+
+func (a *avgAcc) result() any {
+	if a.bad || a.n == 0 {
+		return Undefined
+	}
+	return finite(a.sum / a.n)
+}
+
+type minMaxAcc struct {
+	max bool
+	v   any
+	set bool
+	bad bool
+}
+
+func (a *minMaxAcc) add(v any) {
+	switch v.(type) {
+	case undefinedType:
+		return
+	case []any, map[string]any:
+		a.bad = true
+		return
+	}
+	if !a.set {
+		a.v, a.set = v, true
+		return
+	}
+	c := compareValues(v, a.v)
+	if (a.max && c > 0) || (!a.max && c < 0) {
+		a.v = v
+	}
+}
+
+func (a *minMaxAcc) result() any {
+	if a.bad || !a.set {
+		return Undefined
+	}
+	return a.v
+}
+
+// grouper accumulates rows into groups, in first-seen order.
+type grouper struct {
+	byKey map[string]*group
+	order []*group
+}
+
+type group struct {
+	keys []any
+	accs []accumulator
+}
+
+func newGroup(keys []any, aggs []aggSpec) *group {
+	g := &group{keys: keys, accs: make([]accumulator, len(aggs))}
+	for i, a := range aggs {
+		g.accs[i] = newAccumulator(a.name)
+	}
+	return g
+}
+
+func newGrouper(p *program) *grouper {
+	g := &grouper{byKey: map[string]*group{}}
+	if len(p.groupBy) == 0 {
+		// An aggregate without GROUP BY has one group, even over no rows.
+		one := newGroup([]any{}, p.aggs)
+		g.byKey[""] = one
+		g.order = append(g.order, one)
+	}
+	return g
+}
+
+func (g *grouper) add(p *program, fr *frame) {
+	keys := make([]any, len(p.groupBy))
+	for i, k := range p.groupBy {
+		keys[i] = k(fr)
+	}
+	id := ""
+	if len(keys) > 0 {
+		id = canonical(keys)
+	}
+	grp, ok := g.byKey[id]
+	if !ok {
+		grp = newGroup(keys, p.aggs)
+		g.byKey[id] = grp
+		g.order = append(g.order, grp)
+	}
+	for i, a := range p.aggs {
+		grp.accs[i].add(a.arg(fr))
+	}
+}
+
+// results evaluates the grouped projection for every group.
+func (g *grouper) results(p *program, out func(any) bool) {
+	for _, grp := range g.order {
+		vals := make([]any, len(grp.accs))
+		for i, a := range grp.accs {
+			vals[i] = a.result()
+		}
+		v := p.final(&frame{vals: []any{grp.keys, vals}})
+		if isUndefined(v) {
+			continue
+		}
+		if !out(v) {
+			return
+		}
+	}
+}

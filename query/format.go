@@ -1,0 +1,316 @@
+package query
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Format writes a query back as SQL text that Parse reads to the same tree
+// (sub-expressions fully parenthesised). The planner uses it to produce the
+// query each collection runs.
+func FormatQuery(q *Query) string {
+	var b strings.Builder
+	formatQuery(&b, q)
+	return b.String()
+}
+
+// Format writes an expression as SQL text.
+func Format(e Expr) string {
+	var b strings.Builder
+	formatExpr(&b, e)
+	return b.String()
+}
+
+func formatQuery(b *strings.Builder, q *Query) {
+	b.WriteString("SELECT ")
+	if q.Distinct {
+		b.WriteString("DISTINCT ")
+	}
+	if q.Top != nil {
+		b.WriteString("TOP ")
+		formatExpr(b, q.Top)
+		b.WriteByte(' ')
+	}
+	if q.Value {
+		b.WriteString("VALUE ")
+	}
+	if q.Star {
+		b.WriteByte('*')
+	}
+	for i, it := range q.Items {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		formatExpr(b, it.X)
+		if it.Alias != "" {
+			b.WriteString(" AS ")
+			b.WriteString(it.Alias)
+		}
+	}
+	if q.From != nil {
+		b.WriteString(" FROM ")
+		if q.From.In {
+			b.WriteString(q.From.Alias)
+			b.WriteString(" IN ")
+			formatExpr(b, q.From.Source)
+		} else {
+			formatExpr(b, q.From.Source)
+			b.WriteString(" AS ")
+			b.WriteString(q.From.Alias)
+		}
+		for _, j := range q.Joins {
+			b.WriteString(" JOIN ")
+			b.WriteString(j.Alias)
+			b.WriteString(" IN ")
+			formatExpr(b, j.Source)
+		}
+	}
+	if q.Where != nil {
+		b.WriteString(" WHERE ")
+		formatExpr(b, q.Where)
+	}
+	for i, g := range q.GroupBy {
+		if i == 0 {
+			b.WriteString(" GROUP BY ")
+		} else {
+			b.WriteString(", ")
+		}
+		formatExpr(b, g)
+	}
+	for i, o := range q.OrderBy {
+		if i == 0 {
+			b.WriteString(" ORDER BY ")
+		} else {
+			b.WriteString(", ")
+		}
+		formatExpr(b, o.X)
+		if o.Desc {
+			b.WriteString(" DESC")
+		} else {
+			b.WriteString(" ASC")
+		}
+	}
+	if q.Limit != nil {
+		b.WriteString(" OFFSET ")
+		formatExpr(b, q.Offset)
+		b.WriteString(" LIMIT ")
+		formatExpr(b, q.Limit)
+	}
+}
+
+func isPlainName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if !(r == '_' || r == '$' || unicode.IsLetter(r) || (i > 0 && unicode.IsDigit(r))) {
+			return false
+		}
+	}
+	return true
+}
+
+func formatExpr(b *strings.Builder, e Expr) {
+	switch n := e.(type) {
+	case *Literal:
+		formatLiteral(b, n.Value)
+	case *ParamRef:
+		b.WriteString(n.Name)
+	case *Ident:
+		b.WriteString(n.Name)
+	case *Member:
+		formatExpr(b, n.X)
+		if isPlainName(n.Name) {
+			b.WriteByte('.')
+			b.WriteString(n.Name)
+		} else {
+			b.WriteByte('[')
+			writeString(b, n.Name)
+			b.WriteByte(']')
+		}
+	case *Index:
+		formatExpr(b, n.X)
+		b.WriteByte('[')
+		formatExpr(b, n.Index)
+		b.WriteByte(']')
+	case *Unary:
+		if n.Op == "NOT" {
+			b.WriteString("(NOT ")
+		} else {
+			b.WriteString("(")
+			b.WriteString(n.Op)
+		}
+		b.WriteByte('(')
+		formatExpr(b, n.X)
+		b.WriteString("))")
+	case *Binary:
+		b.WriteByte('(')
+		formatExpr(b, n.L)
+		b.WriteByte(' ')
+		b.WriteString(n.Op)
+		b.WriteByte(' ')
+		formatExpr(b, n.R)
+		b.WriteByte(')')
+	case *Between:
+		b.WriteByte('(')
+		formatExpr(b, n.X)
+		if n.Not {
+			b.WriteString(" NOT")
+		}
+		b.WriteString(" BETWEEN ")
+		formatExpr(b, n.Low)
+		b.WriteString(" AND ")
+		formatExpr(b, n.High)
+		b.WriteByte(')')
+	case *In:
+		b.WriteByte('(')
+		formatExpr(b, n.X)
+		if n.Not {
+			b.WriteString(" NOT")
+		}
+		b.WriteString(" IN (")
+		for i, x := range n.List {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			formatExpr(b, x)
+		}
+		b.WriteString("))")
+	case *Like:
+		b.WriteByte('(')
+		formatExpr(b, n.X)
+		if n.Not {
+			b.WriteString(" NOT")
+		}
+		b.WriteString(" LIKE ")
+		formatExpr(b, n.Pattern)
+		if n.Escape != nil {
+			b.WriteString(" ESCAPE ")
+			formatExpr(b, n.Escape)
+		}
+		b.WriteByte(')')
+	case *Ternary:
+		b.WriteByte('(')
+		formatExpr(b, n.Cond)
+		b.WriteString(" ? ")
+		formatExpr(b, n.Then)
+		b.WriteString(" : ")
+		formatExpr(b, n.Else)
+		b.WriteByte(')')
+	case *Call:
+		b.WriteString(n.Name)
+		b.WriteByte('(')
+		for i, a := range n.Args {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			formatExpr(b, a)
+		}
+		b.WriteByte(')')
+	case *ArrayLit:
+		b.WriteByte('[')
+		for i, x := range n.Elems {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			formatExpr(b, x)
+		}
+		b.WriteByte(']')
+	case *ObjectLit:
+		b.WriteByte('{')
+		for i, k := range n.Keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeString(b, k)
+			b.WriteString(": ")
+			formatExpr(b, n.Vals[i])
+		}
+		b.WriteByte('}')
+	case *Subquery:
+		if n.Kind != "SCALAR" {
+			b.WriteString(n.Kind)
+		}
+		b.WriteByte('(')
+		formatQuery(b, n.Q)
+		b.WriteByte(')')
+	}
+}
+
+func formatLiteral(b *strings.Builder, v any) {
+	switch x := v.(type) {
+	case undefinedType:
+		b.WriteString("undefined")
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(x))
+	case float64:
+		if x < 0 {
+			b.WriteString("(-")
+			b.WriteString(strconv.FormatFloat(-x, 'g', -1, 64))
+			b.WriteByte(')')
+			return
+		}
+		b.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
+	case string:
+		writeString(b, x)
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			formatLiteral(b, e)
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeString(b, k)
+			b.WriteString(": ")
+			formatLiteral(b, x[k])
+		}
+		b.WriteByte('}')
+	}
+}
+
+// writeString writes a double-quoted string literal the lexer reads back.
+func writeString(b *strings.Builder, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20:
+			b.WriteString(`\u00`)
+			b.WriteByte(hex[r>>4])
+			b.WriteByte(hex[r&0xf])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+}

@@ -1,0 +1,465 @@
+package query
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+)
+
+// builtin is a scalar function: arity bounds and the implementation. Every
+// implementation returns Undefined for arguments of the wrong type, as
+// Cosmos DB does; arity is checked when the query is compiled.
+type builtin struct {
+	min, max int // max -1: variadic
+	fn       func(args []any) any
+}
+
+// aggregateNames are the aggregate functions.
+var aggregateNames = map[string]bool{"COUNT": true, "SUM": true, "MIN": true, "MAX": true, "AVG": true}
+
+var builtins map[string]builtin
+
+func init() {
+	num1 := func(f func(float64) float64) builtin {
+		return builtin{1, 1, func(a []any) any {
+			x, ok := a[0].(float64)
+			if !ok {
+				return Undefined
+			}
+			return finite(f(x))
+		}}
+	}
+	is := func(pred func(any) bool) builtin {
+		return builtin{1, 1, func(a []any) any { return pred(a[0]) }}
+	}
+	builtins = map[string]builtin{
+		// Type checks.
+		"IS_DEFINED":   is(func(v any) bool { return !isUndefined(v) }),
+		"IS_NULL":      is(func(v any) bool { return v == nil }),
+		"IS_BOOL":      is(func(v any) bool { _, ok := v.(bool); return ok }),
+		"IS_NUMBER":    is(func(v any) bool { _, ok := v.(float64); return ok }),
+		"IS_STRING":    is(func(v any) bool { _, ok := v.(string); return ok }),
+		"IS_ARRAY":     is(func(v any) bool { _, ok := v.([]any); return ok }),
+		"IS_OBJECT":    is(func(v any) bool { _, ok := v.(map[string]any); return ok }),
+		"IS_PRIMITIVE": is(func(v any) bool { r := rank(v); return r >= rankNull && r <= rankString }),
+		"IS_FINITE_NUMBER": is(func(v any) bool {
+			f, ok := v.(float64)
+			return ok && !math.IsInf(f, 0) && !math.IsNaN(f)
+		}),
+
+		// Math.
+		"ABS":     num1(math.Abs),
+		"CEILING": num1(math.Ceil),
+		"FLOOR":   num1(math.Floor),
+		"ROUND":   num1(math.Round), // half away from zero, as Cosmos DB
+		"TRUNC":   num1(math.Trunc),
+		"SQRT":    num1(math.Sqrt),
+		"SQUARE":  num1(func(x float64) float64 { return x * x }),
+		"EXP":     num1(math.Exp),
+		"LOG10":   num1(math.Log10),
+		"SIN":     num1(math.Sin),
+		"COS":     num1(math.Cos),
+		"TAN":     num1(math.Tan),
+		"ASIN":    num1(math.Asin),
+		"ACOS":    num1(math.Acos),
+		"ATAN":    num1(math.Atan),
+		"COT":     num1(func(x float64) float64 { return 1 / math.Tan(x) }),
+		"DEGREES": num1(func(x float64) float64 { return x * 180 / math.Pi }),
+		"RADIANS": num1(func(x float64) float64 { return x * math.Pi / 180 }),
+		"SIGN": num1(func(x float64) float64 {
+			switch {
+			case x > 0:
+				return 1
+			case x < 0:
+				return -1
+			}
+			return 0
+		}),
+		"PI":   {0, 0, func([]any) any { return math.Pi }},
+		"RAND": {0, 0, func([]any) any { return rand.Float64() }},
+		"POWER": {2, 2, func(a []any) any {
+			x, ok1 := a[0].(float64)
+			y, ok2 := a[1].(float64)
+			if !ok1 || !ok2 {
+				return Undefined
+			}
+			return finite(math.Pow(x, y))
+		}},
+		"ATN2": {2, 2, func(a []any) any {
+			y, ok1 := a[0].(float64)
+			x, ok2 := a[1].(float64)
+			if !ok1 || !ok2 {
+				return Undefined
+			}
+			return finite(math.Atan2(x, y))
+		}},
+		"LOG": {1, 2, func(a []any) any {
+			x, ok := a[0].(float64)
+			if !ok {
+				return Undefined
+			}
+			if len(a) == 2 {
+				base, ok := a[1].(float64)
+				if !ok {
+					return Undefined
+				}
+				return finite(math.Log(x) / math.Log(base))
+			}
+			return finite(math.Log(x))
+		}},
+		"NUMBERBIN": {1, 2, func(a []any) any {
+			x, ok := a[0].(float64)
+			size := 1.0
+			if len(a) == 2 {
+				s, ok2 := a[1].(float64)
+				if !ok2 || s == 0 {
+					return Undefined
+				}
+				size = s
+			}
+			if !ok {
+				return Undefined
+			}
+			return finite(math.Floor(x/size) * size)
+		}},
+
+		// Strings.
+		"CONCAT": {2, -1, func(a []any) any {
+			var b strings.Builder
+			for _, v := range a {
+				s, ok := v.(string)
+				if !ok {
+					return Undefined
+				}
+				b.WriteString(s)
+			}
+			return b.String()
+		}},
+		"CONTAINS":   {2, 3, stringTest(strings.Contains)},
+		"STARTSWITH": {2, 3, stringTest(strings.HasPrefix)},
+		"ENDSWITH":   {2, 3, stringTest(strings.HasSuffix)},
+		"STRINGEQUALS": {2, 3, stringTest(func(a, b string) bool {
+			return a == b
+		})},
+		"LOWER": str1(strings.ToLower),
+		"UPPER": str1(strings.ToUpper),
+		"LTRIM": str1(func(s string) string { return strings.TrimLeftFunc(s, unicode.IsSpace) }),
+		"RTRIM": str1(func(s string) string { return strings.TrimRightFunc(s, unicode.IsSpace) }),
+		"TRIM":  str1(strings.TrimSpace),
+		"REVERSE": str1(func(s string) string {
+			rs := []rune(s)
+			for i, j := 0, len(rs)-1; i < j; i, j = i+1, j-1 {
+				rs[i], rs[j] = rs[j], rs[i]
+			}
+			return string(rs)
+		}),
+		"LENGTH": {1, 1, func(a []any) any {
+			s, ok := a[0].(string)
+			if !ok {
+				return Undefined
+			}
+			return float64(utf8.RuneCountInString(s))
+		}},
+		"SUBSTRING": {3, 3, func(a []any) any {
+			s, ok := a[0].(string)
+			start, ok2 := a[1].(float64)
+			n, ok3 := a[2].(float64)
+			if !ok || !ok2 || !ok3 {
+				return Undefined
+			}
+			rs := []rune(s)
+			lo := clampIndex(int(start), len(rs))
+			hi := clampIndex(lo+max(int(n), 0), len(rs))
+			return string(rs[lo:hi])
+		}},
+		"LEFT": {2, 2, func(a []any) any {
+			s, ok := a[0].(string)
+			n, ok2 := a[1].(float64)
+			if !ok || !ok2 {
+				return Undefined
+			}
+			rs := []rune(s)
+			return string(rs[:clampIndex(int(n), len(rs))])
+		}},
+		"RIGHT": {2, 2, func(a []any) any {
+			s, ok := a[0].(string)
+			n, ok2 := a[1].(float64)
+			if !ok || !ok2 {
+				return Undefined
+			}
+			rs := []rune(s)
+			return string(rs[len(rs)-clampIndex(int(n), len(rs)):])
+		}},
+		"INDEX_OF": {2, 3, func(a []any) any {
+			s, ok := a[0].(string)
+			sub, ok2 := a[1].(string)
+			if !ok || !ok2 {
+				return Undefined
+			}
+			rs := []rune(s)
+			from := 0
+			if len(a) == 3 {
+				f, ok := a[2].(float64)
+				if !ok {
+					return Undefined
+				}
+				from = int(f)
+				if from < 0 || from > len(rs) {
+					return -1.0
+				}
+			}
+			i := strings.Index(string(rs[from:]), sub)
+			if i < 0 {
+				return -1.0
+			}
+			return float64(from + utf8.RuneCountInString(string(rs[from:])[:i]))
+		}},
+		"REPLACE": {3, 3, func(a []any) any {
+			s, ok := a[0].(string)
+			old, ok2 := a[1].(string)
+			repl, ok3 := a[2].(string)
+			if !ok || !ok2 || !ok3 {
+				return Undefined
+			}
+			return strings.ReplaceAll(s, old, repl)
+		}},
+		"REPLICATE": {2, 2, func(a []any) any {
+			s, ok := a[0].(string)
+			n, ok2 := a[1].(float64)
+			if !ok || !ok2 || n < 0 || n > 10000 || len(s)*int(n) > 1<<20 {
+				return Undefined
+			}
+			return strings.Repeat(s, int(n))
+		}},
+		"TOSTRING": {1, 1, func(a []any) any {
+			switch x := a[0].(type) {
+			case undefinedType:
+				return Undefined
+			case string:
+				return x
+			}
+			b, err := encodeValue(a[0])
+			if err != nil {
+				return Undefined
+			}
+			return string(b)
+		}},
+		"STRINGTONUMBER": {1, 1, func(a []any) any {
+			s, ok := a[0].(string)
+			if !ok {
+				return Undefined
+			}
+			f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+			if err != nil {
+				return Undefined
+			}
+			return finite(f)
+		}},
+		"STRINGTOBOOLEAN": parseJSONOf(func(v any) bool { _, ok := v.(bool); return ok }),
+		"STRINGTONULL":    parseJSONOf(func(v any) bool { return v == nil }),
+		"STRINGTOARRAY":   parseJSONOf(func(v any) bool { _, ok := v.([]any); return ok }),
+		"STRINGTOOBJECT":  parseJSONOf(func(v any) bool { _, ok := v.(map[string]any); return ok }),
+		"REGEXMATCH": {2, 3, func(a []any) any {
+			s, ok := a[0].(string)
+			pat, ok2 := a[1].(string)
+			if !ok || !ok2 {
+				return Undefined
+			}
+			mods := ""
+			if len(a) == 3 {
+				if mods, ok = a[2].(string); !ok {
+					return Undefined
+				}
+			}
+			re := compileRegex(pat, mods)
+			if re == nil {
+				return Undefined
+			}
+			return re.MatchString(s)
+		}},
+
+		// Arrays.
+		"ARRAY_LENGTH": {1, 1, func(a []any) any {
+			arr, ok := a[0].([]any)
+			if !ok {
+				return Undefined
+			}
+			return float64(len(arr))
+		}},
+		"ARRAY_CONCAT": {2, -1, func(a []any) any {
+			var out []any
+			for _, v := range a {
+				arr, ok := v.([]any)
+				if !ok {
+					return Undefined
+				}
+				out = append(out, arr...)
+			}
+			if out == nil {
+				out = []any{}
+			}
+			return out
+		}},
+		"ARRAY_SLICE": {2, 3, func(a []any) any {
+			arr, ok := a[0].([]any)
+			start, ok2 := a[1].(float64)
+			if !ok || !ok2 {
+				return Undefined
+			}
+			lo := int(start)
+			if lo < 0 {
+				lo = max(len(arr)+lo, 0)
+			}
+			lo = min(lo, len(arr))
+			hi := len(arr)
+			if len(a) == 3 {
+				n, ok := a[2].(float64)
+				if !ok {
+					return Undefined
+				}
+				hi = min(lo+max(int(n), 0), len(arr))
+			}
+			return append([]any{}, arr[lo:hi]...)
+		}},
+		"ARRAY_CONTAINS": {2, 3, func(a []any) any {
+			arr, ok := a[0].([]any)
+			if !ok || isUndefined(a[1]) {
+				return Undefined
+			}
+			partial := false
+			if len(a) == 3 {
+				p, ok := a[2].(bool)
+				if !ok {
+					return Undefined
+				}
+				partial = p
+			}
+			for _, e := range arr {
+				if partial {
+					if containsPartial(e, a[1]) {
+						return true
+					}
+				} else if equalValues(e, a[1]) {
+					return true
+				}
+			}
+			return false
+		}},
+	}
+}
+
+func finite(f float64) any {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return Undefined
+	}
+	return f
+}
+
+func clampIndex(i, n int) int { return max(0, min(i, n)) }
+
+func str1(f func(string) string) builtin {
+	return builtin{1, 1, func(a []any) any {
+		s, ok := a[0].(string)
+		if !ok {
+			return Undefined
+		}
+		return f(s)
+	}}
+}
+
+// stringTest builds CONTAINS, STARTSWITH, ENDSWITH and STRINGEQUALS with
+// their optional third argument, ignore case.
+func stringTest(f func(s, t string) bool) func([]any) any {
+	return func(a []any) any {
+		s, ok := a[0].(string)
+		t, ok2 := a[1].(string)
+		if !ok || !ok2 {
+			return Undefined
+		}
+		if len(a) == 3 {
+			ic, ok := a[2].(bool)
+			if !ok {
+				return Undefined
+			}
+			if ic {
+				s, t = strings.ToLower(s), strings.ToLower(t)
+			}
+		}
+		return f(s, t)
+	}
+}
+
+func parseJSONOf(want func(any) bool) builtin {
+	return builtin{1, 1, func(a []any) any {
+		s, ok := a[0].(string)
+		if !ok {
+			return Undefined
+		}
+		var v any
+		if err := json.Unmarshal([]byte(s), &v); err != nil || !want(v) {
+			return Undefined
+		}
+		return v
+	}}
+}
+
+// containsPartial reports whether elem is an object holding every property
+// of want (ARRAY_CONTAINS with partial match), or equals want otherwise.
+func containsPartial(elem, want any) bool {
+	w, ok := want.(map[string]any)
+	if !ok {
+		return equalValues(elem, want)
+	}
+	e, ok := elem.(map[string]any)
+	if !ok {
+		return false
+	}
+	for k, v := range w {
+		ev, ok := e[k]
+		if !ok || !equalValues(ev, v) {
+			return false
+		}
+	}
+	return true
+}
+
+var regexCache sync.Map // mods + "\x00" + pattern -> *regexp.Regexp or nil
+
+// compileRegex compiles a REGEXMATCH pattern with Cosmos DB's modifiers
+// (m, s, i, x); an invalid pattern or modifier yields nil.
+func compileRegex(pat, mods string) *regexp.Regexp {
+	key := mods + "\x00" + pat
+	if re, ok := regexCache.Load(key); ok {
+		r, _ := re.(*regexp.Regexp)
+		return r
+	}
+	flags := ""
+	for _, m := range mods {
+		switch m {
+		case 'i', 'm', 's':
+			flags += string(m)
+		case 'x':
+			// Go's RE2 has no extended mode: drop unescaped white space.
+			pat = strings.Join(strings.Fields(pat), "")
+		default:
+			regexCache.Store(key, nil)
+			return nil
+		}
+	}
+	if flags != "" {
+		pat = "(?" + flags + ")" + pat
+	}
+	re, err := regexp.Compile(pat)
+	if err != nil {
+		regexCache.Store(key, nil)
+		return nil
+	}
+	regexCache.Store(key, re)
+	return re
+}

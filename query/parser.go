@@ -1,0 +1,762 @@
+package query
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Parse parses a Cosmos DB NoSQL query. Keywords are case-insensitive.
+// A malformed query is a *SyntaxError with the position, what was expected
+// and what was found; nothing is silently ignored.
+func Parse(text string) (*Query, error) {
+	toks, err := lex(text)
+	if err != nil {
+		return nil, err
+	}
+	p := &parser{src: text, toks: toks}
+	q, err := p.parseQuery()
+	if err != nil {
+		return nil, err
+	}
+	if p.peek().kind != tEOF {
+		return nil, p.errorf("end of query")
+	}
+	return q, nil
+}
+
+type parser struct {
+	src   string
+	toks  []token
+	i     int
+	depth int
+}
+
+const maxDepth = 200
+
+func (p *parser) peek() token      { return p.toks[p.i] }
+func (p *parser) peekAt(n int) token {
+	if p.i+n < len(p.toks) {
+		return p.toks[p.i+n]
+	}
+	return p.toks[len(p.toks)-1]
+}
+func (p *parser) next() token {
+	t := p.toks[p.i]
+	if t.kind != tEOF {
+		p.i++
+	}
+	return t
+}
+
+func (p *parser) errorf(expected string) error {
+	t := p.peek()
+	return &SyntaxError{Pos: t.pos, Query: p.src, Expected: expected, Found: t.describe()}
+}
+
+func (p *parser) isKeyword(k string) bool {
+	t := p.peek()
+	return t.kind == tKeyword && t.text == k
+}
+
+func (p *parser) acceptKeyword(k string) bool {
+	if p.isKeyword(k) {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *parser) expectKeyword(k string) error {
+	if !p.acceptKeyword(k) {
+		return p.errorf(k)
+	}
+	return nil
+}
+
+func (p *parser) isOp(op string) bool {
+	t := p.peek()
+	return t.kind == tOp && t.text == op
+}
+
+func (p *parser) acceptOp(op string) bool {
+	if p.isOp(op) {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *parser) expectOp(op string) error {
+	if !p.acceptOp(op) {
+		return p.errorf(fmt.Sprintf("%q", op))
+	}
+	return nil
+}
+
+func (p *parser) parseQuery() (*Query, error) {
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.depth > maxDepth {
+		return nil, p.errorf("a less deeply nested query")
+	}
+	if err := p.expectKeyword("SELECT"); err != nil {
+		return nil, err
+	}
+	q := &Query{}
+	if p.acceptKeyword("DISTINCT") {
+		q.Distinct = true
+	}
+	if p.acceptKeyword("TOP") {
+		t := p.next()
+		switch t.kind {
+		case tNumber:
+			q.Top = &Literal{Value: t.num}
+		case tParam:
+			q.Top = &ParamRef{Name: t.text}
+		default:
+			p.i--
+			return nil, p.errorf("a number or @parameter after TOP")
+		}
+	}
+	if p.acceptKeyword("VALUE") {
+		q.Value = true
+	}
+	if p.acceptOp("*") {
+		if q.Value {
+			return nil, p.errorf("an expression after VALUE (not *)")
+		}
+		q.Star = true
+	} else {
+		for {
+			x, err := p.parseExpr()
+			if err != nil {
+				return nil, err
+			}
+			item := SelectItem{X: x}
+			if p.acceptKeyword("AS") {
+				name, err := p.parseName("an alias after AS")
+				if err != nil {
+					return nil, err
+				}
+				item.Alias = name
+			} else if p.peek().kind == tIdent {
+				item.Alias = p.next().text
+			}
+			q.Items = append(q.Items, item)
+			if !p.acceptOp(",") {
+				break
+			}
+			if q.Value {
+				return nil, p.errorf("a single expression after SELECT VALUE")
+			}
+		}
+		if q.Value && q.Items[0].Alias != "" {
+			return nil, &SyntaxError{Pos: p.toks[p.i-1].pos, Query: p.src, Expected: "no alias after SELECT VALUE expression", Found: q.Items[0].Alias}
+		}
+	}
+	if p.acceptKeyword("FROM") {
+		f, err := p.parseFrom()
+		if err != nil {
+			return nil, err
+		}
+		q.From = f
+		for p.acceptKeyword("JOIN") {
+			alias, err := p.parseName("an alias after JOIN")
+			if err != nil {
+				return nil, err
+			}
+			if err := p.expectKeyword("IN"); err != nil {
+				return nil, err
+			}
+			src, err := p.parsePath()
+			if err != nil {
+				return nil, err
+			}
+			q.Joins = append(q.Joins, Join{Alias: alias, Source: src})
+		}
+	}
+	if p.acceptKeyword("WHERE") {
+		x, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		q.Where = x
+	}
+	if p.acceptKeyword("GROUP") {
+		if err := p.expectKeyword("BY"); err != nil {
+			return nil, err
+		}
+		for {
+			x, err := p.parseExpr()
+			if err != nil {
+				return nil, err
+			}
+			q.GroupBy = append(q.GroupBy, x)
+			if !p.acceptOp(",") {
+				break
+			}
+		}
+	}
+	if p.acceptKeyword("ORDER") {
+		if err := p.expectKeyword("BY"); err != nil {
+			return nil, err
+		}
+		for {
+			x, err := p.parseExpr()
+			if err != nil {
+				return nil, err
+			}
+			item := OrderItem{X: x}
+			if p.acceptKeyword("DESC") {
+				item.Desc = true
+			} else {
+				p.acceptKeyword("ASC")
+			}
+			q.OrderBy = append(q.OrderBy, item)
+			if !p.acceptOp(",") {
+				break
+			}
+		}
+	}
+	if p.acceptKeyword("OFFSET") {
+		off, err := p.parseCount("OFFSET")
+		if err != nil {
+			return nil, err
+		}
+		if err := p.expectKeyword("LIMIT"); err != nil {
+			return nil, err
+		}
+		lim, err := p.parseCount("LIMIT")
+		if err != nil {
+			return nil, err
+		}
+		q.Offset, q.Limit = off, lim
+	}
+	return q, nil
+}
+
+func (p *parser) parseCount(what string) (Expr, error) {
+	t := p.next()
+	switch t.kind {
+	case tNumber:
+		return &Literal{Value: t.num}, nil
+	case tParam:
+		return &ParamRef{Name: t.text}, nil
+	}
+	p.i--
+	return nil, p.errorf("a number or @parameter after " + what)
+}
+
+// parseName reads an identifier (a keyword is not a name).
+func (p *parser) parseName(expected string) (string, error) {
+	t := p.peek()
+	if t.kind != tIdent {
+		return "", p.errorf(expected)
+	}
+	p.i++
+	return t.text, nil
+}
+
+func (p *parser) parseFrom() (*From, error) {
+	// FROM alias IN path
+	if p.peek().kind == tIdent && p.peekAt(1).kind == tKeyword && p.peekAt(1).text == "IN" {
+		alias := p.next().text
+		p.next()
+		src, err := p.parsePath()
+		if err != nil {
+			return nil, err
+		}
+		return &From{Alias: alias, Source: src, In: true}, nil
+	}
+	src, err := p.parsePath()
+	if err != nil {
+		return nil, err
+	}
+	f := &From{Source: src}
+	if p.acceptKeyword("AS") {
+		if f.Alias, err = p.parseName("an alias after AS"); err != nil {
+			return nil, err
+		}
+	} else if p.peek().kind == tIdent {
+		f.Alias = p.next().text
+	}
+	if f.Alias == "" {
+		id, ok := src.(*Ident)
+		if !ok {
+			return nil, p.errorf("an alias for the FROM source (FROM c.children AS ch)")
+		}
+		f.Alias = id.Name
+	}
+	return f, nil
+}
+
+// parsePath reads name(.name | [literal])*: a source in FROM or JOIN.
+func (p *parser) parsePath() (Expr, error) {
+	name, err := p.parseName("a container name or alias")
+	if err != nil {
+		return nil, err
+	}
+	var x Expr = &Ident{Name: name}
+	for {
+		switch {
+		case p.acceptOp("."):
+			n, err := p.parsePropertyName()
+			if err != nil {
+				return nil, err
+			}
+			x = &Member{X: x, Name: n}
+		case p.acceptOp("["):
+			t := p.next()
+			var idx Expr
+			switch t.kind {
+			case tString:
+				idx = &Literal{Value: t.str}
+			case tNumber:
+				idx = &Literal{Value: t.num}
+			case tParam:
+				idx = &ParamRef{Name: t.text}
+			default:
+				p.i--
+				return nil, p.errorf("a string, number or @parameter inside [ ]")
+			}
+			if err := p.expectOp("]"); err != nil {
+				return nil, err
+			}
+			x = &Index{X: x, Index: idx}
+		default:
+			return x, nil
+		}
+	}
+}
+
+// parsePropertyName reads the name after '.', where keywords are allowed
+// (c.value, c.order).
+func (p *parser) parsePropertyName() (string, error) {
+	t := p.peek()
+	switch t.kind {
+	case tIdent:
+		p.i++
+		return t.text, nil
+	case tKeyword:
+		p.i++
+		// Keywords were upper-cased by the lexer; recover the spelling.
+		return p.src[t.pos : t.pos+len(t.text)], nil
+	}
+	return "", p.errorf("a property name after '.'")
+}
+
+func (p *parser) parseExpr() (Expr, error) {
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.depth > maxDepth {
+		return nil, p.errorf("a less deeply nested expression")
+	}
+	return p.parseTernary()
+}
+
+func (p *parser) parseTernary() (Expr, error) {
+	cond, err := p.parseCoalesce()
+	if err != nil {
+		return nil, err
+	}
+	if !p.acceptOp("?") {
+		return cond, nil
+	}
+	then, err := p.parseExpr()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.expectOp(":"); err != nil {
+		return nil, err
+	}
+	els, err := p.parseExpr()
+	if err != nil {
+		return nil, err
+	}
+	return &Ternary{Cond: cond, Then: then, Else: els}, nil
+}
+
+func (p *parser) parseCoalesce() (Expr, error) {
+	l, err := p.parseOr()
+	if err != nil {
+		return nil, err
+	}
+	for p.acceptOp("??") {
+		r, err := p.parseOr()
+		if err != nil {
+			return nil, err
+		}
+		l = &Binary{Op: "??", L: l, R: r}
+	}
+	return l, nil
+}
+
+func (p *parser) parseOr() (Expr, error) {
+	l, err := p.parseAnd()
+	if err != nil {
+		return nil, err
+	}
+	for p.acceptKeyword("OR") {
+		r, err := p.parseAnd()
+		if err != nil {
+			return nil, err
+		}
+		l = &Binary{Op: "OR", L: l, R: r}
+	}
+	return l, nil
+}
+
+func (p *parser) parseAnd() (Expr, error) {
+	l, err := p.parseNot()
+	if err != nil {
+		return nil, err
+	}
+	for p.acceptKeyword("AND") {
+		r, err := p.parseNot()
+		if err != nil {
+			return nil, err
+		}
+		l = &Binary{Op: "AND", L: l, R: r}
+	}
+	return l, nil
+}
+
+func (p *parser) parseNot() (Expr, error) {
+	if p.isKeyword("NOT") && !(p.peekAt(1).kind == tKeyword && (p.peekAt(1).text == "IN" || p.peekAt(1).text == "BETWEEN" || p.peekAt(1).text == "LIKE")) {
+		p.next()
+		x, err := p.parseNot()
+		if err != nil {
+			return nil, err
+		}
+		return &Unary{Op: "NOT", X: x}, nil
+	}
+	return p.parseComparison()
+}
+
+var comparisonOps = map[string]bool{"=": true, "!=": true, "<>": true, "<": true, "<=": true, ">": true, ">=": true}
+
+func (p *parser) parseComparison() (Expr, error) {
+	l, err := p.parseBitOr()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		t := p.peek()
+		if t.kind == tOp && comparisonOps[t.text] {
+			p.next()
+			r, err := p.parseBitOr()
+			if err != nil {
+				return nil, err
+			}
+			op := t.text
+			if op == "<>" {
+				op = "!="
+			}
+			l = &Binary{Op: op, L: l, R: r}
+			continue
+		}
+		not := false
+		if p.isKeyword("NOT") {
+			nt := p.peekAt(1)
+			if nt.kind == tKeyword && (nt.text == "IN" || nt.text == "BETWEEN" || nt.text == "LIKE") {
+				p.next()
+				not = true
+			}
+		}
+		switch {
+		case p.acceptKeyword("IN"):
+			if err := p.expectOp("("); err != nil {
+				return nil, err
+			}
+			var list []Expr
+			for {
+				x, err := p.parseExpr()
+				if err != nil {
+					return nil, err
+				}
+				list = append(list, x)
+				if !p.acceptOp(",") {
+					break
+				}
+			}
+			if err := p.expectOp(")"); err != nil {
+				return nil, err
+			}
+			l = &In{X: l, List: list, Not: not}
+		case p.acceptKeyword("BETWEEN"):
+			lo, err := p.parseBitOr()
+			if err != nil {
+				return nil, err
+			}
+			if err := p.expectKeyword("AND"); err != nil {
+				return nil, err
+			}
+			hi, err := p.parseBitOr()
+			if err != nil {
+				return nil, err
+			}
+			l = &Between{X: l, Low: lo, High: hi, Not: not}
+		case p.acceptKeyword("LIKE"):
+			pat, err := p.parseBitOr()
+			if err != nil {
+				return nil, err
+			}
+			lk := &Like{X: l, Pattern: pat, Not: not}
+			if p.acceptKeyword("ESCAPE") {
+				if lk.Escape, err = p.parseBitOr(); err != nil {
+					return nil, err
+				}
+			}
+			l = lk
+		default:
+			return l, nil
+		}
+	}
+}
+
+// binaryLevel parses left-associative operators of one precedence level.
+func (p *parser) binaryLevel(ops []string, next func() (Expr, error)) (Expr, error) {
+	l, err := next()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		t := p.peek()
+		matched := ""
+		if t.kind == tOp {
+			for _, op := range ops {
+				if t.text == op {
+					matched = op
+					break
+				}
+			}
+		}
+		if matched == "" {
+			return l, nil
+		}
+		p.next()
+		r, err := next()
+		if err != nil {
+			return nil, err
+		}
+		l = &Binary{Op: matched, L: l, R: r}
+	}
+}
+
+func (p *parser) parseBitOr() (Expr, error) {
+	return p.binaryLevel([]string{"|"}, p.parseBitXor)
+}
+func (p *parser) parseBitXor() (Expr, error) {
+	return p.binaryLevel([]string{"^"}, p.parseBitAnd)
+}
+func (p *parser) parseBitAnd() (Expr, error) {
+	return p.binaryLevel([]string{"&"}, p.parseShift)
+}
+func (p *parser) parseShift() (Expr, error) {
+	return p.binaryLevel([]string{"<<", ">>", ">>>"}, p.parseAdditive)
+}
+func (p *parser) parseAdditive() (Expr, error) {
+	return p.binaryLevel([]string{"+", "-", "||"}, p.parseMultiplicative)
+}
+func (p *parser) parseMultiplicative() (Expr, error) {
+	return p.binaryLevel([]string{"*", "/", "%"}, p.parseUnary)
+}
+
+func (p *parser) parseUnary() (Expr, error) {
+	t := p.peek()
+	if t.kind == tOp && (t.text == "-" || t.text == "+" || t.text == "~") {
+		p.next()
+		p.depth++
+		defer func() { p.depth-- }()
+		if p.depth > maxDepth {
+			return nil, p.errorf("a less deeply nested expression")
+		}
+		x, err := p.parseUnary()
+		if err != nil {
+			return nil, err
+		}
+		if lit, ok := x.(*Literal); ok && t.text == "-" {
+			if f, ok := lit.Value.(float64); ok {
+				return &Literal{Value: -f}, nil
+			}
+		}
+		return &Unary{Op: t.text, X: x}, nil
+	}
+	return p.parsePostfix()
+}
+
+func (p *parser) parsePostfix() (Expr, error) {
+	x, err := p.parsePrimary()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		switch {
+		case p.acceptOp("."):
+			n, err := p.parsePropertyName()
+			if err != nil {
+				return nil, err
+			}
+			x = &Member{X: x, Name: n}
+		case p.acceptOp("["):
+			idx, err := p.parseExpr()
+			if err != nil {
+				return nil, err
+			}
+			if err := p.expectOp("]"); err != nil {
+				return nil, err
+			}
+			x = &Index{X: x, Index: idx}
+		default:
+			return x, nil
+		}
+	}
+}
+
+func (p *parser) parsePrimary() (Expr, error) {
+	t := p.peek()
+	switch t.kind {
+	case tNumber:
+		p.next()
+		return &Literal{Value: t.num}, nil
+	case tString:
+		p.next()
+		return &Literal{Value: t.str}, nil
+	case tParam:
+		p.next()
+		return &ParamRef{Name: t.text}, nil
+	case tKeyword:
+		switch t.text {
+		case "TRUE":
+			p.next()
+			return &Literal{Value: true}, nil
+		case "FALSE":
+			p.next()
+			return &Literal{Value: false}, nil
+		case "NULL":
+			p.next()
+			return &Literal{Value: nil}, nil
+		case "UNDEFINED":
+			p.next()
+			return &Literal{Value: Undefined}, nil
+		case "EXISTS", "ARRAY":
+			p.next()
+			if err := p.expectOp("("); err != nil {
+				return nil, err
+			}
+			q, err := p.parseQuery()
+			if err != nil {
+				return nil, err
+			}
+			if err := p.expectOp(")"); err != nil {
+				return nil, err
+			}
+			return &Subquery{Kind: t.text, Q: q}, nil
+		case "UDF":
+			return nil, &SyntaxError{Pos: t.pos, Query: p.src, Expected: "a built-in function", Found: "udf. (user-defined functions are not supported)"}
+		}
+		return nil, p.errorf("an expression")
+	case tIdent:
+		p.next()
+		if p.isOp("(") {
+			p.next()
+			call := &Call{Name: strings.ToUpper(t.text)}
+			if !p.acceptOp(")") {
+				for {
+					a, err := p.parseExpr()
+					if err != nil {
+						return nil, err
+					}
+					call.Args = append(call.Args, a)
+					if !p.acceptOp(",") {
+						break
+					}
+				}
+				if err := p.expectOp(")"); err != nil {
+					return nil, err
+				}
+			}
+			return call, nil
+		}
+		return &Ident{Name: t.text}, nil
+	case tOp:
+		switch t.text {
+		case "(":
+			p.next()
+			if p.isKeyword("SELECT") {
+				q, err := p.parseQuery()
+				if err != nil {
+					return nil, err
+				}
+				if err := p.expectOp(")"); err != nil {
+					return nil, err
+				}
+				return &Subquery{Kind: "SCALAR", Q: q}, nil
+			}
+			x, err := p.parseExpr()
+			if err != nil {
+				return nil, err
+			}
+			if err := p.expectOp(")"); err != nil {
+				return nil, err
+			}
+			return x, nil
+		case "[":
+			p.next()
+			arr := &ArrayLit{}
+			if !p.acceptOp("]") {
+				for {
+					x, err := p.parseExpr()
+					if err != nil {
+						return nil, err
+					}
+					arr.Elems = append(arr.Elems, x)
+					if !p.acceptOp(",") {
+						break
+					}
+				}
+				if err := p.expectOp("]"); err != nil {
+					return nil, err
+				}
+			}
+			return arr, nil
+		case "{":
+			p.next()
+			obj := &ObjectLit{}
+			if !p.acceptOp("}") {
+				for {
+					kt := p.next()
+					var key string
+					switch kt.kind {
+					case tString:
+						key = kt.str
+					case tIdent:
+						key = kt.text
+					case tKeyword:
+						key = p.src[kt.pos : kt.pos+len(kt.text)]
+					default:
+						p.i--
+						return nil, p.errorf("a property name in an object")
+					}
+					if err := p.expectOp(":"); err != nil {
+						return nil, err
+					}
+					v, err := p.parseExpr()
+					if err != nil {
+						return nil, err
+					}
+					obj.Keys = append(obj.Keys, key)
+					obj.Vals = append(obj.Vals, v)
+					if !p.acceptOp(",") {
+						break
+					}
+				}
+				if err := p.expectOp("}"); err != nil {
+					return nil, err
+				}
+			}
+			return obj, nil
+		}
+	}
+	return nil, p.errorf("an expression")
+}

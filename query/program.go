@@ -1,0 +1,590 @@
+package query
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"math"
+	"sort"
+)
+
+// Doc is a document as the engine reads it: its JSON text and its decoded
+// value, built once (NewDoc) and shared read-only by every query.
+type Doc struct {
+	raw []byte
+	val map[string]any
+}
+
+// NewDoc decodes a JSON object. It costs one encoding/json decode; stores
+// call it once per write and keep the Doc.
+func NewDoc(raw []byte) (Doc, error) {
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return Doc{}, fmt.Errorf("query: malformed JSON document: %w", err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return Doc{}, fmt.Errorf("query: a document is a JSON object, got %s", typeName(v))
+	}
+	return Doc{raw: raw, val: m}, nil
+}
+
+// Raw returns the document's JSON text.
+func (d Doc) Raw() []byte { return d.raw }
+
+// Value returns the decoded document; callers must not modify it.
+func (d Doc) Value() map[string]any { return d.val }
+
+// Program is a compiled query with its parameters bound: safe for
+// concurrent use, run any number of times.
+type Program struct {
+	p *program
+}
+
+// Compile binds params (names with their '@', Go JSON values) to a parsed
+// query and compiles it. Unknown functions, wrong arity, missing
+// parameters, unresolvable names and misplaced aggregates are errors
+// wrapping ErrCompile; nothing about the documents is needed.
+func Compile(q *Query, params map[string]any) (*Program, error) {
+	norm := make(map[string]any, len(params))
+	for k, v := range params {
+		n, err := Normalize(v)
+		if err != nil {
+			return nil, compileErr("parameter %s: %v", k, err)
+		}
+		norm[k] = n
+	}
+	p, err := compileQuery(q, norm, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	return &Program{p: p}, nil
+}
+
+// Prepare parses and compiles a query text in one call.
+func Prepare(text string, params map[string]any) (*Program, error) {
+	q, err := Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	return Compile(q, params)
+}
+
+// Execute runs the program over docs, in their order, and returns the
+// results as JSON. Without ORDER BY results come in document order and the
+// scan stops as soon as TOP or LIMIT is satisfied; ORDER BY with TOP or
+// LIMIT keeps only offset+limit rows in a heap. SELECT * returns each
+// document's stored text unchanged. ctx is checked every 256 documents.
+func (pr *Program) Execute(ctx context.Context, docs iter.Seq[Doc]) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	var encErr error
+	err := pr.p.runTop(ctx, docs, func(v any, raw []byte) bool {
+		if raw != nil {
+			out = append(out, raw)
+			return true
+		}
+		b, err := encodeValue(v)
+		if err != nil {
+			encErr = err
+			return false
+		}
+		out = append(out, b)
+		return true
+	})
+	if err == nil {
+		err = encErr
+	}
+	return out, err
+}
+
+// Values runs the program like Execute and returns the results as decoded
+// values.
+func (pr *Program) Values(ctx context.Context, docs iter.Seq[Doc]) ([]any, error) {
+	var out []any
+	err := pr.p.runTop(ctx, docs, func(v any, _ []byte) bool {
+		out = append(out, v)
+		return true
+	})
+	return out, err
+}
+
+type program struct {
+	top      bool // a whole query, not a subquery
+	noFrom   bool
+	nslots   int
+	source   evalFn // slot 0's value(s)
+	sourceIn bool
+	starRaw  bool // SELECT * of the whole document: emit its stored text
+	joins    []evalFn
+	where    evalFn
+
+	project  evalFn // non-grouped projection; Undefined drops the row
+	orderBy  []evalFn
+	desc     []bool
+	distinct bool
+	offset   int
+	limit    int // -1: none
+
+	grouped bool
+	groupBy []evalFn
+	aggs    []aggSpec
+	final   evalFn // evaluated on a group frame
+}
+
+// count reads a TOP, OFFSET or LIMIT value.
+func count(e Expr, params map[string]any, what string) (int, error) {
+	var v any
+	switch n := e.(type) {
+	case *Literal:
+		v = n.Value
+	case *ParamRef:
+		var ok bool
+		if v, ok = params[n.Name]; !ok {
+			return 0, compileErr("parameter %s has no value", n.Name)
+		}
+	}
+	f, ok := v.(float64)
+	if !ok || f < 0 || f != math.Trunc(f) || f > math.MaxInt32 {
+		return 0, compileErr("%s must be a non-negative integer, got %v", what, v)
+	}
+	return int(f), nil
+}
+
+func rootIdent(e Expr) *Ident {
+	for {
+		switch n := e.(type) {
+		case *Ident:
+			return n
+		case *Member:
+			e = n.X
+		case *Index:
+			e = n.X
+		default:
+			return nil
+		}
+	}
+}
+
+func compileQuery(q *Query, params map[string]any, outer *scope, top bool) (*program, error) {
+	p := &program{top: top, limit: -1}
+	c := &compiler{params: params}
+	s := &scope{parent: outer}
+	var err error
+	if q.From == nil {
+		p.noFrom = true
+	} else {
+		root := rootIdent(q.From.Source)
+		if root == nil {
+			return nil, compileErr("the FROM source must start with a name")
+		}
+		if top {
+			// The root of a top-level FROM is the container, whatever its name.
+			cs := &scope{names: []string{root.Name}}
+			if p.source, err = c.expr(q.From.Source, cs); err != nil {
+				return nil, err
+			}
+			_, plain := q.From.Source.(*Ident)
+			p.starRaw = plain && !q.From.In && q.Star && len(q.Joins) == 0
+		} else if p.source, err = c.expr(q.From.Source, outer); err != nil {
+			return nil, err
+		}
+		p.sourceIn = q.From.In
+		s.names = append(s.names, q.From.Alias)
+		for _, j := range q.Joins {
+			fn, err := c.expr(j.Source, s)
+			if err != nil {
+				return nil, err
+			}
+			p.joins = append(p.joins, fn)
+			s.names = append(s.names, j.Alias)
+		}
+	}
+	p.nslots = len(s.names)
+	if q.Where != nil {
+		if hasAggregate(q.Where) {
+			return nil, compileErr("aggregates are not allowed in WHERE")
+		}
+		if p.where, err = c.expr(q.Where, s); err != nil {
+			return nil, err
+		}
+	}
+	if q.Top != nil {
+		if p.limit, err = count(q.Top, params, "TOP"); err != nil {
+			return nil, err
+		}
+	}
+	if q.Limit != nil {
+		if q.Top != nil {
+			return nil, compileErr("TOP and OFFSET/LIMIT cannot be combined")
+		}
+		if p.offset, err = count(q.Offset, params, "OFFSET"); err != nil {
+			return nil, err
+		}
+		if p.limit, err = count(q.Limit, params, "LIMIT"); err != nil {
+			return nil, err
+		}
+	}
+	p.distinct = q.Distinct
+
+	if q.Star && (len(q.Joins) > 0) {
+		return nil, compileErr("SELECT * needs a single input: name what to project when using JOIN")
+	}
+	if q.Star && p.noFrom {
+		return nil, compileErr("SELECT * needs a FROM clause")
+	}
+	aggregated := len(q.GroupBy) > 0
+	for _, it := range q.Items {
+		if hasAggregate(it.X) {
+			aggregated = true
+		}
+	}
+	for _, o := range q.OrderBy {
+		if hasAggregate(o.X) {
+			return nil, compileErr("aggregates are not allowed in ORDER BY")
+		}
+	}
+	if aggregated {
+		if len(q.OrderBy) > 0 {
+			return nil, compileErr("ORDER BY cannot be combined with GROUP BY or aggregates")
+		}
+		if q.Star {
+			return nil, compileErr("SELECT * cannot be combined with GROUP BY")
+		}
+		for _, g := range q.GroupBy {
+			if hasAggregate(g) {
+				return nil, compileErr("aggregates are not allowed in GROUP BY")
+			}
+			fn, err := c.expr(g, s)
+			if err != nil {
+				return nil, err
+			}
+			p.groupBy = append(p.groupBy, fn)
+		}
+		gc := &compiler{params: params, grouped: true, aggs: &p.aggs}
+		for _, g := range q.GroupBy {
+			gc.groupKeys = append(gc.groupKeys, Format(g))
+		}
+		if p.final, err = gc.projection(q, s); err != nil {
+			return nil, err
+		}
+		p.grouped = true
+		return p, nil
+	}
+	if p.project, err = c.projection(q, s); err != nil {
+		return nil, err
+	}
+	for _, o := range q.OrderBy {
+		fn, err := c.expr(o.X, s)
+		if err != nil {
+			return nil, err
+		}
+		p.orderBy = append(p.orderBy, fn)
+		p.desc = append(p.desc, o.Desc)
+	}
+	return p, nil
+}
+
+// projection compiles the SELECT clause into one function.
+func (c *compiler) projection(q *Query, s *scope) (evalFn, error) {
+	if q.Star {
+		return func(f *frame) any { return f.vals[0] }, nil
+	}
+	if q.Value {
+		return c.expr(q.Items[0].X, s)
+	}
+	names, err := itemNames(q.Items)
+	if err != nil {
+		return nil, err
+	}
+	vals := make([]evalFn, len(q.Items))
+	for i, it := range q.Items {
+		if vals[i], err = c.expr(it.X, s); err != nil {
+			return nil, err
+		}
+	}
+	return func(f *frame) any {
+		out := make(map[string]any, len(vals))
+		for i, v := range vals {
+			if x := v(f); !isUndefined(x) {
+				out[names[i]] = x
+			}
+		}
+		return out
+	}, nil
+}
+
+// rowsOf enumerates the rows one input produces (after JOIN and WHERE),
+// calling emit with a frame that is reused between calls.
+func (p *program) rowsOf(fr *frame, rootVal any, emit func(*frame) bool) bool {
+	if p.noFrom {
+		if p.where != nil {
+			if b, ok := p.where(fr).(bool); !ok || !b {
+				return true
+			}
+		}
+		return emit(fr)
+	}
+	if p.sourceIn {
+		arr, ok := rootVal.([]any)
+		if !ok {
+			return true
+		}
+		for _, e := range arr {
+			fr.vals[0] = e
+			if !p.joinRows(fr, 0, emit) {
+				return false
+			}
+		}
+		return true
+	}
+	if isUndefined(rootVal) {
+		return true
+	}
+	fr.vals[0] = rootVal
+	return p.joinRows(fr, 0, emit)
+}
+
+func (p *program) joinRows(fr *frame, j int, emit func(*frame) bool) bool {
+	if j == len(p.joins) {
+		if p.where != nil {
+			if b, ok := p.where(fr).(bool); !ok || !b {
+				return true
+			}
+		}
+		return emit(fr)
+	}
+	arr, ok := p.joins[j](fr).([]any)
+	if !ok {
+		return true
+	}
+	for _, e := range arr {
+		fr.vals[j+1] = e
+		if !p.joinRows(fr, j+1, emit) {
+			return false
+		}
+	}
+	return true
+}
+
+// runTop runs a whole query over documents.
+func (p *program) runTop(ctx context.Context, docs iter.Seq[Doc], out func(v any, raw []byte) bool) error {
+	var ctxErr error
+	var curRaw []byte
+	input := func(emit func(*frame) bool) {
+		fr := &frame{vals: make([]any, p.nslots)}
+		if p.noFrom {
+			p.rowsOf(fr, nil, emit)
+			return
+		}
+		srcFrame := &frame{vals: make([]any, 1)}
+		n := 0
+		for d := range docs {
+			n++
+			if n&255 == 0 {
+				if ctxErr = ctx.Err(); ctxErr != nil {
+					return
+				}
+			}
+			curRaw = d.raw
+			srcFrame.vals[0] = d.val
+			if !p.rowsOf(fr, p.source(srcFrame), emit) {
+				return
+			}
+		}
+		ctxErr = ctx.Err()
+	}
+	raw := func() []byte {
+		if p.starRaw {
+			return curRaw
+		}
+		return nil
+	}
+	p.pipeline(input, raw, out)
+	return ctxErr
+}
+
+// rows runs a subquery for one outer row.
+func (p *program) rows(outer *frame, yield func(any) bool) {
+	input := func(emit func(*frame) bool) {
+		fr := &frame{vals: make([]any, p.nslots), parent: outer}
+		if p.noFrom {
+			p.rowsOf(fr, nil, emit)
+			return
+		}
+		p.rowsOf(fr, p.source(outer), emit)
+	}
+	p.pipeline(input, func() []byte { return nil }, func(v any, _ []byte) bool { return yield(v) })
+}
+
+// pipeline projects, sorts, groups, deduplicates and limits the rows of
+// input, handing each result to out until it returns false.
+func (p *program) pipeline(input func(func(*frame) bool), raw func() []byte, out func(any, []byte) bool) {
+	emitter := newLimiter(p.distinct, p.offset, p.limit, out)
+	if p.limit == 0 {
+		return
+	}
+	switch {
+	case p.grouped:
+		g := newGrouper(p)
+		input(func(fr *frame) bool { g.add(p, fr); return true })
+		g.results(p, func(v any) bool { return emitter.emit(v, nil) })
+	case len(p.orderBy) == 0:
+		input(func(fr *frame) bool {
+			v := p.project(fr)
+			if isUndefined(v) {
+				return true
+			}
+			return emitter.emit(v, raw())
+		})
+	default:
+		keep := -1
+		if p.limit >= 0 && !p.distinct {
+			keep = p.offset + p.limit
+		}
+		h := &sortHeap{desc: p.desc, keep: keep}
+		seq := 0
+		input(func(fr *frame) bool {
+			v := p.project(fr)
+			if isUndefined(v) {
+				return true
+			}
+			keys := make([]any, len(p.orderBy))
+			for i, o := range p.orderBy {
+				keys[i] = o(fr)
+			}
+			h.push(sortRow{keys: keys, val: v, raw: raw(), seq: seq})
+			seq++
+			return true
+		})
+		for _, r := range h.sorted() {
+			if !emitter.emit(r.val, r.raw) {
+				return
+			}
+		}
+	}
+}
+
+// limiter applies DISTINCT, OFFSET and LIMIT to a stream of results.
+type limiter struct {
+	seen    map[string]bool
+	skip    int
+	left    int // -1: unlimited
+	out     func(any, []byte) bool
+	stopped bool
+}
+
+func newLimiter(distinct bool, offset, limit int, out func(any, []byte) bool) *limiter {
+	l := &limiter{skip: offset, left: limit, out: out}
+	if distinct {
+		l.seen = map[string]bool{}
+	}
+	return l
+}
+
+// emit passes one result on; it returns false once no more are wanted.
+func (l *limiter) emit(v any, raw []byte) bool {
+	if l.stopped {
+		return false
+	}
+	if l.seen != nil {
+		k := canonical(v)
+		if l.seen[k] {
+			return true
+		}
+		l.seen[k] = true
+	}
+	if l.skip > 0 {
+		l.skip--
+		return true
+	}
+	if l.left == 0 {
+		l.stopped = true
+		return false
+	}
+	if !l.out(v, raw) {
+		l.stopped = true
+		return false
+	}
+	if l.left > 0 {
+		l.left--
+		if l.left == 0 {
+			l.stopped = true
+			return false
+		}
+	}
+	return true
+}
+
+// sortRow is one row waiting for ORDER BY.
+type sortRow struct {
+	keys []any
+	val  any
+	raw  []byte
+	seq  int
+}
+
+// compareKeys orders sort keys with per-key direction.
+func compareKeys(a, b []any, desc []bool) int {
+	for i := range a {
+		c := compareValues(a[i], b[i])
+		if desc[i] {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// sortHeap collects rows for ORDER BY. With keep >= 0 it is a bounded
+// max-heap holding the keep smallest rows (ties broken by arrival), so TOP n
+// keeps n rows in memory, not the whole result.
+type sortHeap struct {
+	rows []sortRow
+	desc []bool
+	keep int
+}
+
+func (h *sortHeap) less(a, b sortRow) bool {
+	if c := compareKeys(a.keys, b.keys, h.desc); c != 0 {
+		return c < 0
+	}
+	return a.seq < b.seq
+}
+
+// heap.Interface over the worst-first order.
+func (h *sortHeap) Len() int           { return len(h.rows) }
+func (h *sortHeap) Less(i, j int) bool { return h.less(h.rows[j], h.rows[i]) }
+func (h *sortHeap) Swap(i, j int)      { h.rows[i], h.rows[j] = h.rows[j], h.rows[i] }
+func (h *sortHeap) Push(x any)         { h.rows = append(h.rows, x.(sortRow)) }
+func (h *sortHeap) Pop() any {
+	r := h.rows[len(h.rows)-1]
+	h.rows = h.rows[:len(h.rows)-1]
+	return r
+}
+
+func (h *sortHeap) push(r sortRow) {
+	if h.keep < 0 {
+		h.rows = append(h.rows, r)
+		return
+	}
+	if h.keep == 0 {
+		return
+	}
+	if len(h.rows) < h.keep {
+		heap.Push(h, r)
+		return
+	}
+	if h.less(r, h.rows[0]) {
+		h.rows[0] = r
+		heap.Fix(h, 0)
+	}
+}
+
+func (h *sortHeap) sorted() []sortRow {
+	sort.Slice(h.rows, func(i, j int) bool { return h.less(h.rows[i], h.rows[j]) })
+	return h.rows
+}

@@ -1,0 +1,359 @@
+package query
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Values are Go JSON values as encoding/json decodes them (nil for null,
+// bool, float64, string, []any, map[string]any) plus Undefined, Cosmos DB's
+// "no value" (a missing property, a failed comparison), which is distinct
+// from null and never appears inside an array or object.
+
+type undefinedType struct{}
+
+// Undefined is the value of a missing property or of an operation whose
+// operand types do not fit (Cosmos DB's undefined).
+var Undefined any = undefinedType{}
+
+func (undefinedType) String() string { return "undefined" }
+
+func isUndefined(v any) bool { _, ok := v.(undefinedType); return ok }
+
+// Type ranks for ORDER BY across types (ascending): undefined, null,
+// booleans, numbers, strings, then arrays and objects.
+const (
+	rankUndefined = iota
+	rankNull
+	rankBool
+	rankNumber
+	rankString
+	rankArray
+	rankObject
+)
+
+func rank(v any) int {
+	switch v.(type) {
+	case undefinedType:
+		return rankUndefined
+	case nil:
+		return rankNull
+	case bool:
+		return rankBool
+	case float64:
+		return rankNumber
+	case string:
+		return rankString
+	case []any:
+		return rankArray
+	case map[string]any:
+		return rankObject
+	}
+	return rankObject
+}
+
+// compareValues orders any two values: by type rank, then by value. Arrays
+// compare element-wise, objects by their canonical text; the order is total
+// and deterministic, which ORDER BY and the fan-out merge rely on.
+func compareValues(a, b any) int {
+	ra, rb := rank(a), rank(b)
+	if ra != rb {
+		return cmpInt(ra, rb)
+	}
+	switch x := a.(type) {
+	case bool:
+		y := b.(bool)
+		switch {
+		case x == y:
+			return 0
+		case !x:
+			return -1
+		}
+		return 1
+	case float64:
+		y := b.(float64)
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	case string:
+		return strings.Compare(x, b.(string))
+	case []any:
+		y := b.([]any)
+		for i := 0; i < len(x) && i < len(y); i++ {
+			if c := compareValues(x[i], y[i]); c != 0 {
+				return c
+			}
+		}
+		return cmpInt(len(x), len(y))
+	case map[string]any:
+		return strings.Compare(canonical(x), canonical(b))
+	}
+	return 0
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// equalValues is deep equality of defined values; numbers by value.
+func equalValues(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case float64:
+		y, ok := b.(float64)
+		return ok && x == y
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equalValues(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !equalValues(v, w) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// canonical returns a text that is equal for equal values: JSON with
+// sorted object keys and shortest numbers; "undefined" for Undefined. It
+// keys DISTINCT and GROUP BY.
+func canonical(v any) string {
+	var b strings.Builder
+	writeCanonical(&b, v)
+	return b.String()
+}
+
+func writeCanonical(b *strings.Builder, v any) {
+	switch x := v.(type) {
+	case undefinedType:
+		b.WriteString("undefined")
+	case nil:
+		b.WriteString("null")
+	case bool:
+		if x {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case float64:
+		if x == 0 {
+			x = 0 // -0 and 0 are one value
+		}
+		b.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
+	case string:
+		b.WriteString(strconv.Quote(x))
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeCanonical(b, e)
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.Quote(k))
+			b.WriteByte(':')
+			writeCanonical(b, x[k])
+		}
+		b.WriteByte('}')
+	default:
+		fmt.Fprintf(b, "%v", x)
+	}
+}
+
+// Normalize converts a Go value to the engine's JSON values: integers and
+// other number types to float64, json.Number and json.RawMessage decoded,
+// typed slices and maps and structs through encoding/json. It is how
+// parameters enter a query.
+func Normalize(v any) (any, error) {
+	switch x := v.(type) {
+	case nil, bool, float64, string:
+		return x, nil
+	case undefinedType:
+		return x, nil
+	case int:
+		return float64(x), nil
+	case int8:
+		return float64(x), nil
+	case int16:
+		return float64(x), nil
+	case int32:
+		return float64(x), nil
+	case int64:
+		return float64(x), nil
+	case uint:
+		return float64(x), nil
+	case uint8:
+		return float64(x), nil
+	case uint16:
+		return float64(x), nil
+	case uint32:
+		return float64(x), nil
+	case uint64:
+		return float64(x), nil
+	case float32:
+		f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
+		return f, nil
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil {
+			return nil, fmt.Errorf("invalid number %q", string(x))
+		}
+		return f, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			n, err := Normalize(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = n
+		}
+		return out, nil
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			n, err := Normalize(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = n
+		}
+		return out, nil
+	case json.RawMessage:
+		return decodeJSON(x)
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("value of type %T has no JSON form: %w", v, err)
+	}
+	return decodeJSON(data)
+}
+
+// decodeJSON decodes one JSON value.
+func decodeJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("trailing data after the JSON value")
+	}
+	return v, nil
+}
+
+// encodeValue writes a defined value as JSON. Non-finite numbers, which
+// JSON cannot hold, are written as null.
+func encodeValue(v any) ([]byte, error) {
+	return json.Marshal(jsonSafe(v))
+}
+
+func jsonSafe(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+	case []any:
+		for _, e := range x {
+			if needsSafe(e) {
+				out := make([]any, len(x))
+				for i, e := range x {
+					out[i] = jsonSafe(e)
+				}
+				return out
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if needsSafe(e) {
+				out := make(map[string]any, len(x))
+				for k, e := range x {
+					out[k] = jsonSafe(e)
+				}
+				return out
+			}
+		}
+	}
+	return v
+}
+
+func needsSafe(v any) bool {
+	switch x := v.(type) {
+	case float64:
+		return math.IsNaN(x) || math.IsInf(x, 0)
+	case []any, map[string]any:
+		return true
+	}
+	return false
+}
+
+// typeName names a value's type in messages.
+func typeName(v any) string {
+	switch v.(type) {
+	case undefinedType:
+		return "undefined"
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case float64:
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}
