@@ -56,8 +56,8 @@ type compiler struct {
 // aggSpec is one aggregate call of a grouped query.
 type aggSpec struct {
 	name string
-	arg  evalFn // nil for COUNT with a constant argument is still compiled
-	text string
+	arg  evalFn
+	call *Call // the aggregate call, for the fan-out planner
 }
 
 // groupFrame is the frame of a grouped projection: vals[0] holds the
@@ -396,7 +396,7 @@ func (c *compiler) call(n *Call, s *scope) (evalFn, error) {
 			return nil, err
 		}
 		slot := len(*c.aggs)
-		*c.aggs = append(*c.aggs, aggSpec{name: n.Name, arg: arg, text: Format(n)})
+		*c.aggs = append(*c.aggs, aggSpec{name: n.Name, arg: arg, call: n})
 		return func(f *frame) any { return f.vals[groupAggSlot].([]any)[slot] }, nil
 	}
 	b, ok := builtins[n.Name]
