@@ -3,7 +3,6 @@ package query
 import (
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // ErrCompile is wrapped by every error Compile returns for a query that
@@ -563,11 +562,3 @@ func itemNames(items []SelectItem) ([]string, error) {
 	return names, nil
 }
 
-// paramNames lists parameters a query uses, for error messages.
-func paramNames(params map[string]any) string {
-	names := make([]string, 0, len(params))
-	for k := range params {
-		names = append(names, k)
-	}
-	return strings.Join(names, ", ")
-}
