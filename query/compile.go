@@ -561,4 +561,3 @@ func itemNames(items []SelectItem) ([]string, error) {
 	}
 	return names, nil
 }
-

@@ -122,7 +122,7 @@ func formatExpr(b *strings.Builder, e Expr) {
 	case *Ident:
 		b.WriteString(n.Name)
 	case *Member:
-		formatExpr(b, n.X)
+		formatOperand(b, n.X)
 		if isPlainName(n.Name) {
 			b.WriteByte('.')
 			b.WriteString(n.Name)
@@ -132,7 +132,7 @@ func formatExpr(b *strings.Builder, e Expr) {
 			b.WriteByte(']')
 		}
 	case *Index:
-		formatExpr(b, n.X)
+		formatOperand(b, n.X)
 		b.WriteByte('[')
 		formatExpr(b, n.Index)
 		b.WriteByte(']')
@@ -238,6 +238,18 @@ func formatExpr(b *strings.Builder, e Expr) {
 		formatQuery(b, n.Q)
 		b.WriteByte(')')
 	}
+}
+
+// formatOperand writes the object of a property access; a literal is
+// parenthesised so "(0).a" does not read as the number "0.".
+func formatOperand(b *strings.Builder, x Expr) {
+	if _, ok := x.(*Literal); ok {
+		b.WriteByte('(')
+		formatExpr(b, x)
+		b.WriteByte(')')
+		return
+	}
+	formatExpr(b, x)
 }
 
 func formatLiteral(b *strings.Builder, v any) {

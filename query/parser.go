@@ -33,7 +33,7 @@ type parser struct {
 
 const maxDepth = 200
 
-func (p *parser) peek() token      { return p.toks[p.i] }
+func (p *parser) peek() token { return p.toks[p.i] }
 func (p *parser) peekAt(n int) token {
 	if p.i+n < len(p.toks) {
 		return p.toks[p.i+n]
@@ -143,11 +143,11 @@ func (p *parser) parseQuery() (*Query, error) {
 				item.Alias = p.next().text
 			}
 			q.Items = append(q.Items, item)
+			if q.Value && p.isOp(",") {
+				return nil, p.errorf("FROM or the end of query (SELECT VALUE takes a single expression)")
+			}
 			if !p.acceptOp(",") {
 				break
-			}
-			if q.Value {
-				return nil, p.errorf("a single expression after SELECT VALUE")
 			}
 		}
 		if q.Value && q.Items[0].Alias != "" {

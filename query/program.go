@@ -446,18 +446,25 @@ func (p *program) pipeline(input func(func(*frame) bool), raw func() []byte, out
 		h := &sortHeap{desc: p.desc, keep: keep}
 		seq := 0
 		input(func(fr *frame) bool {
-			v := p.project(fr)
-			if isUndefined(v) {
-				return true
-			}
 			keys := make([]any, len(p.orderBy))
 			for i, o := range p.orderBy {
 				keys[i] = o(fr)
+			}
+			// A row that cannot enter a full heap is not projected at all.
+			if h.keep >= 0 && len(h.rows) >= h.keep && (h.keep == 0 || !h.less(sortRow{keys: keys, seq: seq}, h.rows[0])) {
+				return true
+			}
+			v := p.project(fr)
+			if isUndefined(v) {
+				return true
 			}
 			h.push(sortRow{keys: keys, val: v, raw: raw(), seq: seq})
 			seq++
 			return true
 		})
+		if sortHeapHook != nil {
+			sortHeapHook(h)
+		}
 		for _, r := range h.sorted() {
 			if !emitter.emit(r.val, r.raw) {
 				return
@@ -546,7 +553,11 @@ type sortHeap struct {
 	rows []sortRow
 	desc []bool
 	keep int
+	peak int // the most rows held at once
 }
+
+// sortHeapHook, when set (by tests), sees every ORDER BY heap once filled.
+var sortHeapHook func(*sortHeap)
 
 func (h *sortHeap) less(a, b sortRow) bool {
 	if c := compareKeys(a.keys, b.keys, h.desc); c != 0 {
@@ -567,6 +578,7 @@ func (h *sortHeap) Pop() any {
 }
 
 func (h *sortHeap) push(r sortRow) {
+	defer func() { h.peak = max(h.peak, len(h.rows)) }()
 	if h.keep < 0 {
 		h.rows = append(h.rows, r)
 		return

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Values are Go JSON values as encoding/json decodes them (nil for null,
@@ -291,50 +292,140 @@ func decodeJSON(data []byte) (any, error) {
 	return v, nil
 }
 
-// encodeValue writes a defined value as JSON. Non-finite numbers, which
-// JSON cannot hold, are written as null.
+// encodeValue writes a defined value as JSON, object keys sorted (as
+// encoding/json does), numbers as encoding/json writes float64. It is
+// written by hand because results are encoded on the hot path and the
+// reflection-based encoder costs several times more. Non-finite numbers,
+// which JSON cannot hold, are written as null.
 func encodeValue(v any) ([]byte, error) {
-	return json.Marshal(jsonSafe(v))
+	return appendJSON(make([]byte, 0, 64), v)
 }
 
-func jsonSafe(v any) any {
+func appendJSON(b []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case bool:
+		return strconv.AppendBool(b, x), nil
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil
+			return append(b, "null"...), nil
 		}
+		return appendFloat(b, x), nil
+	case string:
+		return appendJSONString(b, x), nil
 	case []any:
-		for _, e := range x {
-			if needsSafe(e) {
-				out := make([]any, len(x))
-				for i, e := range x {
-					out[i] = jsonSafe(e)
-				}
-				return out
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendJSON(b, e); err != nil {
+				return nil, err
 			}
 		}
+		return append(b, ']'), nil
 	case map[string]any:
-		for _, e := range x {
-			if needsSafe(e) {
-				out := make(map[string]any, len(x))
-				for k, e := range x {
-					out[k] = jsonSafe(e)
-				}
-				return out
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			var err error
+			if b, err = appendJSON(b, x[k]); err != nil {
+				return nil, err
 			}
 		}
+		return append(b, '}'), nil
+	case undefinedType:
+		return nil, fmt.Errorf("query: undefined has no JSON form")
 	}
-	return v
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, data...), nil
 }
 
-func needsSafe(v any) bool {
-	switch x := v.(type) {
-	case float64:
-		return math.IsNaN(x) || math.IsInf(x, 0)
-	case []any, map[string]any:
-		return true
+// appendFloat writes a number as encoding/json does (ECMAScript style).
+func appendFloat(b []byte, f float64) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
 	}
-	return false
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// Clean up e-09 to e-9, as encoding/json does.
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// appendJSONString writes s quoted, escaping what JSON requires (and <, >,
+// & as encoding/json does not: results are data, not HTML).
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				b = append(b, s[start:i]...)
+				b = append(b, `\ufffd`...)
+				i += size
+				start = i
+				continue
+			}
+			if r == '\u2028' || r == '\u2029' {
+				b = append(b, s[start:i]...)
+				b = append(b, `\u202`...)
+				b = append(b, hex[r&0xf])
+				i += size
+				start = i
+				continue
+			}
+			i += size
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"':
+			b = append(b, '\\', '"')
+		case '\\':
+			b = append(b, '\\', '\\')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		i++
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // typeName names a value's type in messages.
