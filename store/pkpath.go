@@ -69,6 +69,9 @@ func ParsePartitionKeyPath(path string) ([]string, error) {
 func KeyText(v any) (string, error) {
 	switch x := v.(type) {
 	case string:
+		if plainASCII(x) {
+			return `"` + x + `"`, nil
+		}
 		b, _ := json.Marshal(x)
 		return string(b), nil
 	case bool:
@@ -133,4 +136,16 @@ func toFloat(v any) (float64, bool) {
 		return float64(n), true
 	}
 	return 0, false
+}
+
+// plainASCII reports whether s needs no escaping in JSON (and none from
+// encoding/json's HTML-safe rules), so quoting it is concatenation.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
