@@ -106,7 +106,9 @@ type source struct {
 func (s *source) available() bool { return s.loaded && s.pos < len(s.raw) }
 
 // exhausted reports whether the source has nothing more to give.
-func (s *source) exhausted() bool { return s.failed != nil || (s.loaded && s.pos >= len(s.raw) && s.done) }
+func (s *source) exhausted() bool {
+	return s.failed != nil || (s.loaded && s.pos >= len(s.raw) && s.done)
+}
 
 // token is the continuation token's content.
 type routerToken struct {

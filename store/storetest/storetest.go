@@ -664,7 +664,7 @@ func (s *suite) readFeedStable(t *testing.T, st store.Store) {
 				_ = st.Delete(ctx, l, id, &store.WriteOptions{PartitionKey: "w"})
 			}
 			seeded := fmt.Sprintf("d%03d", i%60)
-			_, _ = st.Upsert(ctx, l, doc(t, map[string]any{"id": seeded, "pk": fmt.Sprintf("p%d", (i%60)%3), "n": float64(i%60), "touched": float64(i)}), nil)
+			_, _ = st.Upsert(ctx, l, doc(t, map[string]any{"id": seeded, "pk": fmt.Sprintf("p%d", (i%60)%3), "n": float64(i % 60), "touched": float64(i)}), nil)
 		}
 	}()
 	all := feedAll(t, st, l, 3)
