@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,5 +114,75 @@ func TestErrors(t *testing.T) {
 			assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
 			assert.NotContains(t, errOut, "goroutine", "never a stack trace")
 		})
+	}
+}
+
+func TestDemo(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "demo", "--docs", "600")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "Wrote 600 documents")
+	assert.Equal(t, 5, strings.Count(out, "✓"))
+	assert.Contains(t, out, "Every answer matches")
+}
+
+func TestLoadAndQuery(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "c.yaml", `
+store: {kind: embedded, path: `+filepath.Join(dir, "data")+`}
+databases:
+  - link: dbs/app
+    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/app/colls/u0, dbs/app/colls/u1, dbs/app/colls/u2]}
+`)
+	var lines strings.Builder
+	for i := 0; i < 50; i++ {
+		fmt.Fprintf(&lines, `{"id":"%d","userId":"user-%d","n":%d}`+"\n", i, i%7, i)
+	}
+	lines.WriteString("\n")
+	code, out, errOut := runCLI(t, lines.String(), "load", "-c", cfg, "-")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "50 documents loaded into dbs/app\n", out)
+	assert.Contains(t, errOut, "created collection dbs/app/colls/u0")
+
+	// The durable store keeps them for the next command.
+	code, out, errOut = runCLI(t, "", "query", "-c", cfg, "SELECT VALUE COUNT(1) FROM c")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "50\n", out)
+	code, out, _ = runCLI(t, "", "query", "-c", cfg, "SELECT TOP 3 VALUE c.n FROM c WHERE c.n >= @min ORDER BY c.n", "--param", "@min=10")
+	require.Equal(t, 0, code)
+	assert.Equal(t, "10\n11\n12\n", out)
+	code, out, _ = runCLI(t, "", "query", "-c", cfg, "--key", "user-3", "SELECT VALUE c.id FROM c ORDER BY c.n")
+	require.Equal(t, 0, code)
+	assert.Equal(t, "3\n10\n17\n24\n31\n38\n45\n", strings.ReplaceAll(out, `"`, ""))
+
+	// Loading again upserts; --create refuses existing ids.
+	code, _, errOut = runCLI(t, lines.String(), "load", "-c", cfg)
+	require.Equal(t, 0, code, errOut)
+	code, _, errOut = runCLI(t, `{"id":"0","userId":"user-0"}`, "load", "-c", cfg, "--create")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "line 1")
+	assert.Contains(t, errOut, "conflict")
+
+	// A bad line stops the load, naming it.
+	code, out, errOut = runCLI(t, `{"id":"x1","userId":"a"}
+{"id":"x2"}
+`, "load", "-c", cfg, "--workers", "1")
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "standard input line 2")
+	assert.Contains(t, errOut, "/userId")
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"query", "-c", cfg, "SELEC * FROM c"}, "syntax error at line 1, column 1"},
+		{[]string{"query", "-c", cfg, "SELECT DISTINCT VALUE c.a FROM c ORDER BY c.b"}, "cannot be merged"},
+		{[]string{"query", "-c", cfg, "SELECT 1", "--param", "x=1"}, "want @name=JSON"},
+		{[]string{"query", "-c", cfg, "SELECT 1", "--param", "@x=oops"}, "not JSON"},
+		{[]string{"load", "-c", cfg, filepath.Join(dir, "missing.jsonl")}, "no such file"},
+	} {
+		code, _, errOut := runCLI(t, "", tc.args...)
+		assert.Equal(t, 1, code, tc.args)
+		assert.Contains(t, errOut, tc.want, tc.args)
 	}
 }

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/docshard/docshard/router"
+	"github.com/docshard/docshard/store"
+)
+
+func newQueryCmd(g *globals) *cobra.Command {
+	var key string
+	var keyJSON bool
+	var params []string
+	cmd := &cobra.Command{
+		Use:   "query -c FILE [--db LINK] [--key K] SQL",
+		Short: "Run a query across the database's collections and print JSON lines",
+		Long: `query runs Cosmos DB SQL across the collections the key resolves to (every collection
+without --key), merges the results as one collection would answer (ORDER BY, TOP, OFFSET/LIMIT,
+aggregates, DISTINCT, GROUP BY) and prints each result as one JSON line.
+Parameters: --param @name=JSON (repeatable), e.g. --param @city='"Oslo"' --param @n=3.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, db, err := g.loadDatabase()
+			if err != nil {
+				return err
+			}
+			q := store.Query{Text: args[0]}
+			for _, p := range params {
+				name, value, ok := strings.Cut(p, "=")
+				if !ok || !strings.HasPrefix(name, "@") {
+					return fmt.Errorf("--param %q: want @name=JSON", p)
+				}
+				var v any
+				if err := json.Unmarshal([]byte(value), &v); err != nil {
+					return fmt.Errorf("--param %s: the value is not JSON (quote strings: '\"text\"'): %w", name, err)
+				}
+				q.Parameters = append(q.Parameters, store.Param{Name: name, Value: v})
+			}
+			opts := &router.QueryOptions{MaxDegreeOfParallelism: -1, PageSize: 1000}
+			if cmd.Flags().Changed("key") {
+				var k any = key
+				if keyJSON {
+					if k, err = parseJSONKey(key); err != nil {
+						return err
+					}
+				}
+				opts.PartitionKey = k
+			}
+			st, err := openStore(cfg, g.stderr)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			client := router.New(st, nil)
+			if err := client.Register(db.Link, db.Resolver); err != nil {
+				return err
+			}
+			pager := client.NewQueryPager(db.Link, q, opts)
+			for pager.More() {
+				page, err := pager.NextPage(cmd.Context())
+				if err != nil {
+					return err
+				}
+				for _, item := range page.Items {
+					fmt.Fprintf(g.stdout, "%s\n", item)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&key, "key", "", "partition key: query only the collections (and documents) of this key")
+	cmd.Flags().BoolVar(&keyJSON, "key-json", false, "parse --key as a JSON value (42, [\"eu\",7])")
+	cmd.Flags().StringArrayVar(&params, "param", nil, "query parameter @name=JSON (repeatable)")
+	return cmd
+}
