@@ -13,6 +13,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/docshard/docshard/internal/cursor"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/store"
 )
@@ -45,7 +46,7 @@ type Store struct {
 	etagSeq atomic.Uint64
 	etagPfx string
 	locks   [256]sync.Mutex // per-document write locks, by key hash
-	cursors *cursorCache
+	cursors *cursor.Cache
 }
 
 var _ store.Store = (*Store)(nil)
@@ -77,7 +78,7 @@ func newStore(opts *Options) *Store {
 		clock:   o.Clock,
 		colls:   map[string]*collection{},
 		etagPfx: hex.EncodeToString(pfx[:]),
-		cursors: newCursorCache(o.Cursors),
+		cursors: cursor.NewCache(o.Cursors),
 	}
 }
 

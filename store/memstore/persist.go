@@ -1,12 +1,10 @@
 package memstore
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -26,8 +24,6 @@ func docsBucket(link string) []byte { return []byte("c/" + link) }
 
 // errGone is returned by a batched write whose collection was deleted.
 var errGone = errors.New("collection deleted")
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 func (s *Store) open(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {

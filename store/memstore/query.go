@@ -1,18 +1,15 @@
 package memstore
 
 import (
-	"container/list"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"sort"
 	"strconv"
-	"sync"
-	"sync/atomic"
 
+	"github.com/docshard/docshard/internal/cursor"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
@@ -33,19 +30,10 @@ type feedToken struct {
 	Seq  uint64 `json:"s"`
 }
 
-func encodeToken(v any) string {
-	b, _ := json.Marshal(v)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+func encodeToken(v any) string { return cursor.Encode(v) }
 
 func decodeToken(op, linkText, s string, v any) error {
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
-		dec := json.NewDecoder(bytesReader(raw))
-		dec.DisallowUnknownFields()
-		err = dec.Decode(v)
-	}
-	if err != nil {
+	if err := cursor.Decode(s, v); err != nil {
 		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: linkText, Message: fmt.Sprintf("malformed continuation token %q", truncate(s, 40))}
 	}
 	return nil
@@ -100,7 +88,7 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: "the continuation token belongs to another query, parameters or partition key"}
 		}
 	}
-	results, ok := s.cursors.get(tok.Cursor, hash)
+	results, ok := s.cursors.Get(tok.Cursor, hash)
 	if !ok {
 		if results, err = s.runQuery(ctx, c, l, q, scoped, pk); err != nil {
 			return nil, err
@@ -118,7 +106,7 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	page := &store.Page{Items: results[start:end:end]}
 	if end < len(results) {
 		if tok.Cursor == 0 || !ok {
-			tok.Cursor = s.cursors.put(hash, results)
+			tok.Cursor = s.cursors.Put(hash, results)
 		}
 		tok.Offset = end
 		page.Continuation = encodeToken(tok)
@@ -223,51 +211,4 @@ func (s *Store) ReadFeed(ctx context.Context, l string, opts *store.FeedOptions)
 		}
 	}
 	return page, nil
-}
-
-// cursorCache keeps the results of paged queries for their continuation
-// tokens, least recently used first out.
-type cursorCache struct {
-	mu    sync.Mutex
-	max   int
-	next  atomic.Uint64
-	items map[uint64]*list.Element
-	lru   *list.List
-}
-
-type cursor struct {
-	id      uint64
-	hash    string
-	results []json.RawMessage
-}
-
-func newCursorCache(n int) *cursorCache {
-	return &cursorCache{max: n, items: map[uint64]*list.Element{}, lru: list.New()}
-}
-
-func (cc *cursorCache) get(id uint64, hash string) ([]json.RawMessage, bool) {
-	if id == 0 {
-		return nil, false
-	}
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	el, ok := cc.items[id]
-	if !ok || el.Value.(*cursor).hash != hash {
-		return nil, false
-	}
-	cc.lru.MoveToFront(el)
-	return el.Value.(*cursor).results, true
-}
-
-func (cc *cursorCache) put(hash string, results []json.RawMessage) uint64 {
-	id := cc.next.Add(1)
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	cc.items[id] = cc.lru.PushFront(&cursor{id: id, hash: hash, results: results})
-	for cc.lru.Len() > cc.max {
-		old := cc.lru.Back()
-		cc.lru.Remove(old)
-		delete(cc.items, old.Value.(*cursor).id)
-	}
-	return id
 }

@@ -1,0 +1,224 @@
+package cosmos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/docshard/docshard/link"
+	"github.com/docshard/docshard/store"
+)
+
+// containerSpec is what the store remembers of a container.
+type containerSpec struct {
+	spec store.CollectionSpec
+	path []string // partition-key path segments
+}
+
+// CreateCollection creates the container (and its database when missing).
+func (s *Store) CreateCollection(ctx context.Context, l string, spec *store.CollectionSpec) error {
+	const op = "create collection"
+	if err := s.checkOpen(op, l); err != nil {
+		return err
+	}
+	c, err := link.ParseCollection(l)
+	if err != nil {
+		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
+	}
+	var sp store.CollectionSpec
+	if spec != nil {
+		sp = *spec
+	}
+	if sp.PartitionKeyPath == "" {
+		sp.PartitionKeyPath = "/id"
+	}
+	path, err := store.ParsePartitionKeyPath(sp.PartitionKeyPath)
+	if err != nil {
+		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
+	}
+	props := azcosmos.ContainerProperties{
+		ID:                     c.Collection,
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{sp.PartitionKeyPath}},
+	}
+	if sp.DefaultTTL != nil {
+		ttl := int32(*sp.DefaultTTL)
+		props.DefaultTimeToLive = &ttl
+	}
+	if len(sp.Indexing) > 0 {
+		var ip azcosmos.IndexingPolicy
+		if err := json.Unmarshal(sp.Indexing, &ip); err != nil {
+			return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: "indexingPolicy is not a Cosmos DB indexing policy", Err: err}
+		}
+		props.IndexingPolicy = &ip
+	}
+	client := s.accountFor(c)
+	if _, err := client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: c.Database}, nil); err != nil && !conflict(err) {
+		return mapErr(op, l, "", err)
+	}
+	db, err := client.NewDatabase(c.Database)
+	if err != nil {
+		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
+	}
+	if _, err := db.CreateContainer(ctx, props, nil); err != nil {
+		if conflict(err) {
+			return &store.Error{Kind: store.ErrConflict, Op: op, Link: l, Status: 409, Message: "the collection exists"}
+		}
+		return mapErr(op, l, "", err)
+	}
+	s.mu.Lock()
+	s.specs[c.String()] = &containerSpec{spec: sp, path: path}
+	s.mu.Unlock()
+	return nil
+}
+
+// DeleteCollection deletes the container.
+func (s *Store) DeleteCollection(ctx context.Context, l string) error {
+	const op = "delete collection"
+	cc, c, err := s.container(op, l)
+	if err != nil {
+		return err
+	}
+	if _, err := cc.Delete(ctx, nil); err != nil {
+		return mapErr(op, l, "", err)
+	}
+	s.mu.Lock()
+	delete(s.specs, c.String())
+	s.mu.Unlock()
+	return nil
+}
+
+// ListCollections lists a database's containers, sorted. A database that
+// does not exist has none.
+func (s *Store) ListCollections(ctx context.Context, dbLink string) ([]string, error) {
+	const op = "list collections"
+	if err := s.checkOpen(op, dbLink); err != nil {
+		return nil, err
+	}
+	dbID, err := link.ParseDatabase(dbLink)
+	if err != nil {
+		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: dbLink, Err: err}
+	}
+	c := link.Collection{Database: dbID}
+	db, err := s.accountFor(c).NewDatabase(dbID)
+	if err != nil {
+		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: dbLink, Err: err}
+	}
+	out := []string{}
+	pager := db.NewQueryContainersPager("SELECT * FROM c", nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			if notFound(err) {
+				return out, nil
+			}
+			return nil, mapErr(op, dbLink, "", err)
+		}
+		for _, props := range page.Containers {
+			out = append(out, "dbs/"+dbID+"/colls/"+props.ID)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// spec returns a container's spec, reading it from the service once.
+func (s *Store) spec(ctx context.Context, op string, cc *azcosmos.ContainerClient, c link.Collection, l string) (*containerSpec, error) {
+	s.mu.RLock()
+	cs := s.specs[c.String()]
+	s.mu.RUnlock()
+	if cs != nil {
+		return cs, nil
+	}
+	resp, err := cc.Read(ctx, nil)
+	if err != nil {
+		return nil, mapErr(op, l, "", err)
+	}
+	props := resp.ContainerProperties
+	sp := store.CollectionSpec{PartitionKeyPath: "/id"}
+	if props != nil {
+		if len(props.PartitionKeyDefinition.Paths) > 0 {
+			sp.PartitionKeyPath = props.PartitionKeyDefinition.Paths[0]
+		}
+		if props.DefaultTimeToLive != nil {
+			ttl := int(*props.DefaultTimeToLive)
+			sp.DefaultTTL = &ttl
+		}
+		if props.IndexingPolicy != nil {
+			sp.Indexing, _ = json.Marshal(props.IndexingPolicy)
+		}
+	}
+	path, err := store.ParsePartitionKeyPath(sp.PartitionKeyPath)
+	if err != nil {
+		return nil, err
+	}
+	cs = &containerSpec{spec: sp, path: path}
+	s.mu.Lock()
+	s.specs[c.String()] = cs
+	s.mu.Unlock()
+	return cs, nil
+}
+
+// CollectionInfo returns the container's spec and usage: from the quota
+// headers (x-ms-resource-usage) when the service sends them, otherwise by
+// counting and measuring the documents (a full scan).
+func (s *Store) CollectionInfo(ctx context.Context, l string) (*store.CollectionInfo, error) {
+	const op = "collection info"
+	cc, c, err := s.container(op, l)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := cc.Read(ctx, &azcosmos.ReadContainerOptions{PopulateQuotaInfo: true})
+	if err != nil {
+		return nil, mapErr(op, l, "", err)
+	}
+	cs, err := s.spec(ctx, op, cc, c, l)
+	if err != nil {
+		return nil, err
+	}
+	info := &store.CollectionInfo{Link: c.String(), Spec: cs.spec}
+	if usage := resp.RawResponse.Header.Get("x-ms-resource-usage"); usage != "" {
+		docs, okD := usageField(usage, "documentsCount")
+		kb, okS := usageField(usage, "documentsSize")
+		if okD && okS {
+			info.Documents, info.Bytes = docs, kb*1024
+			return info, nil
+		}
+	}
+	cont := ""
+	for {
+		page, err := s.ReadFeed(ctx, l, &store.FeedOptions{PageSize: 1000, Continuation: cont})
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range page.Items {
+			info.Documents++
+			info.Bytes += int64(len(it))
+		}
+		if page.Continuation == "" {
+			return info, nil
+		}
+		cont = page.Continuation
+	}
+}
+
+// usageField reads "name=value" from a header like
+// "documentsSize=12;documentsCount=3".
+func usageField(h, name string) (int64, bool) {
+	for _, part := range strings.Split(h, ";") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if ok && strings.EqualFold(k, name) {
+			n, err := strconv.ParseInt(v, 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+func (cs *containerSpec) String() string {
+	return fmt.Sprintf("%s %v", cs.spec.PartitionKeyPath, cs.path)
+}

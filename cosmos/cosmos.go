@@ -1,0 +1,268 @@
+package cosmos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/docshard/docshard/internal/cursor"
+	"github.com/docshard/docshard/link"
+	"github.com/docshard/docshard/store"
+)
+
+// QueryMode says where cross-partition queries run.
+type QueryMode int
+
+const (
+	// QueryAuto runs on the service what the gateway can serve and
+	// evaluates the rest here (the default).
+	QueryAuto QueryMode = iota
+	// QueryLocal evaluates every query here over the container's
+	// documents, pushing nothing down but the partition key. For emulators
+	// whose query engine is not faithful.
+	QueryLocal
+)
+
+// Account is one Cosmos DB account: an endpoint and a credential.
+type Account struct {
+	// Endpoint is https://ACCOUNT.documents.azure.com:443/.
+	Endpoint string
+	// Key is the account key (base64). Never put it in a file; read it
+	// from the environment.
+	Key string
+	// Credential authenticates with Microsoft Entra ID instead of a key.
+	Credential azcore.TokenCredential
+}
+
+// Options configure the store. Endpoint and one of Key or Credential are
+// required.
+type Options struct {
+	// Account is the default account.
+	Account
+	// Accounts binds database links ("dbs/app") or collection links
+	// ("dbs/app/colls/c7") to other accounts; the most specific binding
+	// wins.
+	Accounts map[string]Account
+	// HTTPClient sends the requests; nil means the SDK's default. Tests
+	// use it to trust a local emulator's certificate.
+	HTTPClient *http.Client
+	// QueryMode says where cross-partition queries run.
+	QueryMode QueryMode
+	// MaxThrottleRetries is how often the SDK retries a throttled (429)
+	// request after the service's retry-after before the store returns
+	// store.ErrThrottled; 0 means 3, -1 none.
+	MaxThrottleRetries int
+	// PageSize is the page size when the caller gives no hint; 0 means
+	// 100.
+	PageSize int
+	// Cursors is how many locally evaluated query results are kept for
+	// their continuation tokens; 0 means 32.
+	Cursors int
+}
+
+// Store is the Cosmos DB store.
+type Store struct {
+	opts     Options
+	def      *azcosmos.Client
+	bound    map[string]*azcosmos.Client // by database or collection link
+	mu       sync.RWMutex
+	specs    map[string]*containerSpec // by collection link
+	cursors  *cursor.Cache
+	closedMu sync.RWMutex
+	closed   bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New validates the options, connects, and checks within ctx that the
+// account answers. Errors name what is wrong (missing endpoint, malformed
+// endpoint, missing or malformed key, unreachable host, rejected
+// credentials) and never contain the key.
+func New(ctx context.Context, opts *Options) (*Store, error) {
+	if opts == nil {
+		return nil, fmt.Errorf("cosmos: no options: an endpoint and a key or credential are required")
+	}
+	o := *opts
+	if o.PageSize <= 0 {
+		o.PageSize = 100
+	}
+	if o.Cursors <= 0 {
+		o.Cursors = 32
+	}
+	s := &Store{opts: o, bound: map[string]*azcosmos.Client{}, specs: map[string]*containerSpec{}, cursors: cursor.NewCache(o.Cursors)}
+	var err error
+	if s.def, err = s.client("default account", o.Account); err != nil {
+		return nil, err
+	}
+	for l, acct := range o.Accounts {
+		key := strings.Trim(l, "/")
+		if _, err := link.ParseCollection(key); err != nil {
+			if _, err := link.ParseDatabase(key); err != nil {
+				return nil, fmt.Errorf("cosmos: Accounts[%q]: not a database or collection link", l)
+			}
+		}
+		if s.bound[key], err = s.client(fmt.Sprintf("account of %s", l), acct); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.ping(ctx, s.def, o.Endpoint); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) client(what string, a Account) (*azcosmos.Client, error) {
+	if a.Endpoint == "" {
+		return nil, fmt.Errorf("cosmos: %s: the endpoint is missing (https://ACCOUNT.documents.azure.com:443/)", what)
+	}
+	u, err := url.Parse(a.Endpoint)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return nil, fmt.Errorf("cosmos: %s: malformed endpoint %q: want https://HOST[:PORT]/", what, a.Endpoint)
+	}
+	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+		return nil, fmt.Errorf("cosmos: %s: endpoint %q uses http; only a loopback emulator may skip TLS", what, a.Endpoint)
+	}
+	retries := int32(s.opts.MaxThrottleRetries)
+	switch {
+	case retries == 0:
+		retries = 3
+	case retries < 0:
+		retries = -1
+	}
+	co := &azcosmos.ClientOptions{EnableContentResponseOnWrite: true, ClientOptions: azcore.ClientOptions{
+		Retry: policy.RetryOptions{
+			MaxRetries:    retries,
+			RetryDelay:    50 * time.Millisecond,
+			MaxRetryDelay: 5 * time.Second,
+			// Only throttling is retried, after the service's retry-after: a
+			// request that failed in transport may have been applied, and a
+			// rejected one will be rejected again.
+			StatusCodes: []int{http.StatusTooManyRequests},
+			ShouldRetry: func(resp *http.Response, err error) bool {
+				return err == nil && resp != nil && resp.StatusCode == http.StatusTooManyRequests
+			},
+		},
+	}}
+	if s.opts.HTTPClient != nil {
+		co.Transport = s.opts.HTTPClient
+	}
+	switch {
+	case a.Credential != nil:
+		c, err := azcosmos.NewClient(a.Endpoint, a.Credential, co)
+		if err != nil {
+			return nil, fmt.Errorf("cosmos: %s: %v", what, err)
+		}
+		return c, nil
+	case a.Key != "":
+		cred, err := azcosmos.NewKeyCredential(a.Key)
+		if err != nil {
+			return nil, fmt.Errorf("cosmos: %s: the account key is not valid base64 (check DOCSHARD_STORE_KEY)", what)
+		}
+		c, err := azcosmos.NewClientWithKey(a.Endpoint, cred, co)
+		if err != nil {
+			return nil, fmt.Errorf("cosmos: %s: %v", what, err)
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("cosmos: %s: no credential: set the account key (DOCSHARD_STORE_KEY) or a TokenCredential", what)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ping checks that the account answers: reading a database that need not
+// exist is enough (404 is an answer).
+func (s *Store) ping(ctx context.Context, c *azcosmos.Client, endpoint string) error {
+	db, err := c.NewDatabase("docshard-ping")
+	if err != nil {
+		return fmt.Errorf("cosmos: %v", err)
+	}
+	_, err = db.Read(ctx, nil)
+	if err == nil || notFound(err) {
+		return nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("cosmos: %s did not answer before the deadline: %w", endpoint, err)
+	}
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		if re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden {
+			return fmt.Errorf("cosmos: %s rejected the credentials (status %d %s)", endpoint, re.StatusCode, re.ErrorCode)
+		}
+		return fmt.Errorf("cosmos: %s answered status %d %s", endpoint, re.StatusCode, re.ErrorCode)
+	}
+	return fmt.Errorf("cosmos: cannot reach %s: %v", endpoint, redact(err.Error(), s.opts))
+}
+
+// redact removes any account key from a message.
+func redact(msg string, o Options) string {
+	keys := []string{o.Key}
+	for _, a := range o.Accounts {
+		keys = append(keys, a.Key)
+	}
+	for _, k := range keys {
+		if k != "" {
+			msg = strings.ReplaceAll(msg, k, "***")
+		}
+	}
+	return msg
+}
+
+// Close marks the store closed; later calls fail with store.ErrUnavailable.
+func (s *Store) Close() error {
+	s.closedMu.Lock()
+	s.closed = true
+	s.closedMu.Unlock()
+	return nil
+}
+
+func (s *Store) checkOpen(op, l string) error {
+	s.closedMu.RLock()
+	defer s.closedMu.RUnlock()
+	if s.closed {
+		return &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, Message: "the store is closed"}
+	}
+	return nil
+}
+
+// accountFor returns the client of the account a collection lives in.
+func (s *Store) accountFor(c link.Collection) *azcosmos.Client {
+	if cl, ok := s.bound[c.String()]; ok {
+		return cl
+	}
+	if cl, ok := s.bound[c.DatabaseLink()]; ok {
+		return cl
+	}
+	return s.def
+}
+
+// container returns the SDK client of a collection link.
+func (s *Store) container(op, l string) (*azcosmos.ContainerClient, link.Collection, error) {
+	if err := s.checkOpen(op, l); err != nil {
+		return nil, link.Collection{}, err
+	}
+	c, err := link.ParseCollection(l)
+	if err != nil {
+		return nil, c, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
+	}
+	cc, err := s.accountFor(c).NewContainer(c.Database, c.Collection)
+	if err != nil {
+		return nil, c, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
+	}
+	return cc, c, nil
+}

@@ -1,0 +1,37 @@
+// Package cosmos is the Azure Cosmos DB backend of docshard: a store.Store
+// over the official Go SDK, azcosmos. Every collection link a resolver names
+// ("dbs/{db}/colls/{coll}") is a Cosmos DB container in that database,
+// created with the partition-key path, default TTL and indexing policy of
+// its store.CollectionSpec.
+//
+// Authentication is an account key (read it from DOCSHARD_STORE_KEY; the
+// store never prints it) or any azcore.TokenCredential, so
+// azidentity.DefaultAzureCredential works. A database, or a single
+// collection, can be bound to another account with Options.Accounts, so a
+// sharded database grows past one account.
+//
+// Point operations pass the partition-key value (taken from the document's
+// body at the container's key path when the caller gives none). Queries
+// scoped to one partition-key value run on the service as they are. The
+// Cosmos DB gateway that the Go SDK talks to runs only filters and
+// projections across partitions, so a cross-partition query the gateway
+// cannot serve (ORDER BY, TOP, OFFSET/LIMIT, aggregates, DISTINCT, GROUP BY,
+// JOIN) runs here instead: the store reads the container's documents with a
+// query the gateway can serve (its WHERE pushed down when it safely can be)
+// and evaluates the whole query with docshard's own engine (package query),
+// which follows Cosmos DB's semantics. That costs a scan of the matching
+// documents; scope queries with a partition key where you can. The read
+// feed pages through "SELECT * FROM c".
+//
+// Continuation tokens are the store's own: they wrap the service's token
+// and an offset, so paging works even where the service ignores page sizes,
+// and a token from another query is refused.
+//
+// Errors map to the store's sentinels by status code: 400 bad request, 404
+// not found, 409 conflict, 412 precondition failed, 413 too large, 429
+// throttled (with the service's x-ms-retry-after-ms). Throttled requests are
+// retried by the SDK after the service's retry-after, at most
+// Options.MaxThrottleRetries times, then returned as store.ErrThrottled for
+// the router's own bounded retries. Nothing else is retried: a rejected
+// request is final, and a write is never sent twice by the store.
+package cosmos

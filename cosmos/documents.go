@@ -1,0 +1,318 @@
+package cosmos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/tidwall/gjson"
+
+	"github.com/docshard/docshard/store"
+)
+
+// partitionKey converts a store partition-key value to the SDK's.
+func partitionKey(v any) (azcosmos.PartitionKey, error) {
+	switch x := v.(type) {
+	case string:
+		return azcosmos.NewPartitionKeyString(x), nil
+	case bool:
+		return azcosmos.NewPartitionKeyBool(x), nil
+	case nil:
+		return azcosmos.NullPartitionKey, nil
+	case json.Number:
+		f, err := x.Float64()
+		if err != nil {
+			return azcosmos.PartitionKey{}, err
+		}
+		return azcosmos.NewPartitionKeyNumber(f), nil
+	case fmt.Stringer:
+		if x.String() == "null" {
+			return azcosmos.NullPartitionKey, nil
+		}
+	}
+	text, err := store.KeyText(v)
+	if err != nil {
+		return azcosmos.PartitionKey{}, err
+	}
+	var f float64
+	if err := json.Unmarshal([]byte(text), &f); err != nil {
+		return azcosmos.PartitionKey{}, fmt.Errorf("partition key of type %T: want a string, number, bool or null", v)
+	}
+	return azcosmos.NewPartitionKeyNumber(f), nil
+}
+
+// bodyKey reads the partition-key value from a document body.
+func bodyKey(path []string, body []byte) (any, bool, error) {
+	segs := make([]string, len(path))
+	for i, p := range path {
+		segs[i] = escapePath(p)
+	}
+	r := gjson.GetBytes(body, strings.Join(segs, "."))
+	switch r.Type {
+	case gjson.String:
+		return r.String(), true, nil
+	case gjson.Number:
+		return r.Float(), true, nil
+	case gjson.True:
+		return true, true, nil
+	case gjson.False:
+		return false, true, nil
+	case gjson.Null:
+		if r.Exists() {
+			return nil, true, nil
+		}
+		return nil, false, nil
+	}
+	if !r.Exists() {
+		return nil, false, nil
+	}
+	return nil, false, fmt.Errorf("the partition-key value must be a string, number, boolean or null, got %s", r.Raw)
+}
+
+func escapePath(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`.*?|#@\!=<>%`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// checkDoc validates a document before sending it: JSON object, string id
+// by Cosmos DB's rules, size. It returns the id.
+func checkDoc(op, l string, doc []byte) (string, error) {
+	if len(doc) > store.MaxDocumentSize {
+		return "", &store.Error{Kind: store.ErrTooLarge, Op: op, Link: l, Message: fmt.Sprintf("the document is %d bytes, more than %d", len(doc), store.MaxDocumentSize)}
+	}
+	t := bytes.TrimSpace(doc)
+	if len(t) == 0 || t[0] != '{' || !gjson.ValidBytes(t) {
+		if len(t) > 0 && gjson.ValidBytes(t) {
+			return "", &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: "a document is a JSON object, got " + gjson.ParseBytes(t).Type.String()}
+		}
+		return "", &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: "malformed JSON document"}
+	}
+	id := gjson.GetBytes(t, "id")
+	if !id.Exists() {
+		return "", &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: `the document has no "id"`}
+	}
+	if id.Type != gjson.String {
+		return "", &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: `"id" must be a string, got ` + id.Raw}
+	}
+	if err := store.ValidateID(id.String()); err != nil {
+		se := err.(*store.Error)
+		se.Op, se.Link = op, l
+		return "", se
+	}
+	return id.String(), nil
+}
+
+// document builds a store.Document from a response body.
+func document(body []byte, etag azcore.ETag) *store.Document {
+	d := &store.Document{Body: body, ETag: string(etag)}
+	d.ID = gjson.GetBytes(body, "id").String()
+	if d.ETag == "" {
+		d.ETag = gjson.GetBytes(body, "_etag").String()
+	}
+	d.Timestamp = gjson.GetBytes(body, "_ts").Int()
+	return d
+}
+
+func itemOptions(ifMatch string) *azcosmos.ItemOptions {
+	o := &azcosmos.ItemOptions{EnableContentResponseOnWrite: true}
+	if ifMatch != "" {
+		e := azcore.ETag(ifMatch)
+		o.IfMatchEtag = &e
+	}
+	return o
+}
+
+// writeKey decides a write's partition key: the caller's, checked against
+// the body's, or the body's.
+func (s *Store) writeKey(ctx context.Context, op, l, id string, cc *azcosmos.ContainerClient, doc []byte, given any) (azcosmos.PartitionKey, error) {
+	_, c, _ := s.container(op, l)
+	cs, err := s.spec(ctx, op, cc, c, l)
+	if err != nil {
+		return azcosmos.PartitionKey{}, err
+	}
+	v, found, err := bodyKey(cs.path, doc)
+	if err != nil {
+		return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Message: err.Error()}
+	}
+	if given != nil {
+		gt, err := store.KeyText(given)
+		if err != nil {
+			return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Err: err}
+		}
+		bt, _ := store.KeyText(v)
+		if !found || gt != bt {
+			return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id,
+				Message: fmt.Sprintf("the partition key given (%s) differs from the document's at %s", gt, cs.spec.PartitionKeyPath)}
+		}
+	} else if !found {
+		return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id,
+			Message: fmt.Sprintf("the document has no partition-key value at %s", cs.spec.PartitionKeyPath)}
+	}
+	pk, err := partitionKey(v)
+	if err != nil {
+		return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Err: err}
+	}
+	return pk, nil
+}
+
+// Create adds a document.
+func (s *Store) Create(ctx context.Context, l string, doc []byte, opts *store.WriteOptions) (*store.Document, error) {
+	return s.write(ctx, "create", l, "", doc, opts)
+}
+
+// Upsert creates or replaces a document.
+func (s *Store) Upsert(ctx context.Context, l string, doc []byte, opts *store.WriteOptions) (*store.Document, error) {
+	return s.write(ctx, "upsert", l, "", doc, opts)
+}
+
+// Replace overwrites a document.
+func (s *Store) Replace(ctx context.Context, l, id string, doc []byte, opts *store.WriteOptions) (*store.Document, error) {
+	return s.write(ctx, "replace", l, id, doc, opts)
+}
+
+func (s *Store) write(ctx context.Context, op, l, id string, doc []byte, opts *store.WriteOptions) (*store.Document, error) {
+	cc, _, err := s.container(op, l)
+	if err != nil {
+		return nil, err
+	}
+	bodyID, err := checkDoc(op, l, doc)
+	if err != nil {
+		return nil, err
+	}
+	if op == "replace" && bodyID != id {
+		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Message: fmt.Sprintf("the document's id is %q", bodyID)}
+	}
+	var o store.WriteOptions
+	if opts != nil {
+		o = *opts
+	}
+	pk, err := s.writeKey(ctx, op, l, bodyID, cc, doc, o.PartitionKey)
+	if err != nil {
+		return nil, err
+	}
+	var resp azcosmos.ItemResponse
+	switch op {
+	case "create":
+		resp, err = cc.CreateItem(ctx, pk, doc, itemOptions(o.IfMatch))
+	case "upsert":
+		resp, err = cc.UpsertItem(ctx, pk, doc, itemOptions(o.IfMatch))
+	default:
+		resp, err = cc.ReplaceItem(ctx, pk, id, doc, itemOptions(o.IfMatch))
+	}
+	if err != nil {
+		return nil, mapErr(op, l, bodyID, err)
+	}
+	return document(resp.Value, resp.ETag), nil
+}
+
+// readKey decides a point operation's partition key. Without one, it finds
+// the document by id with a cross-partition query, as the embedded store
+// does, and refuses an id that exists under several keys.
+func (s *Store) readKey(ctx context.Context, op, l, id string, cc *azcosmos.ContainerClient, given any) (azcosmos.PartitionKey, error) {
+	if err := store.ValidateID(id); err != nil {
+		se := err.(*store.Error)
+		se.Op, se.Link = op, l
+		return azcosmos.PartitionKey{}, se
+	}
+	if given != nil {
+		pk, err := partitionKey(given)
+		if err != nil {
+			return pk, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Err: err}
+		}
+		return pk, nil
+	}
+	_, c, _ := s.container(op, l)
+	cs, err := s.spec(ctx, op, cc, c, l)
+	if err != nil {
+		return azcosmos.PartitionKey{}, err
+	}
+	var keys []any
+	pager := cc.NewQueryItemsPager("SELECT * FROM c WHERE c.id = @id", azcosmos.NewPartitionKey(),
+		&azcosmos.QueryOptions{QueryParameters: []azcosmos.QueryParameter{{Name: "@id", Value: id}}})
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return azcosmos.PartitionKey{}, mapErr(op, l, id, err)
+		}
+		for _, it := range page.Items {
+			if gjson.GetBytes(it, "id").String() != id {
+				continue
+			}
+			v, _, _ := bodyKey(cs.path, it)
+			keys = append(keys, v)
+		}
+	}
+	switch len(keys) {
+	case 0:
+		return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrNotFound, Op: op, Link: l, ID: id}
+	case 1:
+		return partitionKey(keys[0])
+	}
+	return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id,
+		Message: fmt.Sprintf("%d documents have this id under different partition-key values; give the partition key", len(keys))}
+}
+
+// Read returns a document.
+func (s *Store) Read(ctx context.Context, l, id string, opts *store.ReadOptions) (*store.Document, error) {
+	const op = "read"
+	cc, _, err := s.container(op, l)
+	if err != nil {
+		return nil, err
+	}
+	var given any
+	if opts != nil {
+		given = opts.PartitionKey
+	}
+	pk, err := s.readKey(ctx, op, l, id, cc, given)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := cc.ReadItem(ctx, pk, id, nil)
+	if err != nil {
+		return nil, s.itemErr(ctx, op, l, id, cc, err)
+	}
+	return document(resp.Value, resp.ETag), nil
+}
+
+// Delete removes a document.
+func (s *Store) Delete(ctx context.Context, l, id string, opts *store.WriteOptions) error {
+	const op = "delete"
+	cc, _, err := s.container(op, l)
+	if err != nil {
+		return err
+	}
+	var o store.WriteOptions
+	if opts != nil {
+		o = *opts
+	}
+	pk, err := s.readKey(ctx, op, l, id, cc, o.PartitionKey)
+	if err != nil {
+		return err
+	}
+	if _, err := cc.DeleteItem(ctx, pk, id, itemOptions(o.IfMatch)); err != nil {
+		return s.itemErr(ctx, op, l, id, cc, err)
+	}
+	return nil
+}
+
+// itemErr maps an item error; a 404 is a missing document when the
+// container exists, a missing collection otherwise.
+func (s *Store) itemErr(ctx context.Context, op, l, id string, cc *azcosmos.ContainerClient, err error) error {
+	mapped := mapErr(op, l, id, err)
+	if notFound(err) {
+		if _, cerr := cc.Read(ctx, nil); notFound(cerr) {
+			return &store.Error{Kind: store.ErrCollectionNotFound, Op: op, Link: l, ID: id, Status: 404}
+		}
+	}
+	return mapped
+}

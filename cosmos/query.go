@@ -1,0 +1,357 @@
+package cosmos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/tidwall/gjson"
+
+	"github.com/docshard/docshard/internal/cursor"
+	"github.com/docshard/docshard/query"
+	"github.com/docshard/docshard/store"
+)
+
+// token is the store's continuation token. Service mode: ST is the
+// service's token of the page being read (empty for the first) and O the
+// items of that page already returned. Local mode: C is the cursor of the
+// computed results and O the results already returned.
+type token struct {
+	V    int    `json:"v"`
+	Hash string `json:"h"`
+	ST   string `json:"s,omitempty"`
+	O    int    `json:"o,omitempty"`
+	C    uint64 `json:"c,omitempty"`
+}
+
+func queryHash(parts ...string) string {
+	h := fnv.New64a()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return strconv.FormatUint(h.Sum64(), 36)
+}
+
+func paramsJSON(ps []store.Param) string {
+	sorted := append([]store.Param(nil), ps...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	b, _ := json.Marshal(sorted)
+	return string(b)
+}
+
+func (s *Store) decodeToken(op, l, raw, hash string) (token, error) {
+	t := token{V: 1, Hash: hash}
+	if raw == "" {
+		return t, nil
+	}
+	if err := cursor.Decode(raw, &t); err != nil || t.V != 1 || t.O < 0 {
+		return t, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: "malformed continuation token"}
+	}
+	if t.Hash != hash {
+		return t, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: "the continuation token belongs to another query, parameters, partition key or collection"}
+	}
+	return t, nil
+}
+
+// Query runs a query; see the package documentation for where it runs.
+func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.QueryOptions) (*store.Page, error) {
+	const op = "query"
+	cc, c, err := s.container(op, l)
+	if err != nil {
+		return nil, err
+	}
+	var o store.QueryOptions
+	if opts != nil {
+		o = *opts
+	}
+	parsed, err := query.Parse(q.Text)
+	if err != nil {
+		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
+	}
+	params := make(map[string]any, len(q.Parameters))
+	for _, p := range q.Parameters {
+		params[p.Name] = p.Value
+	}
+	if _, err := query.Compile(parsed, params); err != nil {
+		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
+	}
+	keyText := ""
+	if o.PartitionKey != nil {
+		if keyText, err = store.KeyText(o.PartitionKey); err != nil {
+			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
+		}
+	}
+	local := s.opts.QueryMode == QueryLocal || (o.PartitionKey == nil && !gatewayServes(parsed))
+	mode := "service"
+	if local {
+		mode = "local"
+	}
+	hash := queryHash(c.String(), q.Text, paramsJSON(q.Parameters), keyText, mode)
+	tok, err := s.decodeToken(op, l, o.Continuation, hash)
+	if err != nil {
+		return nil, err
+	}
+	size := o.PageSize
+	if size == 0 {
+		size = s.opts.PageSize
+	}
+	if local {
+		return s.localQuery(ctx, cc, l, parsed, q, o.PartitionKey, size, tok)
+	}
+	pk := azcosmos.NewPartitionKey()
+	if o.PartitionKey != nil {
+		if pk, err = partitionKey(o.PartitionKey); err != nil {
+			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
+		}
+	}
+	return s.servicePage(ctx, cc, op, l, q.Text, toParams(q.Parameters), pk, size, tok, false)
+}
+
+func toParams(ps []store.Param) []azcosmos.QueryParameter {
+	out := make([]azcosmos.QueryParameter, len(ps))
+	for i, p := range ps {
+		out[i] = azcosmos.QueryParameter{Name: p.Name, Value: p.Value}
+	}
+	return out
+}
+
+// gatewayServes reports whether the gateway can run a query across
+// partitions: filters and projections only.
+func gatewayServes(q *query.Query) bool {
+	if q.Distinct || q.Top != nil || q.Limit != nil || len(q.OrderBy) > 0 || len(q.GroupBy) > 0 || len(q.Joins) > 0 || q.From == nil {
+		return false
+	}
+	for _, it := range q.Items {
+		if hasAggregate(it.X) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasAggregate(e query.Expr) bool {
+	if c, ok := e.(*query.Call); ok {
+		switch c.Name {
+		case "COUNT", "SUM", "MIN", "MAX", "AVG":
+			return true
+		}
+	}
+	// A conservative text test: an aggregate name anywhere (even inside a
+	// subquery) counts, which at worst evaluates the query here.
+	text := query.Format(e)
+	for _, a := range []string{"COUNT(", "SUM(", "MIN(", "MAX(", "AVG("} {
+		if strings.Contains(text, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// servicePage reads one page of a query the service runs, wrapping the
+// service's token with an offset so page sizes hold even where the service
+// ignores them.
+//
+// With byRID (documents only) each service page is put in _rid order before
+// it is sliced, so re-reading the same page slices it the same way even
+// where the service returns a page's documents in varying order.
+func (s *Store) servicePage(ctx context.Context, cc *azcosmos.ContainerClient, op, l, text string, params []azcosmos.QueryParameter, pk azcosmos.PartitionKey, size int, tok token, byRID bool) (*store.Page, error) {
+	for hops := 0; ; hops++ {
+		if hops > 10000 {
+			return nil, &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, Message: "the service returned empty pages without end"}
+		}
+		qo := &azcosmos.QueryOptions{QueryParameters: params}
+		if size > 0 {
+			qo.PageSizeHint = int32(size)
+		} else {
+			qo.PageSizeHint = -1
+		}
+		if tok.ST != "" {
+			st := tok.ST
+			qo.ContinuationToken = &st
+		}
+		resp, err := cc.NewQueryItemsPager(text, pk, qo).NextPage(ctx)
+		if err != nil {
+			return nil, s.containerErr(ctx, op, l, cc, err)
+		}
+		items := resp.Items
+		if byRID && size > 0 {
+			rid := func(b []byte) string { return gjson.GetBytes(b, "_rid").String() }
+			sort.SliceStable(items, func(i, j int) bool { return rid(items[i]) < rid(items[j]) })
+		}
+		if tok.O > len(items) {
+			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: "the continuation token points past its page"}
+		}
+		end := len(items)
+		if size > 0 {
+			end = min(tok.O+size, len(items))
+		}
+		page := &store.Page{RequestCharge: float64(resp.RequestCharge)}
+		for _, it := range items[tok.O:end] {
+			page.Items = append(page.Items, json.RawMessage(it))
+		}
+		next := token{V: 1, Hash: tok.Hash}
+		switch {
+		case end < len(items):
+			next.ST, next.O = tok.ST, end
+		case resp.ContinuationToken != nil && *resp.ContinuationToken != "":
+			next.ST = *resp.ContinuationToken
+		default:
+			return page, nil
+		}
+		if len(page.Items) == 0 {
+			tok = next // an empty page with a continuation: read on
+			continue
+		}
+		page.Continuation = cursor.Encode(next)
+		return page, nil
+	}
+}
+
+// localQuery evaluates a query here over the container's documents.
+func (s *Store) localQuery(ctx context.Context, cc *azcosmos.ContainerClient, l string, parsed *query.Query, q store.Query, key any, size int, tok token) (*store.Page, error) {
+	const op = "query"
+	results, ok := s.cursors.Get(tok.C, tok.Hash)
+	if !ok {
+		var err error
+		if results, err = s.evaluate(ctx, cc, l, parsed, q, key); err != nil {
+			return nil, err
+		}
+	}
+	if tok.O > len(results) {
+		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: "the continuation token points past the results"}
+	}
+	end := len(results)
+	if size > 0 {
+		end = min(tok.O+size, len(results))
+	}
+	page := &store.Page{Items: results[tok.O:end:end]}
+	if end < len(results) {
+		next := token{V: 1, Hash: tok.Hash, C: tok.C, O: end}
+		if !ok || next.C == 0 {
+			next.C = s.cursors.Put(tok.Hash, results)
+		}
+		page.Continuation = cursor.Encode(next)
+	}
+	return page, nil
+}
+
+// evaluate reads the documents the query may need (the partition key and,
+// in QueryAuto, a simple WHERE pushed down) and runs the query on them.
+func (s *Store) evaluate(ctx context.Context, cc *azcosmos.ContainerClient, l string, parsed *query.Query, q store.Query, key any) ([]json.RawMessage, error) {
+	const op = "query"
+	params := make(map[string]any, len(q.Parameters))
+	for _, p := range q.Parameters {
+		params[p.Name] = p.Value
+	}
+	prog, err := query.Compile(parsed, params)
+	if err != nil {
+		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
+	}
+	scan := "SELECT * FROM c"
+	var scanParams []azcosmos.QueryParameter
+	if s.opts.QueryMode == QueryAuto && parsed.From != nil && !parsed.From.In && len(parsed.Joins) == 0 && parsed.Where != nil && !hasSubquery(parsed.Where) {
+		if id, ok := parsed.From.Source.(*query.Ident); ok {
+			scan = fmt.Sprintf("SELECT * FROM %s WHERE %s", id.Name, query.Format(parsed.Where))
+			scanParams = toParams(q.Parameters)
+		}
+	}
+	pk := azcosmos.NewPartitionKey()
+	var keyText string
+	var path []string
+	if key != nil {
+		if pk, err = partitionKey(key); err != nil {
+			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
+		}
+		keyText, _ = store.KeyText(key)
+		_, c, _ := s.container(op, l)
+		cs, err := s.spec(ctx, op, cc, c, l)
+		if err != nil {
+			return nil, err
+		}
+		path = cs.path
+	}
+	var docs []query.Doc
+	tok := token{V: 1}
+	for {
+		page, err := s.servicePage(ctx, cc, op, l, scan, scanParams, pk, -1, tok, false)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range page.Items {
+			if key != nil {
+				// Scope here too: an emulator may ignore the partition key.
+				v, found, _ := bodyKey(path, it)
+				if t, _ := store.KeyText(v); !found || t != keyText {
+					continue
+				}
+			}
+			d, err := query.NewDoc(it)
+			if err != nil {
+				return nil, &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, Message: "the service returned a malformed document", Err: err}
+			}
+			docs = append(docs, d)
+		}
+		if page.Continuation == "" {
+			break
+		}
+		if err := cursor.Decode(page.Continuation, &tok); err != nil {
+			return nil, err
+		}
+	}
+	out, err := prog.Execute(ctx, func(yield func(query.Doc) bool) {
+		for _, d := range docs {
+			if !yield(d) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
+		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
+	}
+	return out, nil
+}
+
+func hasSubquery(e query.Expr) bool { return strings.Contains(query.Format(e), "SELECT ") }
+
+// ReadFeed walks every document of the container, page by page, with the
+// service's own order.
+func (s *Store) ReadFeed(ctx context.Context, l string, opts *store.FeedOptions) (*store.Page, error) {
+	const op = "read feed"
+	cc, c, err := s.container(op, l)
+	if err != nil {
+		return nil, err
+	}
+	var o store.FeedOptions
+	if opts != nil {
+		o = *opts
+	}
+	hash := queryHash("feed", c.String())
+	tok, err := s.decodeToken(op, l, o.Continuation, hash)
+	if err != nil {
+		return nil, err
+	}
+	size := o.PageSize
+	if size <= 0 {
+		size = s.opts.PageSize
+	}
+	return s.servicePage(ctx, cc, op, l, "SELECT * FROM c", nil, azcosmos.NewPartitionKey(), size, tok, true)
+}
+
+// containerErr maps a query error; when the container does not exist it is
+// store.ErrCollectionNotFound, whatever status the service chose.
+func (s *Store) containerErr(ctx context.Context, op, l string, cc *azcosmos.ContainerClient, err error) error {
+	if _, cerr := cc.Read(ctx, nil); notFound(cerr) {
+		return &store.Error{Kind: store.ErrCollectionNotFound, Op: op, Link: l, Status: 404}
+	}
+	return mapErr(op, l, "", err)
+}

@@ -1,0 +1,89 @@
+// Package cursor holds what the stores share for paging: an LRU cache of
+// computed results kept for their continuation tokens, and the encoding of
+// tokens (JSON, base64url, strictly decoded).
+package cursor
+
+import (
+	"bytes"
+	"container/list"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+)
+
+// Cache keeps result lists by cursor id, least recently used out first. It
+// is safe for concurrent use.
+type Cache struct {
+	mu    sync.Mutex
+	max   int
+	next  atomic.Uint64
+	items map[uint64]*list.Element
+	lru   *list.List
+}
+
+type entry struct {
+	id      uint64
+	hash    string
+	results []json.RawMessage
+}
+
+// NewCache returns a cache of at most n result lists.
+func NewCache(n int) *Cache {
+	return &Cache{max: max(n, 1), items: map[uint64]*list.Element{}, lru: list.New()}
+}
+
+// Get returns the results of cursor id if it is cached for the same query
+// hash.
+func (c *Cache) Get(id uint64, hash string) ([]json.RawMessage, bool) {
+	if id == 0 {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.items[id]
+	if !ok || el.Value.(*entry).hash != hash {
+		return nil, false
+	}
+	c.lru.MoveToFront(el)
+	return el.Value.(*entry).results, true
+}
+
+// Put caches results for a query hash and returns the new cursor id
+// (never 0).
+func (c *Cache) Put(hash string, results []json.RawMessage) uint64 {
+	id := c.next.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.items[id] = c.lru.PushFront(&entry{id: id, hash: hash, results: results})
+	for c.lru.Len() > c.max {
+		old := c.lru.Back()
+		c.lru.Remove(old)
+		delete(c.items, old.Value.(*entry).id)
+	}
+	return id
+}
+
+// Encode writes a token value as base64url JSON.
+func Encode(v any) string {
+	b, _ := json.Marshal(v)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// ErrMalformed is returned by Decode for a token that is not one of ours.
+var ErrMalformed = errors.New("malformed continuation token")
+
+// Decode reads a token written by Encode into v, refusing unknown fields.
+func Decode(s string, v any) error {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return ErrMalformed
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return ErrMalformed
+	}
+	return nil
+}
