@@ -186,13 +186,24 @@ func isLoopback(host string) bool {
 }
 
 // ping checks that the account answers: reading a database that need not
-// exist is enough (404 is an answer).
+// exist is enough (404 is an answer). The SDK's first request also fetches
+// the account description, which does not always honour ctx, so ping
+// returns at ctx's deadline whatever the request does.
 func (s *Store) ping(ctx context.Context, c *azcosmos.Client, endpoint string) error {
 	db, err := c.NewDatabase("docshard-ping")
 	if err != nil {
 		return fmt.Errorf("cosmos: %v", err)
 	}
-	_, err = db.Read(ctx, nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Read(ctx, nil)
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
 	if err == nil || notFound(err) {
 		return nil
 	}

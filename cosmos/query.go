@@ -305,6 +305,17 @@ func (s *Store) evaluate(ctx context.Context, cc *azcosmos.ContainerClient, l st
 			return nil, err
 		}
 	}
+	// A fixed document order makes ties (ORDER BY, TOP without ORDER BY)
+	// come out the same on every run, which resumed pages rely on; the
+	// service does not promise an order across partitions (and cosmium
+	// changes it from one read to the next).
+	sort.SliceStable(docs, func(i, j int) bool {
+		ri, rj := gjson.GetBytes(docs[i].Raw(), "_rid").String(), gjson.GetBytes(docs[j].Raw(), "_rid").String()
+		if ri != rj {
+			return ri < rj
+		}
+		return gjson.GetBytes(docs[i].Raw(), "id").String() < gjson.GetBytes(docs[j].Raw(), "id").String()
+	})
 	out, err := prog.Execute(ctx, func(yield func(query.Doc) bool) {
 		for _, d := range docs {
 			if !yield(d) {

@@ -42,6 +42,7 @@ const Key = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZ
 type Server struct {
 	Endpoint string         // https://127.0.0.1:PORT/
 	CertPool *x509.CertPool // trusts the server's certificate only
+	CertPEM  []byte         // the certificate, to build pools trusting several servers
 	cmd      *exec.Cmd
 	dir      string
 	exited   chan struct{}
@@ -86,10 +87,10 @@ func binary() (string, error) {
 }
 
 // writeCert makes a self-signed certificate for 127.0.0.1.
-func writeCert(dir string) (*x509.CertPool, string, string, error) {
+func writeCert(dir string) (*x509.CertPool, []byte, string, string, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, "", "", err
+		return nil, nil, "", "", err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(time.Now().UnixNano()),
@@ -104,23 +105,23 @@ func writeCert(dir string) (*x509.CertPool, string, string, error) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		return nil, "", "", err
+		return nil, nil, "", "", err
 	}
 	kder, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return nil, "", "", err
+		return nil, nil, "", "", err
 	}
 	certPath, keyPath := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	if err := os.WriteFile(certPath, certPEM, 0o600); err != nil {
-		return nil, "", "", err
+		return nil, nil, "", "", err
 	}
 	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		return nil, "", "", err
+		return nil, nil, "", "", err
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(certPEM)
-	return pool, certPath, keyPath, nil
+	return pool, certPEM, certPath, keyPath, nil
 }
 
 func freePort() (int, error) {
@@ -142,7 +143,7 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool, certPath, keyPath, err := writeCert(dir)
+	pool, certPEM, certPath, keyPath, err := writeCert(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +153,7 @@ func Start() (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		s := &Server{Endpoint: fmt.Sprintf("https://127.0.0.1:%d/", port), CertPool: pool, dir: dir, exited: make(chan struct{})}
+		s := &Server{Endpoint: fmt.Sprintf("https://127.0.0.1:%d/", port), CertPool: pool, CertPEM: certPEM, dir: dir, exited: make(chan struct{})}
 		s.cmd = exec.Command(bin, "-Host", "127.0.0.1", "-Port", strconv.Itoa(port), "-Cert", certPath, "-CertKey", keyPath, "-LogLevel", "error")
 		logFile, err := os.Create(filepath.Join(dir, fmt.Sprintf("cosmium-%d.log", port)))
 		if err != nil {
@@ -172,7 +173,8 @@ func Start() (*Server, error) {
 		if log, _ := os.ReadFile(logFile.Name()); len(log) > 0 {
 			lastErr = fmt.Errorf("%w; its log:\n%s", lastErr, log)
 		}
-		s.Stop()
+		_ = s.cmd.Process.Kill()
+		<-s.exited
 	}
 	return nil, lastErr
 }
@@ -197,13 +199,13 @@ func (s *Server) waitReady(limit time.Duration) error {
 	return fmt.Errorf("cosmium did not answer at %s within %s", s.Endpoint, limit)
 }
 
-// Stop kills the server. The certificate directory is removed by StopAll
-// (servers started together share it).
+// Stop kills the server and removes its files.
 func (s *Server) Stop() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		_ = s.cmd.Process.Kill()
 		<-s.exited
 	}
+	_ = os.RemoveAll(s.dir)
 }
 
 var (
@@ -228,7 +230,6 @@ func Shared(t testing.TB) *Server {
 func StopShared() {
 	if shared != nil {
 		shared.Stop()
-		_ = os.RemoveAll(shared.dir)
 	}
 }
 

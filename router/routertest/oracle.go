@@ -186,7 +186,7 @@ func hasAggregate(q *query.Query) bool {
 }
 
 // canon returns comparable texts of results, without the system
-// properties each copy of a document got from its own write.
+// properties each copy of a document got from its own write and container.
 func canon(t *testing.T, items []json.RawMessage) []string {
 	out := make([]string, len(items))
 	for i, it := range items {
@@ -197,12 +197,15 @@ func canon(t *testing.T, items []json.RawMessage) []string {
 	return out
 }
 
+// systemProperty names what a store adds to a document.
+var systemProperty = map[string]bool{"_etag": true, "_ts": true, "_rid": true, "_self": true, "_attachments": true, "_lsn": true}
+
 func stripSystem(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			if k != "_etag" && k != "_ts" {
+			if !systemProperty[k] {
 				out[k] = stripSystem(e)
 			}
 		}

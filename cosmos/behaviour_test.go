@@ -1,0 +1,243 @@
+package cosmos_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/cosmos"
+	"github.com/docshard/docshard/cosmos/cosmostest"
+	"github.com/docshard/docshard/store"
+)
+
+// faultProxy sits between the SDK and cosmium and answers chosen requests
+// itself: every request is counted, and while inject returns a status the
+// proxy answers with it instead of forwarding.
+type faultProxy struct {
+	srv      *httptest.Server
+	pool     *x509.CertPool
+	mu       sync.Mutex
+	requests []time.Time
+	inject   func(r *http.Request, n int) (status int, header map[string]string)
+	writes   atomic.Int32
+}
+
+func newFaultProxy(t *testing.T, backend *cosmostest.Server) *faultProxy {
+	target, err := url.Parse(backend.Endpoint)
+	require.NoError(t, err)
+	p := &faultProxy{}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = backend.HTTPClient().Transport
+	rp.ModifyResponse = func(resp *http.Response) error {
+		// The account description names the server's own endpoint; point
+		// the SDK back at the proxy.
+		if resp.Request.Method == http.MethodGet && resp.Request.URL.Path == "/" {
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return err
+			}
+			body = []byte(strings.ReplaceAll(string(body), strings.TrimSuffix(backend.Endpoint, "/"), strings.TrimSuffix(p.srv.URL, "/")))
+			resp.Body = io.NopCloser(strings.NewReader(string(body)))
+			resp.ContentLength = int64(len(body))
+			resp.Header.Del("Content-Length")
+		}
+		return nil
+	}
+	p.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		isDocWrite := r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/docs") && r.Header.Get("x-ms-documentdb-isquery") == ""
+		if isDocWrite {
+			n := int(p.writes.Add(1))
+			p.mu.Lock()
+			p.requests = append(p.requests, time.Now())
+			p.mu.Unlock()
+			if p.inject != nil {
+				if status, h := p.inject(r, n); status != 0 {
+					for k, v := range h {
+						w.Header().Set(k, v)
+					}
+					w.WriteHeader(status)
+					_, _ = w.Write([]byte(`{"code":"injected","message":"injected by the test proxy"}`))
+					return
+				}
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.srv.Close)
+	p.pool = x509.NewCertPool()
+	p.pool.AddCert(p.srv.Certificate())
+	return p
+}
+
+func (p *faultProxy) store(t *testing.T, retries int) store.Store {
+	client := p.srv.Client()
+	s, err := cosmos.New(cosmostest.Context(t), &cosmos.Options{
+		Account:            cosmos.Account{Endpoint: p.srv.URL + "/", Key: cosmostest.Key},
+		HTTPClient:         client,
+		QueryMode:          cosmos.QueryLocal,
+		MaxThrottleRetries: retries,
+	})
+	require.NoError(t, err)
+	return s
+}
+
+func TestThrottledWritesRetryAfterRetryAfter(t *testing.T) {
+	p := newFaultProxy(t, cosmostest.Shared(t))
+	st := p.store(t, 3)
+	ctx := cosmostest.Context(t)
+	l := "dbs/faults/colls/throttle" + time.Now().Format("150405.000000")
+	require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+
+	// Two 429s with a 40 ms retry-after, then through.
+	p.inject = func(_ *http.Request, n int) (int, map[string]string) {
+		if n <= 2 {
+			return http.StatusTooManyRequests, map[string]string{"x-ms-retry-after-ms": "40"}
+		}
+		return 0, nil
+	}
+	_, err := st.Create(ctx, l, []byte(`{"id":"a","pk":"x"}`), nil)
+	require.NoError(t, err)
+	require.Len(t, p.requests, 3, "two throttled attempts and the one that went through")
+	for i := 1; i < 3; i++ {
+		assert.GreaterOrEqual(t, p.requests[i].Sub(p.requests[i-1]), 35*time.Millisecond, "the SDK waits the service's retry-after")
+	}
+	_, err = st.Read(ctx, l, "a", &store.ReadOptions{PartitionKey: "x"})
+	require.NoError(t, err, "written exactly once")
+
+	// Throttled beyond the retry budget: store.ErrThrottled with the wait.
+	p.writes.Store(0)
+	p.requests = nil
+	p.inject = func(*http.Request, int) (int, map[string]string) {
+		return http.StatusTooManyRequests, map[string]string{"x-ms-retry-after-ms": "15"}
+	}
+	_, err = st.Create(ctx, l, []byte(`{"id":"b","pk":"x"}`), nil)
+	require.ErrorIs(t, err, store.ErrThrottled)
+	wait, ok := store.RetryAfter(err)
+	assert.True(t, ok)
+	assert.Equal(t, 15*time.Millisecond, wait)
+	assert.Len(t, p.requests, 4, "bounded: the first attempt and three retries")
+}
+
+func TestRejectedWritesAreNotRetried(t *testing.T) {
+	p := newFaultProxy(t, cosmostest.Shared(t))
+	st := p.store(t, 3)
+	ctx := cosmostest.Context(t)
+	l := "dbs/faults/colls/reject" + time.Now().Format("150405.000000")
+	require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	for _, tc := range []struct {
+		status int
+		want   error
+	}{{400, store.ErrBadRequest}, {409, store.ErrConflict}, {500, store.ErrUnavailable}, {503, store.ErrUnavailable}} {
+		p.writes.Store(0)
+		p.inject = func(*http.Request, int) (int, map[string]string) { return tc.status, nil }
+		_, err := st.Create(ctx, l, []byte(`{"id":"c","pk":"x"}`), nil)
+		require.ErrorIs(t, err, tc.want, "status %d", tc.status)
+		assert.EqualValues(t, 1, p.writes.Load(), "status %d: sent once, never retried blindly", tc.status)
+	}
+}
+
+func TestBadConfiguration(t *testing.T) {
+	srv := cosmostest.Shared(t)
+	const secret = "c2VjcmV0LWtleS1uZXZlci10by1iZS1wcmludGVk"
+	cases := []struct {
+		name string
+		opts *cosmos.Options
+		want string
+	}{
+		{"no options", nil, "no options"},
+		{"missing endpoint", &cosmos.Options{Account: cosmos.Account{Key: secret}}, "endpoint is missing"},
+		{"malformed endpoint", &cosmos.Options{Account: cosmos.Account{Endpoint: "not a url", Key: secret}}, "malformed endpoint"},
+		{"wrong scheme", &cosmos.Options{Account: cosmos.Account{Endpoint: "ftp://acct.documents.azure.com/", Key: secret}}, "malformed endpoint"},
+		{"plain http remote", &cosmos.Options{Account: cosmos.Account{Endpoint: "http://acct.documents.azure.com/", Key: secret}}, "only a loopback emulator may skip TLS"},
+		{"missing key", &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint}}, "no credential"},
+		{"malformed key", &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint, Key: "not base64 ###"}}, "not valid base64"},
+		{"bad account binding", &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint, Key: cosmostest.Key}, Accounts: map[string]cosmos.Account{"users": {Endpoint: srv.Endpoint, Key: secret}}}, `Accounts["users"]`},
+		{"wrong key", &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint, Key: secret}, HTTPClient: srv.HTTPClient()}, "rejected the credentials"},
+		{"unreachable", &cosmos.Options{Account: cosmos.Account{Endpoint: "https://127.0.0.1:1/", Key: secret}, HTTPClient: srv.HTTPClient()}, "cannot reach https://127.0.0.1:1/"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			start := time.Now()
+			_, err := cosmos.New(ctx, tc.opts)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NotContains(t, err.Error(), secret, "the key is never printed")
+			assert.Less(t, time.Since(start), 4*time.Second, "within the context's deadline")
+		})
+	}
+	// A host that never answers: the error comes at the deadline.
+	blackhole := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	blackhole.StartTLS()
+	defer func() {
+		blackhole.CloseClientConnections()
+		blackhole.Close()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := cosmos.New(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: blackhole.URL + "/", Key: secret}, HTTPClient: blackhole.Client()})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "did not answer before the deadline")
+	assert.Less(t, time.Since(start), 2*time.Second)
+}
+
+func TestTLSVerificationStaysOn(t *testing.T) {
+	srv := cosmostest.Shared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := cosmos.New(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint, Key: cosmostest.Key}})
+	require.Error(t, err, "a client that does not trust the test certificate is refused")
+	var unknown x509.UnknownAuthorityError
+	assert.True(t, errors.As(err, &unknown) || strings.Contains(err.Error(), "certificate"), "%v", err)
+}
+
+func TestSeveralAccounts(t *testing.T) {
+	main := cosmostest.Shared(t)
+	second, err := cosmostest.Start()
+	require.NoError(t, err)
+	defer second.Stop()
+	ctx := cosmostest.Context(t)
+	// One HTTP client trusting both test certificates.
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(main.CertPEM)
+	pool.AppendCertsFromPEM(second.CertPEM)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	st, err := cosmos.New(ctx, &cosmos.Options{
+		Account:    cosmos.Account{Endpoint: main.Endpoint, Key: cosmostest.Key},
+		Accounts:   map[string]cosmos.Account{"dbs/big/colls/overflow": {Endpoint: second.Endpoint, Key: cosmostest.Key}},
+		HTTPClient: client,
+		QueryMode:  cosmos.QueryLocal,
+	})
+	require.NoError(t, err)
+	onSecond, err := cosmos.New(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: second.Endpoint, Key: cosmostest.Key}, HTTPClient: second.HTTPClient(), QueryMode: cosmos.QueryLocal})
+	require.NoError(t, err)
+	require.NoError(t, st.CreateCollection(ctx, "dbs/big/colls/overflow", &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	require.NoError(t, st.CreateCollection(ctx, "dbs/big/colls/main", &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	_, err = st.Create(ctx, "dbs/big/colls/overflow", []byte(`{"id":"o","pk":"x"}`), nil)
+	require.NoError(t, err)
+	_, err = onSecond.Read(ctx, "dbs/big/colls/overflow", "o", &store.ReadOptions{PartitionKey: "x"})
+	require.NoError(t, err, "the bound collection lives in the second account")
+	_, err = onSecond.CollectionInfo(ctx, "dbs/big/colls/main")
+	assert.ErrorIs(t, err, store.ErrNotFound, "the unbound collection does not")
+}

@@ -1,0 +1,63 @@
+package cosmos
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/store"
+)
+
+func responseError(status int, header map[string]string) error {
+	req, _ := http.NewRequest(http.MethodPost, "https://example.invalid/dbs/a/colls/b/docs", nil)
+	resp := &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(`{"code":"x","message":"y"}`)), Request: req}
+	for k, v := range header {
+		resp.Header.Set(k, v)
+	}
+	return runtime.NewResponseError(resp)
+}
+
+func TestStatusMapping(t *testing.T) {
+	cases := []struct {
+		status int
+		id     string
+		want   error
+	}{
+		{400, "d", store.ErrBadRequest},
+		{404, "d", store.ErrNotFound},
+		{404, "", store.ErrCollectionNotFound},
+		{409, "d", store.ErrConflict},
+		{412, "d", store.ErrPreconditionFailed},
+		{413, "d", store.ErrTooLarge},
+		{429, "d", store.ErrThrottled},
+		{401, "d", store.ErrUnavailable},
+		{503, "d", store.ErrUnavailable},
+	}
+	for _, tc := range cases {
+		err := mapErr("create", "dbs/a/colls/b", tc.id, responseError(tc.status, nil))
+		assert.ErrorIs(t, err, tc.want, "status %d", tc.status)
+		var se *store.Error
+		require.True(t, errors.As(err, &se))
+		assert.Equal(t, tc.status, se.Status)
+	}
+	err := mapErr("create", "dbs/a/colls/b", "d", responseError(429, map[string]string{"x-ms-retry-after-ms": "250"}))
+	wait, ok := store.RetryAfter(err)
+	assert.True(t, ok)
+	assert.Equal(t, 250*time.Millisecond, wait)
+	assert.ErrorIs(t, mapErr("read", "l", "d", errors.New("dial tcp: refused")), store.ErrUnavailable)
+}
+
+func TestUsageHeader(t *testing.T) {
+	n, ok := usageField("documentsSize=12;documentsCount=3;collectionSize=9", "documentsCount")
+	assert.True(t, ok)
+	assert.EqualValues(t, 3, n)
+	_, ok = usageField("documentsSize=12", "documentsCount")
+	assert.False(t, ok)
+}
