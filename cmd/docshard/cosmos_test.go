@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/cosmos/cosmostest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	cosmostest.StopShared()
+	os.Exit(code)
+}
+
+// TestLoadAndQueryOnCosmos drives load and query with store.kind cosmos
+// against the local cosmium server.
+func TestLoadAndQueryOnCosmos(t *testing.T) {
+	srv := cosmostest.Shared(t)
+	dir := t.TempDir()
+	ca := writeFile(t, dir, "ca.pem", string(srv.CertPEM))
+	t.Setenv("DOCSHARD_STORE_KEY", cosmostest.Key)
+	t.Setenv(CAEnv, ca)
+	db := "dbs/cli" + time.Now().Format("150405")
+	cfg := writeFile(t, dir, "c.yaml", fmt.Sprintf(`
+store: {kind: cosmos, endpoint: %q}
+databases:
+  - link: %s
+    resolver: {kind: hash, partitionKey: /userId, collections: [%s/colls/u0, %s/colls/u1]}
+`, srv.Endpoint, db, db, db))
+	var lines strings.Builder
+	for i := 0; i < 30; i++ {
+		fmt.Fprintf(&lines, `{"id":"%d","userId":"user-%d","n":%d}`+"\n", i, i%4, i)
+	}
+	code, out, errOut := runCLI(t, lines.String(), "load", "-c", cfg)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "30 documents loaded into "+db+"\n", out)
+	code, out, errOut = runCLI(t, "", "query", "-c", cfg, "SELECT VALUE COUNT(1) FROM c WHERE c.n > 9")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "20\n", out)
+	code, out, _ = runCLI(t, "", "query", "-c", cfg, "SELECT TOP 2 VALUE c.n FROM c ORDER BY c.n DESC")
+	require.Equal(t, 0, code)
+	assert.Equal(t, "29\n28\n", out)
+
+	// The key must come from the environment, and is never printed.
+	t.Setenv("DOCSHARD_STORE_KEY", "")
+	code, _, errOut = runCLI(t, "", "query", "-c", cfg, "SELECT 1")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "DOCSHARD_STORE_KEY is not set")
+	t.Setenv("DOCSHARD_STORE_KEY", "d3Jvbmcta2V5LWZvci10ZXN0")
+	code, _, errOut = runCLI(t, "", "query", "-c", cfg, "SELECT 1")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "rejected the credentials")
+	assert.NotContains(t, errOut, "d3Jvbmcta2V5LWZvci10ZXN0")
+}
