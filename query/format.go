@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
 // Format writes a query back as SQL text that Parse reads to the same tree
@@ -298,31 +297,8 @@ func formatLiteral(b *strings.Builder, v any) {
 	}
 }
 
-// writeString writes a double-quoted string literal the lexer reads back.
+// writeString writes a double-quoted string literal the lexer reads back:
+// JSON's escapes are a subset of the lexer's.
 func writeString(b *strings.Builder, s string) {
-	const hex = "0123456789abcdef"
-	b.WriteByte('"')
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20:
-			b.WriteString(`\u00`)
-			b.WriteByte(hex[r>>4])
-			b.WriteByte(hex[r&0xf])
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
+	b.Write(appendJSONString(nil, s))
 }

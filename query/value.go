@@ -390,7 +390,7 @@ func appendJSONString(b []byte, s string) []byte {
 			r, size := utf8.DecodeRuneInString(s[i:])
 			if r == utf8.RuneError && size == 1 {
 				b = append(b, s[start:i]...)
-				b = append(b, `\ufffd`...)
+				b = append(b, "\uFFFD"...) // the replacement character itself, as text
 				i += size
 				start = i
 				continue
