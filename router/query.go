@@ -24,7 +24,9 @@ import (
 // page.
 type QueryOptions struct {
 	// PartitionKey narrows the query to the collections that may hold this
-	// key, and to documents with this key; nil means every collection.
+	// key, and to documents with this key; nil means every collection. A
+	// key that is not a single value, such as a rangeresolver.Range, narrows
+	// the collections only (ResolveForRead of the range).
 	PartitionKey any
 	// MaxDegreeOfParallelism is how many collections are queried at once:
 	// 0 serially, -1 automatically (all, up to 64), n at most n. As in the
@@ -191,9 +193,12 @@ func (p *Pager) setup() error {
 		p.links = p.links[:1]
 	}
 	if p.opts.PartitionKey != nil {
-		p.scoped = true
-		if p.keyText, err = store.KeyText(storeKey(p.opts.PartitionKey)); err != nil {
-			return err
+		// A single value also scopes the documents; a key that is not one
+		// (a rangeresolver.Range) only narrows the collections.
+		if text, err := store.KeyText(storeKey(p.opts.PartitionKey)); err == nil {
+			p.scoped, p.keyText = true, text
+		} else {
+			p.keyText = fmt.Sprintf("%v", p.opts.PartitionKey)
 		}
 	}
 	p.perColl = max(1, p.opts.MaxBufferedItemCount/len(p.links))
