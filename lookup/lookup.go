@@ -164,17 +164,15 @@ func decode(data []byte) (resolver.Resolver, error) {
 	}
 	entries := make(map[string]resolver.Target, len(s.Entries))
 	for v, raw := range s.Entries {
-		var t resolver.Target
-		if err := t.UnmarshalJSON(raw); err != nil {
-			return nil, resolver.InField(fmt.Sprintf("entries[%q]", v), err)
+		t, err := resolver.DecodeTarget(fmt.Sprintf("entries[%q]", v), raw)
+		if err != nil {
+			return nil, err
 		}
 		entries[v] = t
 	}
-	var def resolver.Target
-	if len(s.Default) > 0 && string(s.Default) != "null" {
-		if err := def.UnmarshalJSON(s.Default); err != nil {
-			return nil, resolver.InField("default", err)
-		}
+	def, err := resolver.DecodeTarget("default", s.Default)
+	if err != nil {
+		return nil, err
 	}
 	var key resolver.KeyDef
 	if s.PartitionKey != nil {

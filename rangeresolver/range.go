@@ -438,11 +438,9 @@ func decode(data []byte) (resolver.Resolver, error) {
 		if err := resolver.DecodeStrict(raw, &rs); err != nil {
 			return nil, resolver.InField(field, err)
 		}
-		var target resolver.Target
-		if len(rs.Target) > 0 && string(rs.Target) != "null" {
-			if err := target.UnmarshalJSON(rs.Target); err != nil {
-				return nil, resolver.InField(field+".target", err)
-			}
+		target, err := resolver.DecodeTarget(field+".target", rs.Target)
+		if err != nil {
+			return nil, err
 		}
 		lo, err := decodeBound(s.KeyType, field+".low", rs.Low)
 		if err != nil {
@@ -454,11 +452,9 @@ func decode(data []byte) (resolver.Resolver, error) {
 		}
 		es[i] = entry{low: lo, high: hi, target: target, index: i}
 	}
-	var def resolver.Target
-	if len(s.Default) > 0 && string(s.Default) != "null" {
-		if err := def.UnmarshalJSON(s.Default); err != nil {
-			return nil, resolver.InField("default", err)
-		}
+	def, err := resolver.DecodeTarget("default", s.Default)
+	if err != nil {
+		return nil, err
 	}
 	var key resolver.KeyDef
 	if s.PartitionKey != nil {

@@ -231,6 +231,20 @@ func (t *Target) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// DecodeTarget reads an optional target field of a resolver's JSON form:
+// absent or null gives the zero Target; a malformed one is a *ConfigError
+// under field.
+func DecodeTarget(field string, raw json.RawMessage) (Target, error) {
+	var t Target
+	if len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return t, nil
+	}
+	if err := t.UnmarshalJSON(raw); err != nil {
+		return Target{}, InField(field, err)
+	}
+	return t, nil
+}
+
 // UnionLinks returns the links of all lists, each once, in first-seen order.
 func UnionLinks(lists ...[]string) []string {
 	var n int

@@ -112,6 +112,18 @@ func (s *Store) checkOpen(op, link string) error {
 	return nil
 }
 
+// begin checks that the store is open and ctx is live, and returns the
+// canonical form of the collection link.
+func (s *Store) begin(ctx context.Context, op, l string) (string, error) {
+	if err := s.checkOpen(op, l); err != nil {
+		return "", err
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	return canonLink(op, l)
+}
+
 // canonLink validates a collection link and returns its canonical form.
 func canonLink(op, l string) (string, error) {
 	c, err := link.ParseCollection(l)
@@ -143,13 +155,7 @@ func (s *Store) collection(op, l string) (*collection, error) {
 // store.ErrConflict.
 func (s *Store) CreateCollection(ctx context.Context, l string, spec *store.CollectionSpec) error {
 	const op = "create collection"
-	if err := s.checkOpen(op, l); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	key, err := canonLink(op, l)
+	key, err := s.begin(ctx, op, l)
 	if err != nil {
 		return err
 	}
@@ -182,13 +188,7 @@ func (s *Store) CreateCollection(ctx context.Context, l string, spec *store.Coll
 // DeleteCollection deletes a collection and its documents.
 func (s *Store) DeleteCollection(ctx context.Context, l string) error {
 	const op = "delete collection"
-	if err := s.checkOpen(op, l); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	key, err := canonLink(op, l)
+	key, err := s.begin(ctx, op, l)
 	if err != nil {
 		return err
 	}
