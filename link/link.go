@@ -31,22 +31,38 @@ func (c Collection) DatabaseLink() string { return "dbs/" + c.Database }
 
 // ParseCollection parses "dbs/{db}/colls/{coll}", with an optional leading or
 // trailing slash. Ids must be non-empty and must not contain '/', '\\', '?'
-// or '#'. It costs one pass over the link and no allocation beyond the result.
+// or '#'. It costs one pass over the link and no allocation: the ids are
+// substrings of s.
 func ParseCollection(s string) (Collection, error) {
-	parts, err := split(s)
-	if err != nil {
-		return Collection{}, err
-	}
-	if len(parts) != 4 || parts[0] != "dbs" || parts[2] != "colls" {
+	t := strings.TrimSuffix(strings.TrimPrefix(s, "/"), "/")
+	rest, ok := strings.CutPrefix(t, "dbs/")
+	db, coll, ok2 := strings.Cut(rest, "/colls/")
+	if !ok || !ok2 || strings.Contains(coll, "/") {
+		if t == "" {
+			return Collection{}, fmt.Errorf("%w: empty", ErrInvalid)
+		}
 		return Collection{}, fmt.Errorf("%w %q: want dbs/{db}/colls/{coll}", ErrInvalid, s)
 	}
-	if err := checkID(s, parts[1]); err != nil {
+	if err := checkID(s, db); err != nil {
 		return Collection{}, err
 	}
-	if err := checkID(s, parts[3]); err != nil {
+	if err := checkID(s, coll); err != nil {
 		return Collection{}, err
 	}
-	return Collection{Database: parts[1], Collection: parts[3]}, nil
+	return Collection{Database: db, Collection: coll}, nil
+}
+
+// Canonical returns the canonical form of a collection link,
+// "dbs/{db}/colls/{coll}": s itself when it already is (no allocation).
+func Canonical(s string) (string, error) {
+	c, err := ParseCollection(s)
+	if err != nil {
+		return "", err
+	}
+	if len(s) == len(c.Database)+len(c.Collection)+len("dbs//colls/") {
+		return s, nil
+	}
+	return c.String(), nil
 }
 
 // ParseDatabase parses "dbs/{db}" (optional leading or trailing slash) and
@@ -93,7 +109,7 @@ func checkID(s, id string) error {
 	if id == "" {
 		return fmt.Errorf("%w %q: empty id", ErrInvalid, s)
 	}
-	if strings.ContainsAny(id, `\?#`) {
+	if strings.ContainsAny(id, `/\?#`) {
 		return fmt.Errorf("%w %q: id %q contains one of \\ ? #", ErrInvalid, s, id)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // KeyDef is a parsed partitionKey setting: one Cosmos DB JSON path
@@ -275,7 +276,10 @@ func scalar(v any, p Path) (any, error) {
 
 // extractRaw scans raw JSON for the path.
 func extractRaw(doc []byte, p Path) (any, error) {
-	s := scanner{data: doc}
+	return extractRawScan(scanner{data: doc}, p)
+}
+
+func extractRawScan(s scanner, p Path) (any, error) {
 	for _, seg := range p.segments {
 		found, err := s.findMember(seg)
 		if err != nil {
@@ -307,8 +311,9 @@ func asKeyError(err error, target **KeyError) bool {
 
 // scanner walks raw JSON without building it.
 type scanner struct {
-	data []byte
-	pos  int
+	data   []byte
+	pos    int
+	borrow bool // unescaped string keys alias data instead of copying it
 }
 
 type syntaxError struct {
@@ -489,6 +494,9 @@ func (s *scanner) scalar() (any, error) {
 			return nil, err
 		}
 		if !escaped {
+			if s.borrow && end > start {
+				return unsafe.String(&s.data[start], end-start), nil
+			}
 			return string(s.data[start:end]), nil
 		}
 		v, err := unescape(s.data[start:end])
@@ -580,6 +588,18 @@ func unescape(raw []byte) (string, error) {
 		return "", fmt.Errorf("bad escape in a string")
 	}
 	return out, nil
+}
+
+// ExtractBorrowed is Extract for raw JSON that does not copy a string key:
+// the returned string aliases doc's bytes, so it is valid only while doc is
+// not modified. It saves the copy for callers that use the key at once and
+// keep nothing of it (the router places a new document this way). Keys with
+// escapes, numbers and composite keys are built as Extract builds them.
+func (d KeyDef) ExtractBorrowed(doc []byte) (any, error) {
+	if len(d.paths) != 1 {
+		return d.Extract(doc)
+	}
+	return extractRawScan(scanner{data: doc, borrow: true}, d.paths[0])
 }
 
 // MarshalJSON writes one path as a string and several as an array.

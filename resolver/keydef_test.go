@@ -397,6 +397,13 @@ func BenchmarkPartitionKey(b *testing.B) {
 			sinkKey, _ = d.Extract(rawDoc)
 		}
 	})
+	b.Run(fmt.Sprintf("raw-borrowed-%dB", len(raw)), func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(raw)))
+		for i := 0; i < b.N; i++ {
+			sinkKey, _ = d.ExtractBorrowed(raw)
+		}
+	})
 	var mapDoc any = doc
 	b.Run("map", func(b *testing.B) {
 		b.ReportAllocs()
@@ -428,3 +435,23 @@ func mustJSON(v any) []byte {
 	}
 	return b
 }
+
+func TestExtractBorrowed(t *testing.T) {
+	doc := []byte(`{"id":"1","userId":"alice","n":4,"e":"a\\u0062"}`)
+	d := MustKeyDef("/userId")
+	k, err := d.ExtractBorrowed(doc)
+	require.NoError(t, err)
+	assert.Equal(t, "alice", k)
+	copy(doc[bytesIndex(doc, "alice"):], "bobby")
+	assert.Equal(t, "bobby", k, "the key aliases the document")
+	for _, path := range []string{"/n", "/e", "/missing"} {
+		a, errA := MustKeyDef(path).ExtractBorrowed(doc)
+		b, errB := MustKeyDef(path).Extract(doc)
+		assert.Equal(t, b, a, path)
+		assert.Equal(t, errB == nil, errA == nil, path)
+	}
+	allocs := testing.AllocsPerRun(100, func() { _, _ = d.ExtractBorrowed(doc) })
+	assert.LessOrEqual(t, allocs, 1.0, "only the interface box of the key")
+}
+
+func bytesIndex(b []byte, s string) int { return strings.Index(string(b), s) }

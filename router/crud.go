@@ -83,6 +83,35 @@ func (c *Client) place(dbLink string, doc any) (r resolver.Resolver, body []byte
 	return
 }
 
+// placeNew finds where a new document goes. For raw JSON and a resolver
+// that reads documents by a key path, the key is read without copying it
+// (it is used here and dropped); an error is reported with a key of its
+// own, since errors outlive the call.
+func (c *Client) placeNew(dbLink string, doc any) (string, []byte, error) {
+	r, err := c.Resolver(dbLink)
+	if err != nil {
+		return "", nil, err
+	}
+	raw, isRaw := doc.([]byte)
+	if rm, ok := doc.(json.RawMessage); ok {
+		raw, isRaw = rm, true
+	}
+	kd, ok := r.(keyDefiner)
+	if !isRaw || !ok {
+		_, body, _, target, err := c.place(dbLink, doc)
+		return target, body, err
+	}
+	key, err := kd.KeyDef().ExtractBorrowed(raw)
+	if err == nil {
+		var target string
+		if target, err = r.ResolveForCreate(key); err == nil {
+			return target, raw, nil
+		}
+	}
+	_, body, _, target, err := c.place(dbLink, doc)
+	return target, body, err
+}
+
 // Create stores a new document in the collection its key resolves to. The
 // document is a struct, a map or JSON; it must have a string "id".
 func (c *Client) Create(ctx context.Context, dbLink string, doc any, opts *WriteOptions) (*store.Document, error) {
@@ -96,7 +125,7 @@ func (c *Client) Upsert(ctx context.Context, dbLink string, doc any, opts *Write
 }
 
 func (c *Client) write(ctx context.Context, op, dbLink string, doc any, opts *WriteOptions) (*store.Document, error) {
-	_, body, key, target, err := c.place(dbLink, doc)
+	target, body, err := c.placeNew(dbLink, doc)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +135,6 @@ func (c *Client) write(ctx context.Context, op, dbLink string, doc any, opts *Wr
 	if opts != nil && opts.IfMatch != "" {
 		wo = &store.WriteOptions{IfMatch: opts.IfMatch}
 	}
-	_ = key
 	var r retrier
 	for {
 		start := r.begin(c)

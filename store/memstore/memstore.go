@@ -126,11 +126,11 @@ func (s *Store) begin(ctx context.Context, op, l string) (string, error) {
 
 // canonLink validates a collection link and returns its canonical form.
 func canonLink(op, l string) (string, error) {
-	c, err := link.ParseCollection(l)
+	c, err := link.Canonical(l)
 	if err != nil {
 		return "", &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 	}
-	return c.String(), nil
+	return c, nil
 }
 
 // collection finds a collection or reports store.ErrCollectionNotFound.
