@@ -2,6 +2,7 @@ package cosmos
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -77,7 +78,8 @@ type Store struct {
 	bound    map[string]*azcosmos.Client // by database or collection link
 	mu       sync.RWMutex
 	specs    map[string]*containerSpec // by collection link
-	cursors  *cursor.Cache
+	cursors  *cursor.Cache[[]json.RawMessage]
+	pages    *cursor.Cache[servicePageCopy]
 	closedMu sync.RWMutex
 	closed   bool
 }
@@ -99,7 +101,7 @@ func New(ctx context.Context, opts *Options) (*Store, error) {
 	if o.Cursors <= 0 {
 		o.Cursors = 32
 	}
-	s := &Store{opts: o, bound: map[string]*azcosmos.Client{}, specs: map[string]*containerSpec{}, cursors: cursor.NewCache(o.Cursors)}
+	s := &Store{opts: o, bound: map[string]*azcosmos.Client{}, specs: map[string]*containerSpec{}, cursors: cursor.NewCache[[]json.RawMessage](o.Cursors), pages: cursor.NewCache[servicePageCopy](o.Cursors)}
 	var err error
 	if s.def, err = s.client("default account", o.Account); err != nil {
 		return nil, err

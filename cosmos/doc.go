@@ -12,16 +12,18 @@
 //
 // Point operations pass the partition-key value (taken from the document's
 // body at the container's key path when the caller gives none). Queries
-// scoped to one partition-key value run on the service as they are. The
-// Cosmos DB gateway that the Go SDK talks to runs only filters and
-// projections across partitions, so a cross-partition query the gateway
-// cannot serve (ORDER BY, TOP, OFFSET/LIMIT, aggregates, DISTINCT, GROUP BY,
-// JOIN) runs here instead: the store reads the container's documents with a
-// query the gateway can serve (its WHERE pushed down when it safely can be)
-// and evaluates the whole query with docshard's own engine (package query),
-// which follows Cosmos DB's semantics. That costs a scan of the matching
-// documents; scope queries with a partition key where you can. The read
-// feed pages through "SELECT * FROM c".
+// made of filters and projections run on the service as they are, scoped
+// to a partition-key value when one is given. The Cosmos DB gateway that the
+// Go SDK talks to runs only filters and projections across partitions, and
+// the router's per-collection rewrites (sort keys and partial aggregates in
+// object constructors) are docshard's own SQL, so a query with ORDER BY,
+// TOP, OFFSET/LIMIT, aggregates, DISTINCT, GROUP BY or JOIN runs here: the
+// store reads the matching documents with a query the gateway serves (the
+// partition key and, when it safely can, the WHERE pushed down) and
+// evaluates the whole query with docshard's own engine (package query),
+// which follows Cosmos DB's semantics. That costs reading the documents the
+// filter matches; scope queries with a partition key where you can. The
+// read feed pages through "SELECT * FROM c".
 //
 // Continuation tokens are the store's own: they wrap the service's token
 // and an offset, so paging works even where the service ignores page sizes,

@@ -13,9 +13,9 @@ import (
 	"sync/atomic"
 )
 
-// Cache keeps result lists by cursor id, least recently used out first. It
-// is safe for concurrent use.
-type Cache struct {
+// Cache keeps values (result lists, pages) by cursor id, least recently
+// used out first. It is safe for concurrent use.
+type Cache[T any] struct {
 	mu    sync.Mutex
 	max   int
 	next  atomic.Uint64
@@ -23,44 +23,43 @@ type Cache struct {
 	lru   *list.List
 }
 
-type entry struct {
-	id      uint64
-	hash    string
-	results []json.RawMessage
+type entry[T any] struct {
+	id    uint64
+	hash  string
+	value T
 }
 
-// NewCache returns a cache of at most n result lists.
-func NewCache(n int) *Cache {
-	return &Cache{max: max(n, 1), items: map[uint64]*list.Element{}, lru: list.New()}
+// NewCache returns a cache of at most n values.
+func NewCache[T any](n int) *Cache[T] {
+	return &Cache[T]{max: max(n, 1), items: map[uint64]*list.Element{}, lru: list.New()}
 }
 
-// Get returns the results of cursor id if it is cached for the same query
-// hash.
-func (c *Cache) Get(id uint64, hash string) ([]json.RawMessage, bool) {
+// Get returns the value of cursor id if it is cached for the same hash.
+func (c *Cache[T]) Get(id uint64, hash string) (T, bool) {
+	var zero T
 	if id == 0 {
-		return nil, false
+		return zero, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.items[id]
-	if !ok || el.Value.(*entry).hash != hash {
-		return nil, false
+	if !ok || el.Value.(*entry[T]).hash != hash {
+		return zero, false
 	}
 	c.lru.MoveToFront(el)
-	return el.Value.(*entry).results, true
+	return el.Value.(*entry[T]).value, true
 }
 
-// Put caches results for a query hash and returns the new cursor id
-// (never 0).
-func (c *Cache) Put(hash string, results []json.RawMessage) uint64 {
+// Put caches a value under a hash and returns the new cursor id (never 0).
+func (c *Cache[T]) Put(hash string, value T) uint64 {
 	id := c.next.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.items[id] = c.lru.PushFront(&entry{id: id, hash: hash, results: results})
+	c.items[id] = c.lru.PushFront(&entry[T]{id: id, hash: hash, value: value})
 	for c.lru.Len() > c.max {
 		old := c.lru.Back()
 		c.lru.Remove(old)
-		delete(c.items, old.Value.(*entry).id)
+		delete(c.items, old.Value.(*entry[T]).id)
 	}
 	return id
 }

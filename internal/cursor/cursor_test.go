@@ -9,7 +9,7 @@ import (
 )
 
 func TestCache(t *testing.T) {
-	c := NewCache(2)
+	c := NewCache[[]json.RawMessage](2)
 	a := c.Put("q1", []json.RawMessage{[]byte("1")})
 	b := c.Put("q2", []json.RawMessage{[]byte("2")})
 	got, ok := c.Get(a, "q1")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -46,7 +47,7 @@ type Store struct {
 	etagSeq atomic.Uint64
 	etagPfx string
 	locks   [256]sync.Mutex // per-document write locks, by key hash
-	cursors *cursor.Cache
+	cursors *cursor.Cache[[]json.RawMessage]
 }
 
 var _ store.Store = (*Store)(nil)
@@ -78,7 +79,7 @@ func newStore(opts *Options) *Store {
 		clock:   o.Clock,
 		colls:   map[string]*collection{},
 		etagPfx: hex.EncodeToString(pfx[:]),
-		cursors: cursor.NewCache(o.Cursors),
+		cursors: cursor.NewCache[[]json.RawMessage](o.Cursors),
 	}
 }
 
