@@ -10,6 +10,21 @@ import (
 // the construct.
 var ErrUnmergeable = errors.New("query: cannot be merged across collections")
 
+// UnmergeableError is the planner's error for a query shape that cannot be
+// merged exactly on the client. It matches ErrUnmergeable with errors.Is.
+type UnmergeableError struct {
+	Construct string // the clause or expression at fault, e.g. "DISTINCT with ORDER BY c.a"
+	Reason    string // why it cannot be merged, and what would
+}
+
+// Error implements error.
+func (e *UnmergeableError) Error() string {
+	return fmt.Sprintf("%v: %s: %s", ErrUnmergeable, e.Construct, e.Reason)
+}
+
+// Is reports whether target is ErrUnmergeable.
+func (e *UnmergeableError) Is(target error) bool { return target == ErrUnmergeable }
+
 // PlanKind says how the client merges the collections' results.
 type PlanKind int
 
@@ -48,10 +63,11 @@ type Plan struct {
 	Offset   int
 	Limit    int
 
-	desc    []bool
-	aggs    []aggSpec
-	final   evalFn
-	groupBy bool
+	desc      []bool
+	aggs      []aggSpec
+	final     evalFn
+	groupBy   bool
+	groupKeys int
 }
 
 // Wrapper property names of rewritten rows.
@@ -90,7 +106,7 @@ func PlanFanOut(q *Query, params map[string]any) (*Plan, error) {
 	switch {
 	case prog.p.grouped:
 		p.Kind = Aggregate
-		p.aggs, p.final, p.groupBy = prog.p.aggs, prog.p.final, len(q.GroupBy) > 0
+		p.aggs, p.final, p.groupBy, p.groupKeys = prog.p.aggs, prog.p.final, len(q.GroupBy) > 0, len(q.GroupBy)
 		keys := &ArrayLit{}
 		for _, g := range q.GroupBy {
 			keys.Elems = append(keys.Elems, wrap(g))
@@ -138,7 +154,10 @@ func PlanFanOut(q *Query, params map[string]any) (*Plan, error) {
 			}
 			for _, o := range q.OrderBy {
 				if !projected[Format(o.X)] {
-					return nil, fmt.Errorf("%w: DISTINCT with ORDER BY %s: the ORDER BY expression must be projected", ErrUnmergeable, Format(o.X))
+					return nil, &UnmergeableError{
+						Construct: "DISTINCT with ORDER BY " + Format(o.X),
+						Reason:    "the ORDER BY expression must also be projected, or rows that differ only in it could not be deduplicated after the merge",
+					}
 				}
 			}
 		}
@@ -165,6 +184,16 @@ func PlanFanOut(q *Query, params map[string]any) (*Plan, error) {
 	return p, nil
 }
 
+// partialNames lists, per aggregate, the partial values a collection
+// returns for it (see partialExprs).
+var partialNames = map[string][]string{
+	"COUNT": {"COUNT"},
+	"SUM":   {"SUM"},
+	"AVG":   {"SUM", "COUNT"},
+	"MIN":   {"MIN", "COUNT of arrays and objects"},
+	"MAX":   {"MAX", "COUNT of arrays and objects"},
+}
+
 // partialExprs is what a collection computes for one aggregate.
 func partialExprs(a aggSpec) []Expr {
 	arg := a.call.Args[0]
@@ -183,280 +212,4 @@ func partialExprs(a aggSpec) []Expr {
 		return []Expr{a.call, &Call{Name: "COUNT", Args: []Expr{bad}}}
 	}
 	return []Expr{a.call}
-}
-
-// SortKeys returns the sort keys of an OrderBy row.
-func (p *Plan) SortKeys(row any) ([]any, error) {
-	m, ok := row.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("query: an ORDER BY row is an object, got %s", typeName(row))
-	}
-	wrapped, ok := m[keysProp].([]any)
-	if !ok || len(wrapped) != len(p.desc) {
-		return nil, fmt.Errorf("query: an ORDER BY row lacks its %d sort keys", len(p.desc))
-	}
-	return unwrapAll(wrapped)
-}
-
-// Payload returns what the user sees of an OrderBy row.
-func (p *Plan) Payload(row any) any {
-	if m, ok := row.(map[string]any); ok {
-		if v, ok := m[payloadProp]; ok {
-			return v
-		}
-	}
-	return Undefined
-}
-
-// CompareKeys orders two rows' sort keys as ORDER BY does: Cosmos DB's
-// order across types (undefined, null, booleans, numbers, strings), each key
-// ascending or descending. Ties are left to the caller, which breaks them by
-// collection so a merge is deterministic.
-func (p *Plan) CompareKeys(a, b []any) int { return compareKeys(a, b, p.desc) }
-
-// DistinctKey returns a text equal for equal results, for DISTINCT.
-func DistinctKey(v any) string { return canonical(v) }
-
-func unwrapAll(wrapped []any) ([]any, error) {
-	out := make([]any, len(wrapped))
-	for i, w := range wrapped {
-		m, ok := w.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("query: a wrapped value is an object, got %s", typeName(w))
-		}
-		if v, ok := m[itemProp]; ok {
-			out[i] = v
-		} else {
-			out[i] = Undefined
-		}
-	}
-	return out, nil
-}
-
-// Merger combines the partial aggregate rows of an Aggregate plan.
-type Merger struct {
-	p      *Plan
-	groups map[string]*mergedGroup
-	order  []*mergedGroup
-}
-
-type mergedGroup struct {
-	keys []any
-	accs []partialAcc
-}
-
-// partialAcc merges one aggregate's partial values.
-type partialAcc struct {
-	name  string
-	count float64
-	sum   float64
-	bad   bool
-	mm    minMaxAcc
-}
-
-// NewMerger returns an empty merger. Without GROUP BY the result has one
-// row even when no collection contributes.
-func (p *Plan) NewMerger() *Merger {
-	m := &Merger{p: p, groups: map[string]*mergedGroup{}}
-	return m
-}
-
-func (m *Merger) group(keys []any) *mergedGroup {
-	id := canonical(keys)
-	g, ok := m.groups[id]
-	if !ok {
-		g = &mergedGroup{keys: keys, accs: make([]partialAcc, len(m.p.aggs))}
-		for i, a := range m.p.aggs {
-			g.accs[i].name = a.name
-			g.accs[i].mm.max = a.name == "MAX"
-		}
-		m.groups[id] = g
-		m.order = append(m.order, g)
-	}
-	return g
-}
-
-// Add merges one partial row from a collection.
-func (m *Merger) Add(row any) error {
-	obj, ok := row.(map[string]any)
-	if !ok {
-		return fmt.Errorf("query: a partial aggregate row is an object, got %s", typeName(row))
-	}
-	gw, ok1 := obj[groupProp].([]any)
-	aw, ok2 := obj[aggProp].([]any)
-	if !ok1 || !ok2 {
-		return fmt.Errorf("query: a partial aggregate row lacks %q or %q", groupProp, aggProp)
-	}
-	keys, err := unwrapAll(gw)
-	if err != nil {
-		return err
-	}
-	parts, err := unwrapAll(aw)
-	if err != nil {
-		return err
-	}
-	g := m.group(keys)
-	i := 0
-	next := func() any {
-		if i >= len(parts) {
-			return Undefined
-		}
-		i++
-		return parts[i-1]
-	}
-	for k := range g.accs {
-		a := &g.accs[k]
-		switch a.name {
-		case "COUNT":
-			if n, ok := next().(float64); ok {
-				a.count += n
-			}
-		case "SUM":
-			if s, ok := next().(float64); ok {
-				a.sum += s
-			} else {
-				a.bad = true
-			}
-		case "AVG":
-			s, sok := next().(float64)
-			n, _ := next().(float64)
-			if !sok {
-				a.bad = true
-			}
-			a.sum += s
-			a.count += n
-		default:
-			v := next()
-			if bad, _ := next().(float64); bad > 0 {
-				a.bad = true
-			}
-			a.mm.add(v)
-		}
-	}
-	if i != len(parts) {
-		return fmt.Errorf("query: a partial aggregate row has %d values, want %d", len(parts), i)
-	}
-	return nil
-}
-
-// Results returns the merged rows as the user sees them, before DISTINCT,
-// OFFSET and LIMIT.
-func (m *Merger) Results() []any {
-	groups := m.order
-	if len(groups) == 0 && !m.p.groupBy {
-		groups = []*mergedGroup{m.group([]any{})}
-	}
-	var out []any
-	for _, g := range groups {
-		vals := make([]any, len(g.accs))
-		for i, a := range g.accs {
-			switch a.name {
-			case "COUNT":
-				vals[i] = a.count
-			case "SUM":
-				if a.bad {
-					vals[i] = Undefined
-				} else {
-					vals[i] = finite(a.sum)
-				}
-			case "AVG":
-				if a.bad || a.count == 0 {
-					vals[i] = Undefined
-				} else {
-					vals[i] = finite(a.sum / a.count)
-				}
-			default:
-				if a.bad {
-					vals[i] = Undefined
-				} else {
-					vals[i] = a.mm.result()
-				}
-			}
-		}
-		if v := m.p.final(&frame{vals: []any{g.keys, vals}}); !isUndefined(v) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// MergeAll merges whole result lists, one per collection in collection
-// order, as one collection holding every document would answer: the
-// reference the router's streaming merge must agree with. Rows are decoded
-// JSON values as the collections returned them.
-func (p *Plan) MergeAll(parts [][]any) ([]any, error) {
-	var out []any
-	lim := newLimiter(p.Distinct, p.Offset, p.Limit, func(v any, _ []byte) bool {
-		out = append(out, v)
-		return true
-	})
-	if p.Limit == 0 {
-		return []any{}, nil
-	}
-	if p.SingleCollection && len(parts) > 1 {
-		parts = parts[:1]
-	}
-	switch p.Kind {
-	case Stream:
-		for _, part := range parts {
-			for _, v := range part {
-				if !lim.emit(v, nil) {
-					return out, nil
-				}
-			}
-		}
-	case Aggregate:
-		m := p.NewMerger()
-		for _, part := range parts {
-			for _, row := range part {
-				if err := m.Add(row); err != nil {
-					return nil, err
-				}
-			}
-		}
-		for _, v := range m.Results() {
-			if !lim.emit(v, nil) {
-				break
-			}
-		}
-	case OrderBy:
-		keys := make([][][]any, len(parts))
-		for i, part := range parts {
-			keys[i] = make([][]any, len(part))
-			for j, row := range part {
-				k, err := p.SortKeys(row)
-				if err != nil {
-					return nil, err
-				}
-				keys[i][j] = k
-			}
-		}
-		pos := make([]int, len(parts))
-		for {
-			best := -1
-			for i := range parts {
-				if pos[i] >= len(parts[i]) {
-					continue
-				}
-				if best < 0 || p.CompareKeys(keys[i][pos[i]], keys[best][pos[best]]) < 0 {
-					best = i
-				}
-			}
-			if best < 0 {
-				break
-			}
-			v := p.Payload(parts[best][pos[best]])
-			pos[best]++
-			if isUndefined(v) {
-				continue
-			}
-			if !lim.emit(v, nil) {
-				break
-			}
-		}
-	}
-	if out == nil {
-		out = []any{}
-	}
-	return out, nil
 }

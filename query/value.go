@@ -28,6 +28,18 @@ func isUndefined(v any) bool { _, ok := v.(undefinedType); return ok }
 
 // Type ranks for ORDER BY across types (ascending): undefined, null,
 // booleans, numbers, strings, then arrays and objects.
+//
+// Sources: the ORDER BY reference of Azure Cosmos DB for NoSQL
+// (learn.microsoft.com/azure/cosmos-db/nosql/query/order-by) states that
+// null sorts as the lowest value and that queries with ORDER BY return all
+// items, including those whose ORDER BY property is undefined; those come
+// first in ascending order (last in descending), below null. The MIN and MAX
+// references (.../nosql/query/min, .../max) give the order null < boolean <
+// number < string for values of different types. Arrays after strings and
+// objects last follow the .NET SDK's "ORDER BY Arrays and Objects" change
+// (Azure/azure-cosmos-dotnet-v3 pull request 853); within arrays this engine
+// compares element-wise and objects by canonical text, a total order where
+// Cosmos DB compares hashes (any fixed order merges exactly).
 const (
 	rankUndefined = iota
 	rankNull
