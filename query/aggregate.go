@@ -1,5 +1,7 @@
 package query
 
+import "sort"
+
 // Accumulators for COUNT, SUM, AVG, MIN and MAX with Cosmos DB's rules:
 // undefined values are skipped; COUNT over no rows is 0, SUM is 0; a SUM or
 // AVG that meets a non-number (string, boolean, null, array, object) is
@@ -164,8 +166,22 @@ func (g *grouper) add(p *program, fr *frame) {
 	}
 }
 
-// results evaluates the grouped projection for every group.
+// sortGroups orders groups by their GROUP BY values, ascending in ORDER BY's
+// order across types (undefined first). Cosmos DB does not promise an order
+// for GROUP BY results; its documented example
+// (nosql/query/group-by, scripts/group-by-aggregate of the query samples)
+// lists the undefined group first and the others ascending, and a fixed
+// order independent of the documents' order is also what lets the fan-out
+// merge answer exactly as one collection would.
+func sortGroups[G any](groups []G, keys func(G) []any) {
+	sort.SliceStable(groups, func(i, j int) bool {
+		return compareValues(keys(groups[i]), keys(groups[j])) < 0
+	})
+}
+
+// results evaluates the grouped projection for every group, in group order.
 func (g *grouper) results(p *program, out func(any) bool) {
+	sortGroups(g.order, func(grp *group) []any { return grp.keys })
 	for _, grp := range g.order {
 		vals := make([]any, len(grp.accs))
 		for i, a := range grp.accs {

@@ -168,6 +168,7 @@ func (m *Merger) Results() []any {
 	if len(groups) == 0 && !m.p.groupBy {
 		groups = []*mergedGroup{m.group([]any{})}
 	}
+	sortGroups(groups, func(g *mergedGroup) []any { return g.keys })
 	var out []any
 	for _, g := range groups {
 		vals := make([]any, len(g.accs))
