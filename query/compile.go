@@ -3,6 +3,7 @@ package query
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // ErrCompile is wrapped by every error Compile returns for a query that
@@ -13,6 +14,9 @@ var ErrCompile = errors.New("query: invalid query")
 func compileErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrCompile, fmt.Sprintf(format, args...))
 }
+
+// numberConstants are the names Cosmos DB reads as non-finite numbers.
+var numberConstants = map[string]any{"NaN": math.NaN(), "Infinity": math.Inf(1)}
 
 // frame holds the values bound to a query's aliases for one row; parent is
 // the enclosing query's row, for correlated subqueries.
@@ -86,11 +90,16 @@ func (c *compiler) expr(e Expr, s *scope) (evalFn, error) {
 		}
 		return func(*frame) any { return v }, nil
 	case *Ident:
-		if c.grouped && !c.inAgg {
+		if _, constant := numberConstants[n.Name]; c.grouped && !c.inAgg && !constant {
 			return nil, compileErr("%s must appear in GROUP BY or inside an aggregate", n.Name)
 		}
 		depth, slot, ok := s.resolve(n.Name)
 		if !ok {
+			// NaN and Infinity are number constants unless a name shadows
+			// them (nosql/query/tostring uses ToString(NaN), ToString(Infinity)).
+			if v, ok := numberConstants[n.Name]; ok {
+				return func(*frame) any { return v }, nil
+			}
 			return nil, compileErr("identifier %q could not be resolved", n.Name)
 		}
 		if depth == 0 {

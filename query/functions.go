@@ -149,9 +149,11 @@ func init() {
 		})},
 		"LOWER": str1(strings.ToLower),
 		"UPPER": str1(strings.ToUpper),
-		"LTRIM": str1(func(s string) string { return strings.TrimLeftFunc(s, unicode.IsSpace) }),
-		"RTRIM": str1(func(s string) string { return strings.TrimRightFunc(s, unicode.IsSpace) }),
-		"TRIM":  str1(strings.TrimSpace),
+		// The optional second argument is the set of characters to trim
+		// (nosql/query/trim: TRIM("-_-x-_-", "-_") is "x").
+		"LTRIM": trimmer(strings.TrimLeftFunc, strings.TrimLeft),
+		"RTRIM": trimmer(strings.TrimRightFunc, strings.TrimRight),
+		"TRIM":  trimmer(strings.TrimFunc, strings.Trim),
 		"REVERSE": str1(func(s string) string {
 			rs := []rune(s)
 			for i, j := 0, len(rs)-1; i < j; i, j = i+1, j-1 {
@@ -243,6 +245,15 @@ func init() {
 				return Undefined
 			case string:
 				return x
+			case float64:
+				switch {
+				case math.IsNaN(x):
+					return "NaN"
+				case math.IsInf(x, 1):
+					return "Infinity"
+				case math.IsInf(x, -1):
+					return "-Infinity"
+				}
 			}
 			b, err := encodeValue(a[0])
 			if err != nil {
@@ -370,6 +381,25 @@ func str1(f func(string) string) builtin {
 			return Undefined
 		}
 		return f(s)
+	}}
+}
+
+// trimmer builds TRIM, LTRIM and RTRIM: white space by default, or the
+// characters of the optional second argument.
+func trimmer(space func(string, func(rune) bool) string, set func(string, string) string) builtin {
+	return builtin{1, 2, func(a []any) any {
+		s, ok := a[0].(string)
+		if !ok {
+			return Undefined
+		}
+		if len(a) == 1 {
+			return space(s, unicode.IsSpace)
+		}
+		chars, ok := a[1].(string)
+		if !ok {
+			return Undefined
+		}
+		return set(s, chars)
 	}}
 }
 
