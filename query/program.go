@@ -75,7 +75,8 @@ func Prepare(text string, params map[string]any) (*Program, error) {
 // Execute runs the program over docs, in their order, and returns the
 // results as JSON. Without ORDER BY results come in document order and the
 // scan stops as soon as TOP or LIMIT is satisfied; ORDER BY with TOP or
-// LIMIT keeps only offset+limit rows in a heap. SELECT * returns each
+// LIMIT keeps only offset+limit rows in a heap (with DISTINCT as well, every
+// row, since duplicates are known only once sorted). SELECT * returns each
 // document's stored text unchanged. ctx is checked every 256 documents.
 func (pr *Program) Execute(ctx context.Context, docs iter.Seq[Doc]) ([]json.RawMessage, error) {
 	var out []json.RawMessage
