@@ -252,12 +252,20 @@ func (d *DistinctFilter) First(v any) bool {
 // stops reading. A malformed row ends the merge with an error (the second
 // value of the pair).
 func (p *Plan) Merge(parts []iter.Seq[any]) iter.Seq2[any, error] {
+	return p.merge(len(parts), func(i int) iter.Seq[any] { return parts[i] }, func(i int) (func() (any, bool), func()) {
+		return iter.Pull(parts[i])
+	})
+}
+
+// merge is Merge over n collections given as sequences (seq) and, for the
+// k-way merge, as pull functions (pull returns next and stop).
+func (p *Plan) merge(n int, seq func(int) iter.Seq[any], pull func(int) (func() (any, bool), func())) iter.Seq2[any, error] {
 	return func(yield func(any, error) bool) {
 		if p.Limit == 0 {
 			return
 		}
-		if p.SingleCollection && len(parts) > 1 {
-			parts = parts[:1]
+		if p.SingleCollection && n > 1 {
+			n = 1
 		}
 		stopped := false
 		lim := newLimiter(p.Distinct, p.Offset, p.Limit, func(v any, _ []byte) bool {
@@ -275,8 +283,8 @@ func (p *Plan) Merge(parts []iter.Seq[any]) iter.Seq2[any, error] {
 		}
 		switch p.Kind {
 		case Stream:
-			for _, part := range parts {
-				for v := range part {
+			for i := range n {
+				for v := range seq(i) {
 					if !lim.emit(v, nil) {
 						return
 					}
@@ -284,8 +292,8 @@ func (p *Plan) Merge(parts []iter.Seq[any]) iter.Seq2[any, error] {
 			}
 		case Aggregate:
 			m := p.NewMerger()
-			for _, part := range parts {
-				for row := range part {
+			for i := range n {
+				for row := range seq(i) {
 					if err := m.Add(row); err != nil {
 						fail(err)
 						return
@@ -298,7 +306,7 @@ func (p *Plan) Merge(parts []iter.Seq[any]) iter.Seq2[any, error] {
 				}
 			}
 		case OrderBy:
-			p.mergeOrdered(parts, lim, fail)
+			p.mergeOrdered(n, pull, lim, fail)
 		}
 	}
 }
@@ -331,7 +339,7 @@ func (h *headHeap) Pop() any {
 
 // mergeOrdered is the k-way merge of OrderBy streams: it holds one row per
 // collection, so its memory does not grow with the results.
-func (p *Plan) mergeOrdered(parts []iter.Seq[any], lim *limiter, fail func(error)) {
+func (p *Plan) mergeOrdered(n int, pull func(int) (func() (any, bool), func()), lim *limiter, fail func(error)) {
 	h := &headHeap{p: p}
 	var stops []func()
 	defer func() {
@@ -353,8 +361,8 @@ func (p *Plan) mergeOrdered(parts []iter.Seq[any], lim *limiter, fail func(error
 		hd.row, hd.keys = row, keys
 		return true, nil
 	}
-	for i, part := range parts {
-		next, stop := iter.Pull(part)
+	for i := range n {
+		next, stop := pull(i)
 		stops = append(stops, stop)
 		hd := &head{coll: i, next: next}
 		ok, err := advance(hd)
@@ -394,18 +402,28 @@ func (p *Plan) mergeOrdered(parts []iter.Seq[any], lim *limiter, fail func(error
 // must agree with. Rows are decoded JSON values as the collections
 // returned them. It returns an empty, non-nil slice for no results.
 func (p *Plan) MergeAll(parts [][]any) ([]any, error) {
-	seqs := make([]iter.Seq[any], len(parts))
-	for i, part := range parts {
-		seqs[i] = func(yield func(any) bool) {
-			for _, v := range part {
+	seq := func(i int) iter.Seq[any] {
+		return func(yield func(any) bool) {
+			for _, v := range parts[i] {
 				if !yield(v) {
 					return
 				}
 			}
 		}
 	}
+	// Slices need no coroutine (iter.Pull) to be read one row at a time.
+	pull := func(i int) (func() (any, bool), func()) {
+		pos := 0
+		return func() (any, bool) {
+			if pos >= len(parts[i]) {
+				return nil, false
+			}
+			pos++
+			return parts[i][pos-1], true
+		}, func() {}
+	}
 	out := []any{}
-	for v, err := range p.Merge(seqs) {
+	for v, err := range p.merge(len(parts), seq, pull) {
 		if err != nil {
 			return nil, err
 		}
