@@ -1,26 +1,11 @@
-// Package lookup is docshard's lookup resolver (kind "lookup"): exact key
-// values mapped to targets, with an optional default. It is the
-// single-value case of range partitioning, for keys with few, known values:
-// regions, tenants, applications. A target is a collection link or a nested
-// resolver, so a lookup can give its large tenants collections of their own
-// and send every other tenant to a hash ring:
-//
-//	{"kind": "lookup", "partitionKey": "/tenant",
-//	 "entries": {"bigcorp": "dbs/app/colls/bigcorp"},
-//	 "default": {"kind": "hash", "collections": ["dbs/app/colls/shared0", "dbs/app/colls/shared1"]}}
-//
-// Entries are keyed by the canonical text of the key (resolver.KeyString):
-// a string as itself, a number in its RFC 8785 form ("42", "1.5"), a
-// composite key as its canonical JSON array. So the number 42 and the
-// string "42" share an entry. A Resolver is immutable and safe for
-// concurrent use; a lookup costs one map access (plus formatting the text of
-// a non-string key).
 package lookup
 
 import (
-	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/docshard/docshard/resolver"
 )
@@ -28,13 +13,14 @@ import (
 // Kind is the "kind" of the lookup resolver's JSON form.
 const Kind = "lookup"
 
-// Resolver maps exact key values to targets.
+// Resolver maps exact key values to targets. It is immutable and safe for
+// concurrent use.
 type Resolver struct {
 	key     resolver.KeyDef
-	entries map[string]resolver.Target
-	values  []string // entry keys, sorted: the stable order of ResolveForRead(nil)
+	entries map[string]resolver.Target // canonical key text → target
+	names   []string                   // entry names, sorted
 	def     resolver.Target
-	all     []string // every link, each once
+	all     []string // every link once: entries in name order, then the default
 }
 
 var (
@@ -42,26 +28,40 @@ var (
 	_ resolver.Kinded   = (*Resolver)(nil)
 )
 
-// New builds a lookup resolver. entries maps canonical key texts to
-// targets; def, when not zero, takes every other value. At least one entry
-// or a default is required; several values may share a collection. Errors
-// are *resolver.ConfigError.
+// New builds a lookup resolver. entries maps canonical key texts (see the
+// package documentation: "bigcorp", "42", `["eu",42]`) to targets, taken
+// verbatim; def, when not zero, takes every other value. key is the
+// partitionKey path (zero for a lookup nested in another resolver, which is
+// handed keys). It needs at least one entry or a default. Several entries
+// may share a target.
+//
+// Every target must be a valid collection link or a resolver (not both);
+// names must be valid UTF-8 (JSON cannot write anything else). Errors are
+// *resolver.ConfigError naming the field as JSON does (`entries["eu"]`,
+// "default"). It copies the map and costs O(n log n) for the sorted names.
 func New(key resolver.KeyDef, entries map[string]resolver.Target, def resolver.Target) (*Resolver, error) {
 	if len(entries) == 0 && def.IsZero() {
 		return nil, resolver.Invalid("entries", nil, "a lookup needs at least one entry or a default")
 	}
-	r := &Resolver{key: key, entries: make(map[string]resolver.Target, len(entries)), def: def}
-	for v, t := range entries {
-		if t.IsZero() {
-			return nil, resolver.Invalid(fmt.Sprintf("entries[%q]", v), nil, "empty target")
-		}
-		r.entries[v] = t
-		r.values = append(r.values, v)
+	r := &Resolver{key: key, entries: maps.Clone(entries), def: def}
+	if r.entries == nil {
+		r.entries = map[string]resolver.Target{}
 	}
-	sort.Strings(r.values)
-	lists := make([][]string, 0, len(r.values)+1)
-	for _, v := range r.values {
-		lists = append(lists, r.entries[v].Links())
+	r.names = slices.Sorted(maps.Keys(r.entries))
+	for _, name := range r.names {
+		if !utf8.ValidString(name) {
+			return nil, resolver.Invalid(field(name), nil, "the value is not valid UTF-8 (a JSON object key cannot hold it)")
+		}
+		if err := checkTarget(field(name), r.entries[name], true); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkTarget("default", def, false); err != nil {
+		return nil, err
+	}
+	lists := make([][]string, 0, len(r.names)+1)
+	for _, name := range r.names {
+		lists = append(lists, r.entries[name].Links())
 	}
 	if !def.IsZero() {
 		lists = append(lists, def.Links())
@@ -70,20 +70,82 @@ func New(key resolver.KeyDef, entries map[string]resolver.Target, def resolver.T
 	return r, nil
 }
 
+// NewValues is New for entries keyed by Go values (strings, numbers of any
+// type, json.Number), each turned into its canonical text by
+// resolver.KeyString: map[int]resolver.Target{7: ...} makes the entry "7".
+// Two values with the same text (1 and 1.0, or 42 and "42" in a
+// map[any]resolver.Target) are an error naming both, as is a value of
+// another type.
+func NewValues[K comparable](key resolver.KeyDef, entries map[K]resolver.Target, def resolver.Target) (*Resolver, error) {
+	byText := make(map[string]resolver.Target, len(entries))
+	from := make(map[string]K, len(entries))
+	// Sorted by the values' text, so a collision is reported alike every run.
+	values := slices.SortedFunc(maps.Keys(entries), func(a, b K) int {
+		return strings.Compare(fmt.Sprintf("%T %v", a, a), fmt.Sprintf("%T %v", b, b))
+	})
+	for _, v := range values {
+		text, err := resolver.KeyString(v)
+		if err != nil {
+			return nil, &resolver.ConfigError{Field: fmt.Sprintf("entries[%v]", v), Value: fmt.Sprintf("%v (%T)", v, v), Reason: "a lookup value is a string, a number or a composite key", Err: err}
+		}
+		if prev, dup := from[text]; dup {
+			return nil, resolver.Invalid(field(text), nil, fmt.Sprintf("the values %v (%T) and %v (%T) share this canonical text", prev, prev, v, v))
+		}
+		from[text] = v
+		byText[text] = entries[v]
+	}
+	return New(key, byText, def)
+}
+
+// field names an entry in errors as JSON holds it: entries["eu"].
+func field(name string) string { return fmt.Sprintf("entries[%q]", name) }
+
+// checkTarget checks a target of a definition built in Go, as decoding
+// checks one read from JSON: a valid link or a resolver, not both.
+func checkTarget(field string, t resolver.Target, required bool) error {
+	if t.IsZero() {
+		if required {
+			return resolver.Invalid(field, nil, "missing: want a collection link or a resolver")
+		}
+		return nil
+	}
+	if t.Resolver == nil {
+		return resolver.InField(field, resolver.ValidateLink(t.Link))
+	}
+	if t.Link != "" {
+		return resolver.Invalid(field, t.Link, "set a link or a resolver, not both")
+	}
+	return nil
+}
+
 // Kind returns "lookup".
 func (r *Resolver) Kind() string { return Kind }
 
-// PartitionKey extracts the key of doc at the resolver's partitionKey.
+// PartitionKey extracts the key of doc at the resolver's partitionKey (see
+// resolver.KeyDef.Extract). A document without it is an error wrapping
+// resolver.ErrNoPartitionKey.
 func (r *Resolver) PartitionKey(doc any) (any, error) { return r.key.Extract(doc) }
 
-// target returns the target for key, or an error wrapping
-// resolver.ErrNoTarget that names the value.
-func (r *Resolver) target(key any) (resolver.Target, error) {
-	text, err := resolver.KeyString(key)
-	if err != nil {
-		return resolver.Target{}, err
+// Lookup returns the target that places key: its entry's, else the
+// default. A value with neither is an error wrapping resolver.ErrNoTarget
+// naming the value; a key of a type without canonical text wraps
+// resolver.ErrKeyType. It costs one map access and allocates nothing.
+func (r *Resolver) Lookup(key any) (resolver.Target, error) {
+	var (
+		t  resolver.Target
+		ok bool
+	)
+	if s, isString := key.(string); isString {
+		t, ok = r.entries[s]
+	} else {
+		var buf [64]byte
+		text, err := resolver.AppendKey(buf[:0], key)
+		if err != nil {
+			return resolver.Target{}, err
+		}
+		t, ok = r.entries[string(text)] // no allocation: the compiler looks up the bytes
 	}
-	if t, ok := r.entries[text]; ok {
+	if ok {
 		return t, nil
 	}
 	if !r.def.IsZero() {
@@ -92,93 +154,43 @@ func (r *Resolver) target(key any) (resolver.Target, error) {
 	return resolver.Target{}, &resolver.KeyError{Key: key, Err: resolver.ErrNoTarget, Reason: "no entry for this value and no default"}
 }
 
-// ResolveForCreate returns the collection of key's entry (or of the
-// default), asking a nested resolver when the target is one.
+// ResolveForCreate returns the collection of key's entry, or the default's,
+// asking a nested resolver when the target is one. Errors as Lookup, or the
+// nested resolver's.
 func (r *Resolver) ResolveForCreate(key any) (string, error) {
-	t, err := r.target(key)
+	t, err := r.Lookup(key)
 	if err != nil {
 		return "", err
 	}
 	return t.ResolveForCreate(key)
 }
 
-// ResolveForRead returns the collections that may hold key; nil returns
-// every link of every entry (in sorted value order) and then the default's,
-// each once.
+// ResolveForRead returns the collections that may hold key: its target's
+// link, or a nested resolver's answer for the key. A nil key returns every
+// link of every entry (in sorted name order) and then of the default, each
+// once. Errors as Lookup.
 func (r *Resolver) ResolveForRead(key any) ([]string, error) {
 	if key == nil {
-		return append([]string(nil), r.all...), nil
+		return slices.Clone(r.all), nil
 	}
-	t, err := r.target(key)
+	t, err := r.Lookup(key)
 	if err != nil {
 		return nil, err
 	}
 	return t.ResolveForRead(key)
 }
 
-// Entries returns a copy of the value → target map.
-func (r *Resolver) Entries() map[string]resolver.Target {
-	out := make(map[string]resolver.Target, len(r.entries))
-	for k, v := range r.entries {
-		out[k] = v
-	}
-	return out
-}
+// Entries returns a copy of the entries: canonical key text → target.
+func (r *Resolver) Entries() map[string]resolver.Target { return maps.Clone(r.entries) }
+
+// Names returns the entry names (canonical key texts), sorted.
+func (r *Resolver) Names() []string { return slices.Clone(r.names) }
+
+// Len returns the number of entries.
+func (r *Resolver) Len() int { return len(r.names) }
 
 // Default returns the default target (zero when there is none).
 func (r *Resolver) Default() resolver.Target { return r.def }
 
-// KeyDef returns the partitionKey setting.
+// KeyDef returns the partitionKey setting (zero when there is none).
 func (r *Resolver) KeyDef() resolver.KeyDef { return r.key }
-
-type spec struct {
-	Kind         string                     `json:"kind"`
-	PartitionKey *resolver.KeyDef           `json:"partitionKey,omitempty"`
-	Entries      map[string]resolver.Target `json:"entries"`
-	Default      *resolver.Target           `json:"default,omitempty"`
-}
-
-// MarshalJSON writes the resolver; entries come out sorted by value.
-func (r *Resolver) MarshalJSON() ([]byte, error) {
-	s := spec{Kind: Kind, Entries: r.entries}
-	if !r.key.IsZero() {
-		k := r.key
-		s.PartitionKey = &k
-	}
-	if !r.def.IsZero() {
-		d := r.def
-		s.Default = &d
-	}
-	return json.Marshal(s)
-}
-
-func decode(data []byte) (resolver.Resolver, error) {
-	var s struct {
-		Kind         string                     `json:"kind"`
-		PartitionKey *resolver.KeyDef           `json:"partitionKey"`
-		Entries      map[string]json.RawMessage `json:"entries"`
-		Default      json.RawMessage            `json:"default"`
-	}
-	if err := resolver.DecodeStrict(data, &s); err != nil {
-		return nil, err
-	}
-	entries := make(map[string]resolver.Target, len(s.Entries))
-	for v, raw := range s.Entries {
-		t, err := resolver.DecodeTarget(fmt.Sprintf("entries[%q]", v), raw)
-		if err != nil {
-			return nil, err
-		}
-		entries[v] = t
-	}
-	def, err := resolver.DecodeTarget("default", s.Default)
-	if err != nil {
-		return nil, err
-	}
-	var key resolver.KeyDef
-	if s.PartitionKey != nil {
-		key = *s.PartitionKey
-	}
-	return New(key, entries, def)
-}
-
-func init() { resolver.Register(Kind, decode) }

@@ -162,7 +162,11 @@ func decodeRanges[T Bound](raws []json.RawMessage) (table, error) {
 			}
 			v, reason := o.decode(raw)
 			if reason != "" {
-				return nil, resolver.Invalid(field+"."+b.name, string(raw), reason+" for keyType "+o.keyType)
+				var shown any = string(raw)
+				if text, r := decodeString(raw); r == "" {
+					shown = text // a string is named by its text, not its JSON
+				}
+				return nil, resolver.Invalid(field+"."+b.name, shown, reason+" for keyType "+o.keyType)
 			}
 			*b.dst = v
 		}

@@ -2,16 +2,12 @@ package rangeresolver
 
 import (
 	"errors"
-	"fmt"
-	"math"
-	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/docshard/docshard/hashring"
 	"github.com/docshard/docshard/resolver"
 )
 
@@ -119,171 +115,8 @@ func TestBadDefinitions(t *testing.T) {
 	}
 }
 
-// randomRange builds a random range resolver (nesting rings and ranges of
-// its key type up to depth 2) and keys to place with it.
-func randomRange(rng *rand.Rand, depth int) (*Resolver, []any) {
-	var key resolver.KeyDef
-	if depth == 0 && rng.IntN(3) > 0 {
-		key = resolver.MustKeyDef([]string{"/k", "/a/b", `/"x y"`}[rng.IntN(3)])
-	}
-	target := func(i int) resolver.Target {
-		switch {
-		case depth < 2 && rng.IntN(5) == 0:
-			r, _ := randomRange(rng, depth+1)
-			return resolver.ResolverTarget(r)
-		case rng.IntN(6) == 0:
-			ring, err := hashring.New(colls(fmt.Sprint("h", depth, i, "a"), fmt.Sprint("h", depth, i, "b")), &hashring.Options{
-				VirtualNodes: 1 + rng.IntN(40), Hash: []string{"md5", "murmur3", "xxhash"}[rng.IntN(3)]})
-			if err != nil {
-				panic(err)
-			}
-			return resolver.ResolverTarget(ring)
-		}
-		return link(fmt.Sprint("c", rng.IntN(6))) // links repeat across ranges
-	}
-	var def resolver.Target
-	if rng.IntN(2) == 0 {
-		def = target(99)
-	}
-	n := rng.IntN(7)
-	if n == 0 && def.IsZero() {
-		n = 1
-	}
-	var (
-		r    *Resolver
-		err  error
-		keys []any
-	)
-	switch rng.IntN(3) {
-	case 0:
-		es := make([]Entry[float64], n)
-		lo := rng.Float64()*100 - 50
-		for i := range es {
-			hi := lo + math.Floor(rng.Float64()*10*4)/4
-			es[i] = Entry[float64]{Range[float64]{lo, hi}, target(i)}
-			lo = math.Nextafter(hi, math.Inf(1))
-			if rng.IntN(2) == 0 {
-				lo += rng.Float64()
-			}
-		}
-		rng.Shuffle(n, func(i, j int) { es[i], es[j] = es[j], es[i] })
-		r, err = New(key, es, def)
-		for i := 0; i < 60; i++ {
-			keys = append(keys, rng.Float64()*140-70, rng.IntN(140)-70)
-		}
-		for i := 0; i < 10; i++ {
-			lo := rng.Float64()*140 - 70
-			keys = append(keys, Range[float64]{lo, lo + rng.Float64()*30})
-		}
-	case 1:
-		es := make([]Entry[string], n)
-		for i := range es {
-			lo := fmt.Sprintf("k%02d", 3*i)
-			es[i] = Entry[string]{Range[string]{lo, lo + []string{"", "~", "5"}[rng.IntN(3)]}, target(i)}
-		}
-		r, err = New(key, es, def)
-		for i := 0; i < 60; i++ {
-			keys = append(keys, fmt.Sprintf("k%02d%s", rng.IntN(3*n+2), []string{"", "3", "~", "~~"}[rng.IntN(4)]))
-		}
-		for i := 0; i < 10; i++ {
-			keys = append(keys, Range[string]{fmt.Sprintf("k%02d", rng.IntN(3*n+2)), fmt.Sprintf("k%02d", 3*n-rng.IntN(3))})
-		}
-	default:
-		es := make([]Entry[time.Time], n)
-		at := time.Date(2020, 1, 1, 0, 0, 0, 0, time.FixedZone("", 3600*(rng.IntN(11)-5)))
-		for i := range es {
-			end := at.Add(time.Duration(rng.IntN(1000)+1)*time.Hour - time.Duration(rng.IntN(2)))
-			es[i] = Entry[time.Time]{Range[time.Time]{at, end}, target(i)}
-			at = end.Add(time.Duration(rng.IntN(3)) * time.Nanosecond * 500).Add(time.Nanosecond)
-		}
-		r, err = New(key, es, def)
-		start := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
-		for i := 0; i < 60; i++ {
-			at := start.Add(time.Duration(rng.IntN(8000)) * time.Hour)
-			keys = append(keys, at, at.In(time.FixedZone("", -2*3600)).Format(time.RFC3339Nano))
-		}
-		for i := 0; i < 10; i++ {
-			lo := start.Add(time.Duration(rng.IntN(8000)) * time.Hour)
-			keys = append(keys, Range[time.Time]{lo, lo.Add(time.Duration(rng.IntN(2000)) * time.Hour)})
-		}
-	}
-	if err != nil {
-		panic(err)
-	}
-	return r, append(keys, "x", 1.5, true, nil)
-}
-
-// describe writes every setting of a range tree from its accessors (not
-// its JSON), so a round trip can be checked setting by setting.
-func describe(r resolver.Resolver) string {
-	switch x := r.(type) {
-	case *Resolver:
-		s := fmt.Sprintf("range key=%v type=%s [", x.KeyDef().Paths(), x.KeyType())
-		switch x.KeyType() {
-		case KeyString:
-			es, _ := Ranges[string](x)
-			for _, e := range es {
-				s += fmt.Sprintf("%q..%q->%s ", e.Range.Low, e.Range.High, describeTarget(e.Target))
-			}
-		case KeyNumber:
-			es, _ := Ranges[float64](x)
-			for _, e := range es {
-				s += fmt.Sprintf("%b..%b->%s ", e.Range.Low, e.Range.High, describeTarget(e.Target))
-			}
-		case KeyTime:
-			es, _ := Ranges[time.Time](x)
-			for _, e := range es {
-				s += fmt.Sprintf("%s..%s->%s ", e.Range.Low.Format(time.RFC3339Nano), e.Range.High.Format(time.RFC3339Nano), describeTarget(e.Target))
-			}
-		}
-		return s + "] default=" + describeTarget(x.Default())
-	case *hashring.Resolver:
-		return fmt.Sprintf("hash key=%v %v vn=%d %s %s %v %d", x.KeyDef().Paths(), x.Collections(), x.VirtualNodes(), x.Hash(), x.Strategy(), x.LoadFactor(), x.PartitionCount())
-	}
-	return fmt.Sprintf("%T", r)
-}
-
-func describeTarget(t resolver.Target) string {
-	if t.Resolver != nil {
-		return "(" + describe(t.Resolver) + ")"
-	}
-	return t.Link
-}
-
-func TestJSONRoundTrip(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	rounds := 300
-	if testing.Short() {
-		rounds = 60
-	}
-	for round := 0; round < rounds; round++ {
-		r, keys := randomRange(rng, 0)
-		data, err := resolver.Marshal(r)
-		require.NoError(t, err)
-		back, err := resolver.Unmarshal(data)
-		require.NoError(t, err, "%s", data)
-		assert.Equal(t, describe(r), describe(back), "every setting survives")
-		again, err := resolver.Marshal(back)
-		require.NoError(t, err)
-		require.Equal(t, string(data), string(again))
-		all, err := r.ResolveForRead(nil)
-		require.NoError(t, err)
-		allBack, err := back.ResolveForRead(nil)
-		require.NoError(t, err)
-		require.Equal(t, all, allBack)
-		require.Equal(t, resolver.UnionLinks(all), all, "each link once")
-		for _, k := range keys {
-			x, errX := r.ResolveForCreate(k)
-			y, errY := back.ResolveForCreate(k)
-			require.Equal(t, fmt.Sprint(errX), fmt.Sprint(errY), "%v in %s", k, data)
-			require.Equal(t, x, y, "%v in %s", k, data)
-			rx, errX := r.ResolveForRead(k)
-			ry, errY := back.ResolveForRead(k)
-			require.Equal(t, fmt.Sprint(errX), fmt.Sprint(errY), "%v in %s", k, data)
-			require.Equal(t, rx, ry, "%v in %s", k, data)
-			if x != "" {
-				assert.Contains(t, rx, x, "a read finds where a create put it")
-			}
-		}
-	}
-}
+// The property test of the round trip (random trees of range resolvers
+// nested with lookups and hash rings, every setting compared through the
+// accessors, placement of keys and ranges compared before and after) is
+// TestRandomTreesRoundTrip in lookup/tree_test.go, the one package whose
+// tests import all three kinds; FuzzUnmarshal there fuzzes the decoder.
