@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -266,7 +267,14 @@ func TestDifferentialFanOut(t *testing.T) {
 			}
 			parts = append(parts, v)
 		}
-		got, err := plan.MergeAll(parts)
+		// Half the queries merge through the streaming Merge, half through
+		// MergeAll: both must agree with the single collection.
+		var got []any
+		if qi%2 == 0 {
+			got, err = plan.MergeAll(parts)
+		} else {
+			got, err = mergeStreaming(plan, parts)
+		}
 		if err != nil {
 			t.Fatalf("%q: %v", text, err)
 		}
@@ -327,4 +335,20 @@ func TestDifferentialFanOut(t *testing.T) {
 			pool[s]--
 		}
 	}
+}
+
+// mergeStreaming merges through Plan.Merge, one pulled stream per part.
+func mergeStreaming(plan *Plan, parts [][]any) ([]any, error) {
+	seqs := make([]iter.Seq[any], len(parts))
+	for i, part := range parts {
+		seqs[i] = sliceSeq(part, nil)
+	}
+	out := []any{}
+	for v, err := range plan.Merge(seqs) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
