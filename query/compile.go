@@ -370,7 +370,7 @@ func index(x, i any) any {
 	switch v := x.(type) {
 	case []any:
 		f, ok := i.(float64)
-		if !ok || f != float64(int(f)) || f < 0 || int(f) >= len(v) {
+		if !ok || f < 0 || f >= float64(len(v)) || f != math.Trunc(f) {
 			return Undefined
 		}
 		return v[int(f)]

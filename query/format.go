@@ -7,9 +7,9 @@ import (
 	"unicode"
 )
 
-// Format writes a query back as SQL text that Parse reads to the same tree
-// (sub-expressions fully parenthesised). The planner uses it to produce the
-// query each collection runs.
+// FormatQuery writes a query back as SQL text that Parse reads to the same
+// tree (sub-expressions fully parenthesised). The planner uses it to produce
+// the query each collection runs. It costs one pass over the tree.
 func FormatQuery(q *Query) string {
 	var b strings.Builder
 	formatQuery(&b, q)

@@ -176,8 +176,8 @@ func init() {
 				return Undefined
 			}
 			rs := []rune(s)
-			lo := clampIndex(int(start), len(rs))
-			hi := clampIndex(lo+max(int(n), 0), len(rs))
+			lo := clampIndex(toIndex(start), len(rs))
+			hi := clampIndex(lo+max(toIndex(n), 0), len(rs))
 			return string(rs[lo:hi])
 		}},
 		"LEFT": {2, 2, func(a []any) any {
@@ -187,7 +187,7 @@ func init() {
 				return Undefined
 			}
 			rs := []rune(s)
-			return string(rs[:clampIndex(int(n), len(rs))])
+			return string(rs[:clampIndex(toIndex(n), len(rs))])
 		}},
 		"RIGHT": {2, 2, func(a []any) any {
 			s, ok := a[0].(string)
@@ -196,7 +196,7 @@ func init() {
 				return Undefined
 			}
 			rs := []rune(s)
-			return string(rs[len(rs)-clampIndex(int(n), len(rs)):])
+			return string(rs[len(rs)-clampIndex(toIndex(n), len(rs)):])
 		}},
 		"INDEX_OF": {2, 3, func(a []any) any {
 			s, ok := a[0].(string)
@@ -211,7 +211,7 @@ func init() {
 				if !ok {
 					return Undefined
 				}
-				from = int(f)
+				from = toIndex(f)
 				if from < 0 || from > len(rs) {
 					return -1.0
 				}
@@ -323,7 +323,7 @@ func init() {
 			if !ok || !ok2 {
 				return Undefined
 			}
-			lo := int(start)
+			lo := toIndex(start)
 			if lo < 0 {
 				lo = max(len(arr)+lo, 0)
 			}
@@ -334,7 +334,7 @@ func init() {
 				if !ok {
 					return Undefined
 				}
-				hi = min(lo+max(int(n), 0), len(arr))
+				hi = min(lo+max(toIndex(n), 0), len(arr))
 			}
 			return append([]any{}, arr[lo:hi]...)
 		}},
@@ -373,6 +373,20 @@ func finite(f float64) any {
 }
 
 func clampIndex(i, n int) int { return max(0, min(i, n)) }
+
+// toIndex converts a number argument to an index or length, truncating,
+// and bounded to ±2^31 so that sums of indexes cannot overflow (NaN is 0).
+func toIndex(f float64) int {
+	switch {
+	case f != f:
+		return 0
+	case f > math.MaxInt32:
+		return math.MaxInt32
+	case f < math.MinInt32:
+		return math.MinInt32
+	}
+	return int(f)
+}
 
 func str1(f func(string) string) builtin {
 	return builtin{1, 1, func(a []any) any {

@@ -35,7 +35,9 @@ func (p *Plan) Payload(row any) any {
 // collection so a merge is deterministic.
 func (p *Plan) CompareKeys(a, b []any) int { return compareKeys(a, b, p.desc) }
 
-// DistinctKey returns a text equal for equal results, for DISTINCT.
+// DistinctKey returns a text equal for equal results (numbers by value,
+// objects whatever their key order), for DISTINCT. It costs one canonical
+// encoding of v.
 func DistinctKey(v any) string { return canonical(v) }
 
 func unwrapAll(wrapped []any) ([]any, error) {
@@ -54,7 +56,10 @@ func unwrapAll(wrapped []any) ([]any, error) {
 	return out, nil
 }
 
-// Merger combines the partial aggregate rows of an Aggregate plan.
+// Merger combines the partial aggregate rows of an Aggregate plan. It holds
+// one accumulator set per group (a single one without GROUP BY), so its
+// memory grows with the number of groups, not of rows. Not safe for
+// concurrent use.
 type Merger struct {
 	p      *Plan
 	groups map[string]*mergedGroup
@@ -97,7 +102,8 @@ func (m *Merger) group(keys []any) *mergedGroup {
 	return g
 }
 
-// Add merges one partial row from a collection.
+// Add merges one partial row from a collection (a decoded row of
+// Plan.Query's results). A row of the wrong shape is an error.
 func (m *Merger) Add(row any) error {
 	obj, ok := row.(map[string]any)
 	if !ok {

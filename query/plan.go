@@ -5,9 +5,8 @@ import (
 	"fmt"
 )
 
-// ErrUnmergeable is wrapped by the planner's errors for queries whose
-// results cannot be merged exactly across collections; the message names
-// the construct.
+// ErrUnmergeable matches (errors.Is) the planner's *UnmergeableError for
+// queries whose results cannot be merged exactly across collections.
 var ErrUnmergeable = errors.New("query: cannot be merged across collections")
 
 // UnmergeableError is the planner's error for a query shape that cannot be
@@ -42,7 +41,11 @@ const (
 	Aggregate
 )
 
+// String names the kind: "stream", "order-by" or "aggregate".
 func (k PlanKind) String() string {
+	if k < Stream || k > Aggregate {
+		return fmt.Sprintf("PlanKind(%d)", int(k))
+	}
 	return [...]string{"stream", "order-by", "aggregate"}[k]
 }
 

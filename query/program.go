@@ -369,8 +369,15 @@ func (p *program) joinRows(fr *frame, j int, emit func(*frame) bool) bool {
 	return true
 }
 
-// runTop runs a whole query over documents.
-func (p *program) runTop(ctx context.Context, docs iter.Seq[Doc], out func(v any, raw []byte) bool) error {
+// runTop runs a whole query over documents. A panic while evaluating (a
+// bug in the engine) is returned as an error rather than crashing the
+// store that runs the query.
+func (p *program) runTop(ctx context.Context, docs iter.Seq[Doc], out func(v any, raw []byte) bool) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("query: internal error while evaluating the query: %v", r)
+		}
+	}()
 	var ctxErr error
 	var curRaw []byte
 	input := func(emit func(*frame) bool) {

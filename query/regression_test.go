@@ -70,3 +70,23 @@ func TestCosmiumV0120Regressions(t *testing.T) {
 		})
 	}
 }
+
+// TestHugeIndexesAreNotCrashes: index and length arguments far outside
+// int range are clamped, never a slice panic.
+func TestHugeIndexesAreNotCrashes(t *testing.T) {
+	for _, q := range []string{
+		"SELECT VALUE SUBSTRING('abc', 3, 9.223372036854775e18)",
+		"SELECT VALUE SUBSTRING('abc', -1e300, 1e300)",
+		"SELECT VALUE [LEFT('abc', 1e300), RIGHT('abc', -1e300), INDEX_OF('abc', 'c', 1e300)]",
+		"SELECT VALUE ARRAY_SLICE([1, 2, 3], 9.223372036854775e18, 9.223372036854775e18)",
+		"SELECT VALUE ARRAY_SLICE([1, 2, 3], -1e300, NaN)",
+		"SELECT VALUE [[1, 2][1e300], [1, 2][-0.5], [1, 2][NaN], REPLICATE('a', 1e300)]",
+	} {
+		prog, err := Prepare(q, nil)
+		require.NoError(t, err, q)
+		assert.NotPanics(t, func() {
+			_, err := prog.Execute(context.Background(), docsOf(t))
+			assert.NoError(t, err, q)
+		}, q)
+	}
+}
