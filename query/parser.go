@@ -9,6 +9,14 @@ import (
 // A malformed query is a *SyntaxError with the position, what was expected
 // and what was found; nothing is silently ignored.
 func Parse(text string) (*Query, error) {
+	q, err := parse(text)
+	if se, ok := err.(*SyntaxError); ok {
+		se.Line, se.Column = se.position()
+	}
+	return q, err
+}
+
+func parse(text string) (*Query, error) {
 	toks, err := lex(text)
 	if err != nil {
 		return nil, err

@@ -41,9 +41,9 @@ func TestSyntaxErrors(t *testing.T) {
 		require.Error(t, err, tc.query)
 		var se *SyntaxError
 		require.True(t, errors.As(err, &se), "%q: %T %v", tc.query, err, err)
-		line, col := se.position()
-		assert.Equal(t, tc.line, line, "%q: %v", tc.query, err)
-		assert.Equal(t, tc.col, col, "%q: %v", tc.query, err)
+		assert.Equal(t, tc.line, se.Line, "%q: %v", tc.query, err)
+		assert.Equal(t, tc.col, se.Column, "%q: %v", tc.query, err)
+		assert.Equal(t, tc.query, se.Query)
 		assert.Contains(t, se.Expected, tc.expected, tc.query)
 		assert.Contains(t, se.Found, tc.found, tc.query)
 		assert.Contains(t, err.Error(), fmt.Sprintf("line %d, column %d", tc.line, tc.col))
