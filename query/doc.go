@@ -57,8 +57,10 @@
 // Cosmos DB's own cross-partition aggregates do.
 //
 // Values are Go JSON values (nil, bool, float64, string, []any,
-// map[string]any) plus Undefined. Results encode objects with sorted keys,
-// not in projection order.
+// map[string]any) plus Undefined. Encoded results keep the property order
+// the query names (SELECT c.title, c.id gives {"title":...,"id":...}, as
+// Cosmos DB does); objects taken from documents are written with sorted
+// keys; Plan.Encode writes merged results the same way.
 //
 // Why not cosmium's executor: v0.1.20 answers ordinary queries wrongly
 // (integer literals never compare to document numbers, COUNT over no rows

@@ -221,6 +221,14 @@ func (p *Plan) CompareRows(aKeys []any, aColl int, bKeys []any, bColl int) int {
 	return cmpInt(aColl, bColl)
 }
 
+// Encode writes one merged result (from Merge, MergeAll, Merger.Results or
+// Payload) as JSON the way a single collection would: the properties of
+// objects the query builds in the order the query names them, other
+// objects with sorted keys. It costs one pass over v.
+func (p *Plan) Encode(v any) ([]byte, error) {
+	return appendShaped(make([]byte, 0, 64), v, p.shape)
+}
+
 // DistinctFilter remembers the results it has seen, by value (numbers by
 // value, objects whatever their key order), for the client-side DISTINCT.
 // It keeps one canonical text per distinct result. The zero value is not

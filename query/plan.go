@@ -67,6 +67,7 @@ type Plan struct {
 	Limit    int
 
 	desc      []bool
+	shape     *shape // property order of the user's results
 	aggs      []aggSpec
 	final     evalFn
 	groupBy   bool
@@ -91,7 +92,7 @@ func PlanFanOut(q *Query, params map[string]any) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Distinct: q.Distinct, Offset: prog.p.offset, Limit: prog.p.limit, SingleCollection: q.From == nil}
+	p := &Plan{Distinct: q.Distinct, Offset: prog.p.offset, Limit: prog.p.limit, SingleCollection: q.From == nil, shape: prog.p.shape}
 	rq := *q // shallow copy: the clauses replaced below are new values
 	rq.Distinct, rq.Top, rq.Offset, rq.Limit = false, nil, nil, nil
 	widen := func() {

@@ -86,7 +86,7 @@ func (pr *Program) Execute(ctx context.Context, docs iter.Seq[Doc]) ([]json.RawM
 			out = append(out, raw)
 			return true
 		}
-		b, err := encodeValue(v)
+		b, err := appendShaped(make([]byte, 0, 64), v, pr.p.shape)
 		if err != nil {
 			encErr = err
 			return false
@@ -112,7 +112,8 @@ func (pr *Program) Values(ctx context.Context, docs iter.Seq[Doc]) ([]any, error
 }
 
 type program struct {
-	top      bool // a whole query, not a subquery
+	top      bool   // a whole query, not a subquery
+	shape    *shape // property order of the results
 	noFrom   bool
 	nslots   int
 	source   evalFn // slot 0's value(s)
@@ -169,7 +170,7 @@ func rootIdent(e Expr) *Ident {
 }
 
 func compileQuery(q *Query, params map[string]any, outer *scope, top bool) (*program, error) {
-	p := &program{top: top, limit: -1}
+	p := &program{top: top, limit: -1, shape: projectionShape(q)}
 	c := &compiler{params: params}
 	s := &scope{parent: outer}
 	var err error
