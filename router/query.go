@@ -572,7 +572,7 @@ func (p *Pager) nextRecomputed(ctx context.Context) (*QueryPage, error) {
 	}
 	end := min(p.emitted+p.opts.PageSize, len(p.results))
 	for _, v := range p.results[p.emitted:end] {
-		b, err := json.Marshal(v)
+		b, err := p.plan.Encode(v) // the property order one collection would give
 		if err != nil {
 			return nil, err
 		}
