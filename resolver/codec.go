@@ -2,12 +2,17 @@ package resolver
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/docshard/docshard/link"
 )
 
 // DecodeFunc builds a resolver of one kind from its whole JSON object (the
@@ -54,23 +59,27 @@ func Kinds() []string {
 // kind, an unknown field or a bad setting yields an error wrapping ErrInvalid
 // (a *ConfigError naming the field).
 func Unmarshal(data []byte) (Resolver, error) {
-	var head struct {
-		Kind *string `json:"kind"`
-	}
 	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] != '{' {
 		return nil, Invalid("", nil, "a resolver is a JSON object with a \"kind\"")
 	}
-	if err := json.Unmarshal(data, &head); err != nil {
-		return nil, jsonError(err)
+	if !json.Valid(data) {
+		var v any
+		return nil, jsonError(json.Unmarshal(data, &v))
 	}
-	if head.Kind == nil {
+	s := scanner{data: data}
+	v, found, err := s.find([]string{"kind"})
+	switch {
+	case !found:
 		return nil, Invalid("kind", nil, "missing; known kinds: "+strings.Join(Kinds(), ", "))
+	case err != nil || v.Kind() != ValueString:
+		return nil, Invalid("kind", nil, "want a string naming a kind; known kinds: "+strings.Join(Kinds(), ", "))
 	}
+	kind := string(v.AppendText(nil))
 	registryMu.RLock()
-	decode := registry[*head.Kind]
+	decode := registry[kind]
 	registryMu.RUnlock()
 	if decode == nil {
-		return nil, Invalid("kind", *head.Kind, "unknown kind; known kinds: "+strings.Join(Kinds(), ", "))
+		return nil, Invalid("kind", kind, "unknown kind; known kinds: "+strings.Join(Kinds(), ", "))
 	}
 	r, err := decode(data)
 	if err != nil {
@@ -106,21 +115,143 @@ func Marshal(r Resolver) ([]byte, error) {
 }
 
 // DecodeStrict decodes one JSON object into v (a pointer to a struct),
-// rejecting unknown fields and trailing data. Errors are *ConfigError naming
-// the field. Decoders registered with Register use it for their own shape.
+// stricter than encoding/json: a member name must match a field's JSON name
+// exactly (encoding/json would also take "Collections" for "collections"),
+// and nothing may follow the object. Names are checked through nested
+// structs, maps, slices and arrays; a field whose type decodes itself
+// (json.Unmarshaler, such as Target and KeyDef) checks its own. A member
+// named twice is not rejected: encoding/json keeps the last. Errors are
+// *ConfigError naming the field ("ranges[1].low"). Decoders registered with
+// Register use it for their own shape.
 func DecodeStrict(data []byte, v any) error {
+	if !json.Valid(data) {
+		var x any
+		return jsonError(json.Unmarshal(data, &x))
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err)
 	}
-	if dec.More() {
+	if rest := bytes.TrimSpace(data[dec.InputOffset():]); len(rest) > 0 {
 		return Invalid("", nil, "trailing data after the JSON object")
 	}
-	if _, err := dec.Token(); err == nil {
-		return Invalid("", nil, "trailing data after the JSON object")
+	if t := reflect.TypeOf(v); t != nil && t.Kind() == reflect.Pointer {
+		s := scanner{data: data}
+		return s.checkNames(t.Elem(), "")
 	}
 	return nil
+}
+
+var (
+	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// checkNames walks the (valid) JSON value at pos alongside Go type t,
+// rejecting member names that match no field exactly.
+func (s *scanner) checkNames(t reflect.Type, at string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	pt := reflect.PointerTo(t)
+	if pt.Implements(unmarshalerType) || pt.Implements(textUnmarshalerType) {
+		return s.skipValue()
+	}
+	s.skipSpace()
+	if s.pos >= len(s.data) {
+		return s.skipValue()
+	}
+	switch c := s.data[s.pos]; {
+	case c == '{' && (t.Kind() == reflect.Struct || t.Kind() == reflect.Map):
+		s.pos++
+		s.skipSpace()
+		if s.pos < len(s.data) && s.data[s.pos] == '}' {
+			s.pos++
+			return nil
+		}
+		var fields map[string]field
+		if t.Kind() == reflect.Struct {
+			fields = infoOf(t).fields
+		}
+		for {
+			start, end, flags, err := s.memberHead()
+			if err != nil {
+				return err
+			}
+			name := string(RawValue{kind: ValueString, flags: flags, text: s.data[start-1 : end+1]}.AppendText(nil))
+			sub := joinField(at, name)
+			elem := t.Elem
+			if fields != nil {
+				f, ok := fields[name]
+				if !ok {
+					return Invalid(sub, nil, unknownField(fields, name))
+				}
+				elem = func() reflect.Type { return typeByIndex(t, f.index) }
+			}
+			if err := s.checkNames(elem(), sub); err != nil {
+				return err
+			}
+			s.skipSpace()
+			if s.pos < len(s.data) && s.data[s.pos] == ',' {
+				s.pos++
+				continue
+			}
+			s.pos++ // '}': the JSON is valid
+			return nil
+		}
+	case c == '[' && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array):
+		s.pos++
+		s.skipSpace()
+		if s.pos < len(s.data) && s.data[s.pos] == ']' {
+			s.pos++
+			return nil
+		}
+		for i := 0; ; i++ {
+			if err := s.checkNames(t.Elem(), fmt.Sprintf("%s[%d]", at, i)); err != nil {
+				return err
+			}
+			s.skipSpace()
+			if s.pos < len(s.data) && s.data[s.pos] == ',' {
+				s.pos++
+				continue
+			}
+			s.pos++ // ']'
+			return nil
+		}
+	}
+	return s.skipValue()
+}
+
+// unknownField explains a member name that matches no field, suggesting
+// the field it matches but for case.
+func unknownField(fields map[string]field, name string) string {
+	for known := range fields {
+		if strings.EqualFold(known, name) {
+			return fmt.Sprintf("unknown field (field names are case-sensitive: did you mean %q?)", known)
+		}
+	}
+	return "unknown field"
+}
+
+// typeByIndex is the type of the field at an index path, through embedded
+// pointers.
+func typeByIndex(t reflect.Type, index []int) reflect.Type {
+	for _, i := range index {
+		if t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		t = t.Field(i).Type
+	}
+	return t
+}
+
+// joinField appends a member name to a field path.
+func joinField(field, name string) string {
+	if field == "" {
+		return name
+	}
+	return field + "." + name
 }
 
 // jsonError turns an encoding/json error into a *ConfigError naming the field.
@@ -141,13 +272,11 @@ func jsonError(err error) error {
 	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
 		return &ConfigError{Field: strings.Trim(rest, `"`), Reason: "unknown field"}
 	}
-	if errors.Is(err, errUnexpectedEOF) || msg == "unexpected EOF" || msg == "EOF" {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		return &ConfigError{Reason: "malformed JSON: unexpected end of input"}
 	}
 	return &ConfigError{Reason: "malformed JSON", Err: err}
 }
-
-var errUnexpectedEOF = errors.New("unexpected EOF")
 
 // Target is where a key goes: one collection link, or a nested resolver that
 // chooses among its own collections. In JSON a target is a string (the link)
@@ -245,7 +374,9 @@ func DecodeTarget(field string, raw json.RawMessage) (Target, error) {
 	return t, nil
 }
 
-// UnionLinks returns the links of all lists, each once, in first-seen order.
+// UnionLinks returns the links of all lists, each collection once, in
+// first-seen order: links that differ only by a leading or trailing slash
+// name one collection, and the first spelling is kept.
 func UnionLinks(lists ...[]string) []string {
 	var n int
 	for _, l := range lists {
@@ -255,18 +386,21 @@ func UnionLinks(lists ...[]string) []string {
 	seen := make(map[string]struct{}, n)
 	for _, l := range lists {
 		for _, s := range l {
-			if _, ok := seen[s]; ok {
+			id := strings.Trim(s, "/")
+			if _, ok := seen[id]; ok {
 				continue
 			}
-			seen[s] = struct{}{}
+			seen[id] = struct{}{}
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
-// CheckDistinctLinks reports the first link that appears twice in links, or
-// an empty list, as a *ConfigError for field (e.g. "collections[3]").
+// CheckDistinctLinks checks that links is not empty, that each is a
+// collection link, and that no collection appears twice (links that differ
+// only by a leading or trailing slash name one collection). The error is a
+// *ConfigError for field, naming the index: "collections[3]".
 func CheckDistinctLinks(field string, links []string) error {
 	if len(links) == 0 {
 		return Invalid(field, nil, "must name at least one collection")
@@ -276,10 +410,11 @@ func CheckDistinctLinks(field string, links []string) error {
 		if err := ValidateLink(l); err != nil {
 			return InField(fmt.Sprintf("%s[%d]", field, i), err)
 		}
-		if j, dup := seen[l]; dup {
-			return Invalid(fmt.Sprintf("%s[%d]", field, i), l, fmt.Sprintf("duplicate link (also %s[%d])", field, j))
+		id, _ := link.Canonical(l)
+		if j, dup := seen[id]; dup {
+			return Invalid(fmt.Sprintf("%s[%d]", field, i), l, fmt.Sprintf("duplicate link (also %s[%d] %q)", field, j, links[j]))
 		}
-		seen[l] = i
+		seen[id] = i
 	}
 	return nil
 }

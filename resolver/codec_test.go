@@ -80,7 +80,7 @@ func TestUnmarshalErrors(t *testing.T) {
 		{"not object", `[1,2]`, "", "a resolver is a JSON object"},
 		{"empty", ``, "", "malformed JSON"},
 		{"missing kind", `{"link":"dbs/a/colls/b"}`, "kind", "missing"},
-		{"kind not string", `{"kind":7}`, "kind", "want string"},
+		{"kind not string", `{"kind":7}`, "kind", "want a string"},
 		{"unknown kind", `{"kind":"nope"}`, "kind", "unknown kind"},
 		{"unknown field", `{"kind":"codectest-fixed","link":"dbs/a/colls/b","colour":"red"}`, "colour", "unknown field"},
 		{"wrong type", `{"kind":"codectest-fixed","link":"dbs/a/colls/b","weight":"heavy"}`, "weight", "want int"},

@@ -62,7 +62,8 @@ func Number(key any) (f float64, ok bool, err error) {
 	case float64:
 		return n, true, nil
 	case float32:
-		f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(n), 'g', -1, 32), 64)
+		var buf [32]byte
+		f, _ := strconv.ParseFloat(string(strconv.AppendFloat(buf[:0], float64(n), 'g', -1, 32)), 64)
 		return f, true, nil
 	case int:
 		return float64(n), true, nil
@@ -120,7 +121,13 @@ func AppendNumber(dst []byte, f float64) ([]byte, error) {
 			k++
 		}
 	}
-	exp, _ := strconv.Atoi(string(e[i+1:]))
+	exp, neg := 0, e[i+1] == '-'
+	for _, c := range e[i+2:] { // e±dd: AppendFloat always writes the sign
+		exp = exp*10 + int(c-'0')
+	}
+	if neg {
+		exp = -exp
+	}
 	n := exp + 1 // value = 0.d1d2...dk × 10^n
 	switch {
 	case k <= n && n <= 21:
@@ -172,10 +179,11 @@ func appendComposite(dst []byte, parts []any) ([]byte, error) {
 }
 
 // appendCanonicalScalar appends one component of a composite key as RFC 8785
-// JSON: strings quoted, numbers canonical, booleans and null as literals.
+// JSON: strings quoted, numbers canonical, booleans and null (nil or Null) as
+// literals.
 func appendCanonicalScalar(dst []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
-	case nil:
+	case nil, nullKey:
 		return append(dst, "null"...), nil
 	case bool:
 		if x {

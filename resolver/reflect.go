@@ -1,103 +1,219 @@
 package resolver
 
 import (
+	"encoding"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
-	"time"
+	"unicode"
 )
 
-// fieldCache maps a struct type to its fields by JSON name.
-var fieldCache sync.Map // reflect.Type -> map[string][]int
+// field is a struct field as encoding/json writes it.
+type field struct {
+	name      string
+	tagged    bool
+	index     []int
+	omitEmpty bool
+	omitZero  bool
+	quoted    bool // ",string": the value is written as a JSON string
+}
+
+// typeInfo is what extraction needs to know of a Go type, computed once per
+// type and cached.
+type typeInfo struct {
+	marshal    uint8            // marshalNone, marshalValue, marshalPointer
+	fields     map[string]field // struct types: fields by JSON name
+	textKeys   bool             // map types: keys written by MarshalText
+	byteSlice  bool             // []byte (not a marshaler): written in base64
+	zeroMethod uint8            // types with IsZero() bool: marshalValue or marshalPointer
+}
+
+const (
+	marshalNone = iota
+	marshalValue
+	marshalPointer // only *T has the method: used when the value is addressable
+)
+
+var typeCache sync.Map // reflect.Type -> *typeInfo
 
 var (
-	timeType      = reflect.TypeFor[time.Time]()
-	marshalerType = reflect.TypeFor[json.Marshaler]()
+	marshalerType     = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+	isZeroerType      = reflect.TypeFor[interface{ IsZero() bool }]()
+	numberType        = reflect.TypeFor[json.Number]()
 )
 
-// jsonFields returns the fields of struct type t by the names encoding/json
-// gives them: the json tag's name, or the field name; fields of embedded
-// structs are promoted; among fields with one name the shallowest wins, then
-// the tagged one; a name left ambiguous is dropped, as encoding/json does.
-func jsonFields(t reflect.Type) map[string][]int {
-	if m, ok := fieldCache.Load(t); ok {
-		return m.(map[string][]int)
+func methodKind(t, iface reflect.Type) uint8 {
+	switch {
+	case t.Implements(iface):
+		return marshalValue
+	case t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(iface):
+		return marshalPointer
 	}
-	type cand struct {
-		index  []int
-		depth  int
-		tagged bool
+	return marshalNone
+}
+
+func infoOf(t reflect.Type) *typeInfo {
+	if ti, ok := typeCache.Load(t); ok {
+		return ti.(*typeInfo)
 	}
-	byName := map[string][]cand{}
+	ti := &typeInfo{marshal: methodKind(t, marshalerType), zeroMethod: methodKind(t, isZeroerType)}
+	if ti.marshal == marshalNone {
+		ti.marshal = methodKind(t, textMarshalerType)
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		ti.fields = structFields(t)
+	case reflect.Map:
+		kt := t.Key()
+		ti.textKeys = kt.Kind() != reflect.String && kt.Implements(textMarshalerType)
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			p := reflect.PointerTo(t.Elem())
+			ti.byteSlice = !p.Implements(marshalerType) && !p.Implements(textMarshalerType)
+		}
+	}
+	actual, _ := typeCache.LoadOrStore(t, ti)
+	return actual.(*typeInfo)
+}
+
+// custom reports whether encoding/json writes v through a MarshalJSON or
+// MarshalText method (a pointer method only when v is addressable).
+func (ti *typeInfo) custom(v reflect.Value) bool {
+	return ti.marshal == marshalValue || (ti.marshal == marshalPointer && v.CanAddr())
+}
+
+// structFields lists the fields of struct type t by the names encoding/json
+// gives them: the json tag's name, or the Go name; fields of embedded
+// structs are promoted breadth first; of several fields with one name the
+// shallowest wins, then the one tagged; a name still ambiguous (and every
+// field of a struct type embedded twice at one depth) is dropped, as
+// encoding/json drops it.
+func structFields(t reflect.Type) map[string]field {
 	type level struct {
 		t     reflect.Type
 		index []int
 	}
-	queue := []level{{t, nil}}
+	var all []field
+	next := []level{{t: t}}
+	nextCount := map[reflect.Type]int{}
 	visited := map[reflect.Type]bool{}
-	for depth := 0; len(queue) > 0; depth++ {
-		var next []level
-		for _, lv := range queue {
+	for len(next) > 0 {
+		current, count := next, nextCount
+		next, nextCount = nil, map[reflect.Type]int{}
+		for _, lv := range current {
 			if visited[lv.t] {
 				continue
 			}
 			visited[lv.t] = true
 			for i := 0; i < lv.t.NumField(); i++ {
-				f := lv.t.Field(i)
-				tag := f.Tag.Get("json")
+				sf := lv.t.Field(i)
+				if sf.Anonymous {
+					et := sf.Type
+					if et.Kind() == reflect.Pointer {
+						et = et.Elem()
+					}
+					if !sf.IsExported() && et.Kind() != reflect.Struct {
+						continue
+					}
+				} else if !sf.IsExported() {
+					continue
+				}
+				tag := sf.Tag.Get("json")
 				if tag == "-" {
 					continue
 				}
-				name, _, _ := strings.Cut(tag, ",")
-				index := append(append([]int(nil), lv.index...), i)
-				ft := f.Type
-				if ft.Kind() == reflect.Pointer {
+				name, opts, _ := strings.Cut(tag, ",")
+				if !validTagName(name) {
+					name = ""
+				}
+				index := append(slices.Clone(lv.index), i)
+				ft := sf.Type
+				if ft.Name() == "" && ft.Kind() == reflect.Pointer {
 					ft = ft.Elem()
 				}
-				if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
-					next = append(next, level{ft, index})
+				if name == "" && sf.Anonymous && ft.Kind() == reflect.Struct {
+					nextCount[ft]++
+					if nextCount[ft] == 1 {
+						next = append(next, level{t: ft, index: index})
+					}
 					continue
 				}
-				if !f.IsExported() {
-					continue
+				f := field{name: name, tagged: name != "", index: index}
+				if f.name == "" {
+					f.name = sf.Name
 				}
-				tagged := name != ""
-				if !tagged {
-					name = f.Name
+				for opt := range strings.SplitSeq(opts, ",") {
+					switch opt {
+					case "omitempty":
+						f.omitEmpty = true
+					case "omitzero":
+						f.omitZero = true
+					case "string":
+						switch ft.Kind() {
+						case reflect.Bool, reflect.String,
+							reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+							reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+							reflect.Float32, reflect.Float64:
+							f.quoted = true
+						}
+					}
 				}
-				byName[name] = append(byName[name], cand{index, depth, tagged})
-			}
-		}
-		queue = next
-	}
-	out := make(map[string][]int, len(byName))
-	for name, cs := range byName {
-		best := cs[0].depth
-		for _, c := range cs {
-			best = min(best, c.depth)
-		}
-		var shallow []cand
-		for _, c := range cs {
-			if c.depth == best {
-				shallow = append(shallow, c)
-			}
-		}
-		if len(shallow) > 1 {
-			var tagged []cand
-			for _, c := range shallow {
-				if c.tagged {
-					tagged = append(tagged, c)
+				all = append(all, f)
+				if count[lv.t] > 1 {
+					// Embedded twice at this depth: a duplicate makes the
+					// name ambiguous, so it is dropped below.
+					all = append(all, f)
 				}
 			}
-			shallow = tagged
-		}
-		if len(shallow) == 1 {
-			out[name] = shallow[0].index
 		}
 	}
-	fieldCache.Store(t, out)
+	byName := map[string][]field{}
+	for _, f := range all {
+		byName[f.name] = append(byName[f.name], f)
+	}
+	out := make(map[string]field, len(byName))
+	for name, fs := range byName {
+		slices.SortStableFunc(fs, func(a, b field) int {
+			if len(a.index) != len(b.index) {
+				return len(a.index) - len(b.index)
+			}
+			if a.tagged != b.tagged {
+				if a.tagged {
+					return -1
+				}
+				return 1
+			}
+			return slices.Compare(a.index, b.index)
+		})
+		if len(fs) > 1 && len(fs[0].index) == len(fs[1].index) && fs[0].tagged == fs[1].tagged {
+			continue
+		}
+		out[name] = fs[0]
+	}
 	return out
+}
+
+// validTagName is encoding/json's rule for a usable json tag name.
+func validTagName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
+		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
+			return false
+		}
+	}
+	return true
 }
 
 // indirect follows pointers and interfaces; ok is false at a nil.
@@ -111,66 +227,218 @@ func indirect(v reflect.Value) (reflect.Value, bool) {
 	return v, v.IsValid()
 }
 
-func extractReflect(v reflect.Value, p Path) (any, error) {
-	for _, seg := range p.segments {
+// extractReflect walks segs from v: structs by their JSON field names, maps
+// by key; a value with its own JSON form is marshalled and scanned.
+func extractReflect(v reflect.Value, p *Path, segs []string) (any, error) {
+	quoted := false
+	for i, seg := range segs {
 		var ok bool
 		if v, ok = indirect(v); !ok {
 			return nil, missing(p)
 		}
+		ti := infoOf(v.Type())
+		if ti.custom(v) {
+			return marshalScan(v, p, segs[i:])
+		}
 		switch v.Kind() {
 		case reflect.Struct:
-			index, found := jsonFields(v.Type())[seg]
+			f, found := ti.fields[seg]
 			if !found {
 				return nil, missing(p)
 			}
-			for _, i := range index {
-				if v.Kind() == reflect.Pointer {
-					if v.IsNil() {
-						return nil, missing(p)
-					}
-					v = v.Elem()
-				}
-				v = v.Field(i)
+			if v, ok = fieldByIndex(v, f.index); !ok || omitted(v, f) {
+				return nil, missing(p)
 			}
+			quoted = f.quoted
 		case reflect.Map:
-			kt := v.Type().Key()
-			if kt.Kind() != reflect.String {
+			if v = mapIndex(v, ti, seg); !v.IsValid() {
 				return nil, missing(p)
 			}
-			v = v.MapIndex(reflect.ValueOf(seg).Convert(kt))
-			if !v.IsValid() {
-				return nil, missing(p)
-			}
+			quoted = false
 		default:
 			return nil, missing(p)
 		}
+		if quoted && i < len(segs)-1 {
+			return nil, missing(p) // a ",string" field is a JSON string
+		}
 	}
-	return extractReflectScalar(v, p)
+	return reflectScalar(v, p, quoted)
 }
 
-// extractReflectScalar converts the value found at the path to a key.
-func extractReflectScalar(v reflect.Value, p Path) (any, error) {
+// fieldByIndex follows an index path through embedded structs; ok is false
+// at a nil embedded pointer (encoding/json writes none of its fields).
+func fieldByIndex(v reflect.Value, index []int) (reflect.Value, bool) {
+	for n, i := range index {
+		if n > 0 && v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return v, false
+			}
+			v = v.Elem()
+		}
+		v = v.Field(i)
+	}
+	return v, true
+}
+
+// omitted reports whether encoding/json leaves field f with value v out.
+func omitted(v reflect.Value, f field) (out bool) {
+	if f.omitEmpty {
+		switch v.Kind() {
+		case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+			if v.Len() == 0 {
+				return true
+			}
+		case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+			reflect.Float32, reflect.Float64, reflect.Interface, reflect.Pointer:
+			if v.IsZero() {
+				return true
+			}
+		}
+	}
+	if !f.omitZero {
+		return false
+	}
+	defer func() {
+		if recover() != nil {
+			out = false // an IsZero that panics: encoding/json would panic; keep the field
+		}
+	}()
+	switch ti := infoOf(v.Type()); {
+	case (v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer) && ti.zeroMethod == marshalValue:
+		if v.IsNil() || (v.Kind() == reflect.Interface && v.Elem().Kind() == reflect.Pointer && v.Elem().IsNil()) {
+			return true
+		}
+		return v.Interface().(interface{ IsZero() bool }).IsZero()
+	case ti.zeroMethod == marshalValue && v.CanInterface():
+		return v.Interface().(interface{ IsZero() bool }).IsZero()
+	case ti.zeroMethod == marshalPointer:
+		if !v.CanAddr() {
+			c := reflect.New(v.Type()).Elem()
+			c.Set(v)
+			v = c
+		}
+		if v.Addr().CanInterface() {
+			return v.Addr().Interface().(interface{ IsZero() bool }).IsZero()
+		}
+	}
+	return v.IsZero()
+}
+
+// mapIndex returns the element of map m whose key encoding/json writes as
+// name: a string key as is, a key with MarshalText by its text, an integer
+// key in decimal. The result is invalid when there is none.
+func mapIndex(m reflect.Value, ti *typeInfo, name string) reflect.Value {
+	kt := m.Type().Key()
+	switch {
+	case kt.Kind() == reflect.String:
+		return m.MapIndex(reflect.ValueOf(name).Convert(kt))
+	case ti.textKeys:
+		iter := m.MapRange()
+		for iter.Next() {
+			k := iter.Key()
+			if k.Kind() == reflect.Pointer && k.IsNil() {
+				if name == "" {
+					return iter.Value()
+				}
+				continue
+			}
+			text, err := k.Interface().(encoding.TextMarshaler).MarshalText()
+			if err == nil && string(text) == name {
+				return iter.Value()
+			}
+		}
+		return reflect.Value{}
+	}
+	k := reflect.New(kt).Elem()
+	switch kt.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(name, 10, 64)
+		if err != nil || strconv.FormatInt(n, 10) != name || k.OverflowInt(n) {
+			return reflect.Value{}
+		}
+		k.SetInt(n)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		n, err := strconv.ParseUint(name, 10, 64)
+		if err != nil || strconv.FormatUint(n, 10) != name || k.OverflowUint(n) {
+			return reflect.Value{}
+		}
+		k.SetUint(n)
+	default:
+		return reflect.Value{}
+	}
+	return m.MapIndex(k)
+}
+
+// marshalScan writes v as encoding/json does and reads segs from the JSON.
+func marshalScan(v reflect.Value, p *Path, segs []string) (key any, err error) {
+	if !v.CanInterface() {
+		return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: "the value is not readable (reached through an unexported field)"}
+	}
+	target := v.Interface()
+	if v.CanAddr() {
+		target = v.Addr().Interface() // so pointer methods are called, as encoding/json calls them
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			key, err = nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: fmt.Sprintf("marshalling the %s panicked: %v", v.Type(), r)}
+		}
+	}()
+	data, err := json.Marshal(target)
+	if err != nil {
+		return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: "the value does not marshal to JSON: " + err.Error()}
+	}
+	s := scanner{data: data}
+	rv, found, err := s.find(segs)
+	switch {
+	case errors.Is(err, errObjectKey):
+		return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: err.Error()}
+	case err != nil:
+		return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: "the value's JSON is malformed: " + err.Error()}
+	case !found:
+		return nil, missing(p)
+	}
+	if key, err = rv.value(false); err != nil {
+		if ke, ok := err.(*KeyError); ok {
+			ke.Path = p.text
+		}
+		return nil, err
+	}
+	return key, nil
+}
+
+// reflectScalar converts the value found at the path to a key.
+func reflectScalar(v reflect.Value, p *Path, quoted bool) (any, error) {
 	v, ok := indirect(v)
 	if !ok {
 		return Null, nil
 	}
-	if v.Type() == timeType {
-		return v.Interface(), nil
-	}
-	if v.Type().Implements(marshalerType) || reflect.PointerTo(v.Type()).Implements(marshalerType) {
-		if v.CanAddr() {
-			v = v.Addr()
+	t := v.Type()
+	if t.PkgPath() != "" || t.Kind() > reflect.Complex128 && t.Kind() != reflect.String {
+		// Not a predeclared type: it may have methods of its own.
+		ti := infoOf(t)
+		switch {
+		case ti.custom(v):
+			return marshalScan(v, p, nil)
+		case ti.byteSlice:
+			if v.IsNil() {
+				return Null, nil
+			}
+			return base64.StdEncoding.EncodeToString(v.Bytes()), nil
+		case t == numberType:
+			return goScalar(json.Number(v.String()), p)
 		}
+	}
+	if quoted {
+		if !v.CanInterface() {
+			return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: "the value is not readable (reached through an unexported field)"}
+		}
+		// ",string": the JSON value written inside a JSON string.
 		data, err := json.Marshal(v.Interface())
 		if err != nil {
 			return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: "the value does not marshal to JSON: " + err.Error()}
 		}
-		s := scanner{data: data}
-		k, err := s.scalar()
-		if err != nil {
-			return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: "the value's JSON is not a scalar"}
-		}
-		return k, nil
+		return string(data), nil
 	}
 	switch v.Kind() {
 	case reflect.String:
@@ -178,13 +446,66 @@ func extractReflectScalar(v reflect.Value, p Path) (any, error) {
 	case reflect.Bool:
 		return v.Bool(), nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return v.Int(), nil
+		return float64(v.Int()), nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return v.Uint(), nil
-	case reflect.Float32:
-		return float32(v.Float()), nil
-	case reflect.Float64:
-		return v.Float(), nil
+		return float64(v.Uint()), nil
+	case reflect.Float32, reflect.Float64:
+		f := v.Float()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, &KeyError{Path: p.text, Key: f, Err: ErrKeyType, Reason: "NaN and infinities have no JSON form"}
+		}
+		if v.Kind() == reflect.Float32 {
+			f, _, _ = Number(float32(f))
+		}
+		return f, nil
+	case reflect.Map, reflect.Struct, reflect.Slice, reflect.Array:
+		if (v.Kind() == reflect.Map || v.Kind() == reflect.Slice) && v.IsNil() {
+			return Null, nil
+		}
+		return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: errObjectKey.Error()}
 	}
-	return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: "the value is a " + v.Kind().String() + ", not a string, number or bool"}
+	return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: "a " + v.Type().String() + " has no JSON form"}
+}
+
+// extractMap walks nested map[string]any; any other value on the way is
+// walked by reflection.
+func extractMap(m map[string]any, p *Path) (any, error) {
+	var cur any = m
+	for i, seg := range p.segments {
+		obj, ok := cur.(map[string]any)
+		if !ok {
+			return extractReflect(reflect.ValueOf(cur), p, p.segments[i:])
+		}
+		if cur, ok = obj[seg]; !ok {
+			return nil, missing(p)
+		}
+	}
+	return goScalar(cur, p)
+}
+
+// goScalar converts a Go value found at the path to a key.
+func goScalar(v any, p *Path) (any, error) {
+	switch x := v.(type) {
+	case nil:
+		return Null, nil
+	case string, bool:
+		return v, nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, &KeyError{Path: p.text, Key: x, Err: ErrKeyType, Reason: "NaN and infinities have no JSON form"}
+		}
+		return v, nil
+	case map[string]any, []any:
+		return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: errObjectKey.Error()}
+	case json.Number:
+		f, _, err := Number(x)
+		if err != nil {
+			if ke, ok := err.(*KeyError); ok {
+				ke.Path = p.text
+			}
+			return nil, err
+		}
+		return f, nil
+	}
+	return reflectScalar(reflect.ValueOf(v), p, false)
 }
