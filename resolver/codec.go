@@ -124,7 +124,7 @@ func Marshal(r Resolver) ([]byte, error) {
 // *ConfigError naming the field ("ranges[1].low"). Decoders registered with
 // Register use it for their own shape.
 func DecodeStrict(data []byte, v any) error {
-	if !json.Valid(data) {
+	if !json.Valid(data) { // trailing data included
 		var x any
 		return jsonError(json.Unmarshal(data, &x))
 	}
@@ -132,9 +132,6 @@ func DecodeStrict(data []byte, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err)
-	}
-	if rest := bytes.TrimSpace(data[dec.InputOffset():]); len(rest) > 0 {
-		return Invalid("", nil, "trailing data after the JSON object")
 	}
 	if t := reflect.TypeOf(v); t != nil && t.Kind() == reflect.Pointer {
 		s := scanner{data: data}

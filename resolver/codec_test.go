@@ -155,3 +155,107 @@ func TestErrorMessages(t *testing.T) {
 	c := &ConfigError{Field: "virtualNodes", Value: 0, Reason: "want 1 to 4096"}
 	assert.Equal(t, "resolver: invalid definition: virtualNodes = 0: want 1 to 4096", c.Error())
 }
+
+func TestDecodeStrict(t *testing.T) {
+	type rng struct {
+		Low  int `json:"low"`
+		High int `json:"high"`
+	}
+	type shape struct {
+		Kind   string                   `json:"kind"`
+		Ranges []rng                    `json:"ranges"`
+		Named  map[string]rng           `json:"named"`
+		Fixed  [2]rng                   `json:"fixed"`
+		Target *Target                  `json:"target"`
+		Raw    json.RawMessage          `json:"raw"`
+		Key    *KeyDef                  `json:"key"`
+		Ptr    *rng                     `json:"ptr"`
+		Any    any                      `json:"any"`
+		Deep   map[string][]map[int]rng `json:"deep"`
+	}
+	var s shape
+	good := `{"kind":"x","ranges":[{"low":1,"high":2}],"named":{"a":{"low":3}},"fixed":[{},{"high":4}],
+		"target":"dbs/a/colls/b","raw":{"Anything":"goes"},"key":"/k","ptr":{"low":5},"any":{"Free":1},
+		"deep":{"d":[{"7":{"low":6}}]}}`
+	require.NoError(t, DecodeStrict([]byte(good), &s))
+	assert.Equal(t, 3, s.Named["a"].Low)
+	assert.Equal(t, 6, s.Deep["d"][0][7].Low)
+
+	cases := []struct{ json, field, msg string }{
+		{`{"Kind":"x"}`, "Kind", `did you mean "kind"`},
+		{`{"ranges":[{"low":1},{"LOW":2}]}`, "ranges[1].LOW", `did you mean "low"`},
+		{`{"named":{"a":{"High":1}}}`, "named.a.High", "case-sensitive"},
+		{`{"fixed":[{},{"hi":1}]}`, "hi", "unknown field"},
+		{`{"ptr":{"Low":1}}`, "ptr.Low", "case-sensitive"},
+		{`{"deep":{"d":[{"1":{"low":1,"Low":2}}]}}`, "deep.d[0].1.Low", "case-sensitive"},
+		{`{"kind":"x"} }`, "", "after top-level value"},
+		{`{"kind":"x"} {"kind":"y"}`, "", "after top-level value"},
+		{`{"kind":"x"`, "", "malformed JSON"},
+		{`{"ranges":{"low":1}}`, "ranges", "want []resolver.rng"},
+		{`{"target":7}`, "", "a target is a collection link"},
+		{`{"key":"nope"}`, "partitionKey", "want '/'"},
+	}
+	for _, tc := range cases {
+		var s shape
+		err := DecodeStrict([]byte(tc.json), &s)
+		require.Error(t, err, tc.json)
+		assert.ErrorIs(t, err, ErrInvalid, tc.json)
+		var ce *ConfigError
+		require.True(t, errors.As(err, &ce), "%s: %T %v", tc.json, err, err)
+		assert.Equal(t, tc.field, ce.Field, "%s: %v", tc.json, err)
+		assert.Contains(t, err.Error(), tc.msg, tc.json)
+	}
+	// Through Unmarshal: a member named but for case is rejected, naming
+	// the field it resembles.
+	_, err := Unmarshal([]byte(`{"kind":"codectest-fixed","Link":"dbs/a/colls/b"}`))
+	var ce *ConfigError
+	require.True(t, errors.As(err, &ce))
+	assert.Equal(t, "Link", ce.Field)
+	assert.Contains(t, err.Error(), `did you mean "link"`)
+	_, err = Unmarshal([]byte(`{"KIND":"codectest-fixed","link":"dbs/a/colls/b"}`))
+	require.True(t, errors.As(err, &ce))
+	assert.Equal(t, "kind", ce.Field, "the kind is looked up by its exact name")
+}
+
+func TestLinksCompareCanonically(t *testing.T) {
+	err := CheckDistinctLinks("collections", []string{"dbs/a/colls/b", "dbs/a/colls/c", "/dbs/a/colls/b/"})
+	var ce *ConfigError
+	require.True(t, errors.As(err, &ce))
+	assert.Equal(t, "collections[2]", ce.Field)
+	assert.Contains(t, err.Error(), `also collections[0] "dbs/a/colls/b"`)
+	// The .NET SDK's spelling is kept verbatim when it is the only one.
+	assert.NoError(t, CheckDistinctLinks("collections", []string{"dbs/T6t8AA==/colls/T6t8ALDFcwA=/", "dbs/T6t8AA==/colls/T6t8ANdyZQE=/"}))
+	assert.Equal(t, []string{"/dbs/a/colls/b/", "dbs/a/colls/c"}, UnionLinks([]string{"/dbs/a/colls/b/"}, []string{"dbs/a/colls/b", "dbs/a/colls/c"}))
+}
+
+func TestDecodeTarget(t *testing.T) {
+	for _, raw := range []string{``, `null`, ` null `} {
+		tg, err := DecodeTarget("default", json.RawMessage(raw))
+		require.NoError(t, err)
+		assert.True(t, tg.IsZero())
+		links, err := tg.ResolveForRead(nil)
+		require.NoError(t, err)
+		assert.Nil(t, links)
+	}
+	_, err := DecodeTarget("default", json.RawMessage(`{"kind":"codectest-fixed","link":"x"}`))
+	var ce *ConfigError
+	require.True(t, errors.As(err, &ce))
+	assert.Equal(t, "default.link", ce.Field)
+	_, err = DecodeTarget("entries.eu", json.RawMessage(`"users"`))
+	require.True(t, errors.As(err, &ce))
+	assert.Equal(t, "entries.eu", ce.Field)
+	tg, err := DecodeTarget("default", json.RawMessage(`{"kind":"codectest-fixed","link":"dbs/a/colls/n"}`))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"dbs/a/colls/n"}, tg.Links())
+	assert.Equal(t, []string{"dbs/a/colls/b"}, ResolverTarget(fixed{Link: "dbs/a/colls/b"}).Links())
+}
+
+// badJSON is a resolver whose MarshalJSON writes broken JSON.
+type badJSON struct{ noJSON }
+
+func (badJSON) MarshalJSON() ([]byte, error) { return []byte(`{"kind":`), nil }
+
+func TestMarshalRejectsBrokenJSON(t *testing.T) {
+	_, err := Marshal(badJSON{})
+	assert.ErrorContains(t, err, "produced invalid JSON")
+}

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,6 +52,74 @@ func TestAppendNumberRFC8785(t *testing.T) {
 		_, err := AppendNumber(nil, f)
 		assert.ErrorIs(t, err, ErrKeyType)
 	}
+	// RFC 8785 appendix B: IEEE 754 bits and their text.
+	appendixB := map[uint64]string{
+		0x0000000000000000: "0",
+		0x8000000000000000: "0",
+		0x0000000000000001: "5e-324",
+		0x8000000000000001: "-5e-324",
+		0x7fefffffffffffff: "1.7976931348623157e+308",
+		0xffefffffffffffff: "-1.7976931348623157e+308",
+		0x4340000000000000: "9007199254740992",
+		0xc340000000000000: "-9007199254740992",
+		0x4430000000000000: "295147905179352830000",
+		0x44b52d02c7e14af5: "9.999999999999997e+22",
+		0x44b52d02c7e14af6: "1e+23",
+		0x44b52d02c7e14af7: "1.0000000000000001e+23",
+		0x444b1ae4d6e2ef4e: "999999999999999700000",
+		0x444b1ae4d6e2ef4f: "999999999999999900000",
+		0x444b1ae4d6e2ef50: "1e+21",
+		0x3eb0c6f7a0b5ed8c: "9.999999999999997e-7",
+		0x3eb0c6f7a0b5ed8d: "0.000001",
+		0x41b3de4355555553: "333333333.3333332",
+		0x41b3de4355555554: "333333333.33333325",
+		0x41b3de4355555555: "333333333.3333333",
+		0x41b3de4355555556: "333333333.3333334",
+		0x41b3de4355555557: "333333333.33333343",
+		0xbecbf647612f3696: "-0.0000033333333333333333",
+		0x43143ff3c1cb0959: "1424953923781206.2",
+	}
+	for bits, want := range appendixB {
+		got, err := AppendNumber(nil, math.Float64frombits(bits))
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got), "%016x", bits)
+	}
+	for _, bits := range []uint64{0x7fffffffffffffff, 0x7ff0000000000000} {
+		_, err := AppendNumber(nil, math.Float64frombits(bits))
+		assert.ErrorIs(t, err, ErrKeyType)
+	}
+}
+
+// TestAppendNumberES6Corpus: thousands of doubles (random bits, integers,
+// values around the decimal/exponent boundaries, powers of 10 and 2) against
+// the text ECMAScript's Number.prototype.toString gave them
+// (testdata/es6-numbers.js wrote the file with Node.js).
+func TestAppendNumberES6Corpus(t *testing.T) {
+	data, err := os.ReadFile("testdata/es6-numbers.txt")
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	require.Greater(t, len(lines), 3000)
+	var buf []byte
+	for _, line := range lines {
+		hexBits, want, ok := strings.Cut(line, " ")
+		require.True(t, ok, line)
+		bits, err := strconv.ParseUint(hexBits, 16, 64)
+		require.NoError(t, err, line)
+		f := math.Float64frombits(bits)
+		buf, err = AppendNumber(buf[:0], f)
+		require.NoError(t, err, line)
+		require.Equal(t, want, string(buf), "%016x (%v)", bits, f)
+		// The text reads back as the same double.
+		back, err := strconv.ParseFloat(want, 64)
+		require.NoError(t, err)
+		require.Equal(t, f == 0, back == 0)
+		if f != 0 {
+			require.Equal(t, f, back)
+		}
+	}
+	buf = make([]byte, 0, 32)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { buf, _ = AppendNumber(buf[:0], 1.2345678901234567e-200) }))
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _, _ = Number(float32(0.1)) }))
 }
 
 func TestKeyString(t *testing.T) {
@@ -66,6 +137,8 @@ func TestKeyString(t *testing.T) {
 		{json.Number("1E2"), "100"},
 		{CompositeKey{"eu", 7, true, nil, 1.5}, `["eu",7,true,null,1.5]`},
 		{[]any{"a\"b", "é\n\u0001"}, `["a\"b","é\n\u0001"]`},
+		{CompositeKey{Null, nil, false}, `[null,null,false]`},
+		{CompositeKey{float32(1.1), uint8(200), json.Number("-0")}, `[1.1,200,0]`},
 	}
 	for _, tc := range cases {
 		got, err := KeyString(tc.key)

@@ -216,7 +216,7 @@ func extractPath(doc any, p *Path, borrow bool) (any, error) {
 		// A string is immutable: its substrings are safe to return.
 		return extractRaw(unsafe.Slice(unsafe.StringData(v), len(v)), p, true)
 	case map[string]any:
-		return extractMap(v, p)
+		return walkMap(v, p, p.segments)
 	case map[string]string:
 		if len(p.segments) == 1 {
 			if s, ok := v[p.segments[0]]; ok {

@@ -48,6 +48,7 @@ var (
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
 	isZeroerType      = reflect.TypeFor[interface{ IsZero() bool }]()
 	numberType        = reflect.TypeFor[json.Number]()
+	mapStringAnyType  = reflect.TypeFor[map[string]any]()
 )
 
 func methodKind(t, iface reflect.Type) uint8 {
@@ -251,6 +252,9 @@ func extractReflect(v reflect.Value, p *Path, segs []string) (any, error) {
 			}
 			quoted = f.quoted
 		case reflect.Map:
+			if v.Type() == mapStringAnyType && v.CanInterface() {
+				return walkMap(v.Interface().(map[string]any), p, segs[i:])
+			}
 			if v = mapIndex(v, ti, seg); !v.IsValid() {
 				return nil, missing(p)
 			}
@@ -467,14 +471,14 @@ func reflectScalar(v reflect.Value, p *Path, quoted bool) (any, error) {
 	return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: "a " + v.Type().String() + " has no JSON form"}
 }
 
-// extractMap walks nested map[string]any; any other value on the way is
-// walked by reflection.
-func extractMap(m map[string]any, p *Path) (any, error) {
+// walkMap walks segs through nested map[string]any; any other value on the
+// way is walked by reflection.
+func walkMap(m map[string]any, p *Path, segs []string) (any, error) {
 	var cur any = m
-	for i, seg := range p.segments {
+	for i, seg := range segs {
 		obj, ok := cur.(map[string]any)
 		if !ok {
-			return extractReflect(reflect.ValueOf(cur), p, p.segments[i:])
+			return extractReflect(reflect.ValueOf(cur), p, segs[i:])
 		}
 		if cur, ok = obj[seg]; !ok {
 			return nil, missing(p)
