@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -196,4 +197,28 @@ func TestCheckDistinctLinks(t *testing.T) {
 func TestUnionLinks(t *testing.T) {
 	assert.Equal(t, []string{"a", "b", "c"}, UnionLinks([]string{"a", "b"}, nil, []string{"b", "c", "a"}))
 	assert.Empty(t, UnionLinks())
+}
+
+// TestAppendJSONStringRoundTrip: whatever the string, the text is JSON that
+// decodes to what encoding/json decodes from its own encoding (invalid UTF-8
+// replaced), and only '"', '\\' and control characters are escaped.
+func TestAppendJSONStringRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	pieces := []string{"a", "\"", "\\", "/", "\x00", "\x1f", "\x7f", "\u2028", "é", "😀", "\xff", "\xe2\x82", "<>&", "\b\f\n\r\t"}
+	for i := 0; i < 3000; i++ {
+		var b strings.Builder
+		for j := rng.IntN(10); j > 0; j-- {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		s := b.String()
+		out := AppendJSONString(nil, s)
+		var got, want string
+		require.NoError(t, json.Unmarshal(out, &got), "%q -> %s", s, out)
+		std, _ := json.Marshal(s)
+		require.NoError(t, json.Unmarshal(std, &want))
+		require.Equal(t, want, got, "%q", s)
+		for _, esc := range []string{`\u2028`, `\u003c`, `\u007f`, `\ufffd`} {
+			require.NotContains(t, string(out), esc, "%q", s)
+		}
+	}
 }

@@ -1,6 +1,8 @@
 package resolver
 
 import (
+	"crypto/md5"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -702,4 +704,49 @@ func BenchmarkPartitionKey(b *testing.B) {
 			sinkKey = m["userId"]
 		}
 	})
+}
+
+// modRing is a toy TextResolver: MD5 of the key's text modulo the links.
+type modRing struct{ links []string }
+
+func (r modRing) PartitionKey(doc any) (any, error) { return MustKeyDef("/userId").Extract(doc) }
+func (r modRing) ResolveForCreate(key any) (string, error) {
+	var buf [64]byte
+	text, err := AppendKey(buf[:0], key)
+	if err != nil {
+		return "", err
+	}
+	return r.ResolveTextForCreate(text)
+}
+func (r modRing) ResolveTextForCreate(text []byte) (string, error) {
+	sum := md5.Sum(text)
+	return r.links[binary.BigEndian.Uint64(sum[:8])%uint64(len(r.links))], nil
+}
+func (r modRing) ResolveForRead(any) ([]string, error) { return r.links, nil }
+
+// TestTextResolverPlacesWithoutAllocating: a raw document placed through
+// KeyDef.AppendKey and a TextResolver goes where PartitionKey and
+// ResolveForCreate send it, with no allocation.
+func TestTextResolverPlacesWithoutAllocating(t *testing.T) {
+	var r TextResolver = modRing{[]string{"dbs/a/colls/0", "dbs/a/colls/1", "dbs/a/colls/2"}}
+	d := MustKeyDef("/userId")
+	buf := make([]byte, 0, 64)
+	for i := 0; i < 50; i++ {
+		for _, doc := range []string{fmt.Sprintf(`{"userId":"u\u00e9%d"}`, i), fmt.Sprintf(`{"userId":%d.5e3}`, i)} {
+			key, err := r.PartitionKey([]byte(doc))
+			require.NoError(t, err)
+			want, err := r.ResolveForCreate(key)
+			require.NoError(t, err)
+			buf, err = d.AppendKey(buf[:0], []byte(doc))
+			require.NoError(t, err)
+			got, err := r.ResolveTextForCreate(buf)
+			require.NoError(t, err)
+			require.Equal(t, want, got, doc)
+		}
+	}
+	doc := benchDoc(false)
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		buf, _ = d.AppendKey(buf[:0], doc)
+		_, _ = r.ResolveTextForCreate(buf)
+	}))
 }

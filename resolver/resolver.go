@@ -32,6 +32,20 @@ type Kinded interface {
 	Kind() string
 }
 
+// TextResolver is an optional capability of a resolver that places a key by
+// its canonical text alone (the text KeyString gives), as the hash ring does.
+// With it a caller holding a raw JSON document places it without allocating:
+//
+//	buf, err := keyDef.AppendKey(buf[:0], doc) // the key's canonical text
+//	link, err := r.ResolveTextForCreate(buf)
+//
+// ResolveTextForCreate(text) must return what ResolveForCreate returns for
+// any key whose canonical text is text, and must not keep text.
+type TextResolver interface {
+	Resolver
+	ResolveTextForCreate(text []byte) (string, error)
+}
+
 // Sentinel errors. Errors returned by resolvers wrap one of these, so callers
 // test them with errors.Is.
 var (
