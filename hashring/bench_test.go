@@ -3,26 +3,30 @@ package hashring
 import (
 	"crypto/md5"
 	"fmt"
+	"strconv"
 	"testing"
 	"unsafe"
+
+	"github.com/docshard/docshard/resolver"
 )
 
-var sinkLink string
-var sinkDigest [16]byte
+var (
+	sinkLink   string
+	sinkDigest [16]byte
+)
 
-// BenchmarkResolveForCreate compares a ring lookup with md5.Sum of the same
-// key in the same run (the target: at most 1.5× md5.Sum, no
-// allocation).
+// BenchmarkResolveForCreate compares a lookup on the default ring with
+// md5.Sum of the same key in the same run (the target: at most 1.5×
+// md5.Sum, no allocation), for 12- and 36-byte string keys and 3, 100 and
+// 1000 collections; then numbers, composite keys and the other flavours.
+//
+//	go test -run '^$' -bench ResolveForCreate -benchmem ./hashring
 func BenchmarkResolveForCreate(b *testing.B) {
-	keys := map[string]string{
-		"key12": "user-0012345",
-		"key36": "3f2c8a9e-5b1d-4c7e-9a2f-1d8e6b4c0a7f",
-	}
-	for _, kname := range []string{"key12", "key36"} {
-		key := keys[kname]
+	for _, key := range []string{"user-0012345", "3f2c8a9e-5b1d-4c7e-9a2f-1d8e6b4c0a7f"} {
+		kname := fmt.Sprintf("key%d", len(key))
 		b.Run(kname+"/md5.Sum", func(b *testing.B) {
 			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
+			for b.Loop() {
 				sinkDigest = md5.Sum(unsafe.Slice(unsafe.StringData(key), len(key)))
 			}
 		})
@@ -31,56 +35,96 @@ func BenchmarkResolveForCreate(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var boxed any = key // the caller's key is already an interface value
+			var boxed any = key // a caller's key is already an interface value
 			b.Run(fmt.Sprintf("%s/ring/%d", kname, n), func(b *testing.B) {
 				b.ReportAllocs()
-				for i := 0; i < b.N; i++ {
+				for b.Loop() {
 					sinkLink, _ = r.ResolveForCreate(boxed)
 				}
 			})
 		}
 	}
-}
-
-// BenchmarkResolveParallel runs lookups on every core: there is no lock on
-// the read path, so ns/op falls as cores are added.
-func BenchmarkResolveParallel(b *testing.B) {
-	for _, strategy := range []string{StrategyRing, StrategyBounded} {
-		r, err := New(links("c", 100), &Options{Strategy: strategy})
+	for _, tc := range []struct {
+		name string
+		opts *Options
+		key  any
+	}{
+		{"number/md5", nil, any(1234567.5)},
+		{"int/md5", nil, any(int64(12345678))},
+		{"composite/md5", nil, any(resolver.CompositeKey{"eu", 42.0})},
+		{"string/xxhash", &Options{Hash: FlavourXXHash}, any("user-0012345")},
+		{"string/murmur3", &Options{Hash: FlavourMurmur3}, any("user-0012345")},
+		{"string/dotnet-x64", &Options{Hash: FlavourDotnetX64}, any("user-0012345")},
+		{"string/bounded", &Options{Strategy: StrategyBounded}, any("user-0012345")},
+		{"string/bounded-xxhash", &Options{Strategy: StrategyBounded, Hash: FlavourXXHash}, any("user-0012345")},
+	} {
+		r, err := New(links("c", 100), tc.opts)
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(strategy, func(b *testing.B) {
+		b.Run(tc.name+"/100", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				sinkLink, _ = r.ResolveForCreate(tc.key)
+			}
+		})
+	}
+}
+
+// BenchmarkResolveParallel runs lookups on every core (-cpu 1,2): there is
+// no lock on the read path, so the time per lookup falls as cores are added.
+//
+//	go test -run '^$' -bench ResolveParallel -cpu 1,2 ./hashring
+func BenchmarkResolveParallel(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		opts *Options
+	}{
+		{"ring", nil},
+		{"xxhash", &Options{Hash: FlavourXXHash}},
+		{"bounded", &Options{Strategy: StrategyBounded}},
+	} {
+		r, err := New(links("c", 100), tc.opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
+				var key any = "user-0012345"
 				var l string
 				for pb.Next() {
-					l, _ = r.ResolveForCreate("user-0012345")
+					l, _ = r.ResolveForCreate(key)
 				}
-				_ = l
+				sinkLink = l
 			})
 		})
 	}
 }
 
-// BenchmarkBuild measures building a ring.
+// BenchmarkBuild measures building resolvers (target: a 1000-collection
+// ring of 16 virtual nodes under 5 ms).
+//
+//	go test -run '^$' -bench Build -benchmem ./hashring
 func BenchmarkBuild(b *testing.B) {
 	for _, tc := range []struct {
+		name string
 		n    int
-		opts Options
+		opts *Options
 	}{
-		{1000, Options{}},
-		{1000, Options{VirtualNodes: 160}},
-		{1000, Options{Strategy: StrategyBounded}},
-		{100, Options{Hash: FlavourMurmur3}},
+		{"md5-16", 1000, nil},
+		{"md5-160", 1000, &Options{VirtualNodes: 160}},
+		{"xxhash-16", 1000, &Options{Hash: FlavourXXHash}},
+		{"murmur3-128", 1000, &Options{Hash: FlavourMurmur3}},
+		{"dotnet-x64-128", 1000, &Options{Hash: FlavourDotnetX64}},
+		{"bounded-16", 100, &Options{Strategy: StrategyBounded}},
+		{"bounded-16", 1000, &Options{Strategy: StrategyBounded}},
 	} {
 		ls := links("c", tc.n)
-		name := fmt.Sprintf("%d/%s/%s/%d", tc.n, tc.opts.Strategy, tc.opts.Hash, tc.opts.VirtualNodes)
-		b.Run(name, func(b *testing.B) {
+		b.Run(fmt.Sprintf("%s/%d", tc.name, tc.n), func(b *testing.B) {
 			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				opts := tc.opts
-				if _, err := New(ls, &opts); err != nil {
+			for b.Loop() {
+				if _, err := New(ls, tc.opts); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -88,44 +132,48 @@ func BenchmarkBuild(b *testing.B) {
 	}
 }
 
-// BenchmarkBalance is a measurement, not a speed test: over 1,000,000 keys
-// it reports the largest collection's load relative to the mean (max/mean),
-// the smallest (min/mean), and the percentage of keys that move when one
-// collection is added (ideal: 100/(n+1)). Run it once:
+// BenchmarkBalance is a measurement, not a speed test. For 10 and 100
+// collections and each configuration it reports, over 1,000,000 keys
+// ("key-0", "key-1", ...): the largest and smallest collection's load
+// relative to the mean (max/mean, min/mean), the same from the ring's exact
+// shares (exact-max/mean), and the percentage of keys that move when one
+// collection is added, sampled and exact (ideal: 100/(n+1)). Run it once:
 //
 //	go test -run '^$' -bench Balance -benchtime 1x ./hashring
 func BenchmarkBalance(b *testing.B) {
 	const keys = 1_000_000
 	configs := []struct {
 		name string
-		opts Options
+		opts *Options
 	}{
-		{"ring-16", Options{VirtualNodes: 16}},
-		{"ring-160", Options{VirtualNodes: 160}},
-		{"ring-1000", Options{VirtualNodes: 1000}},
-		{"bounded-1.25", Options{Strategy: StrategyBounded}},
-		{"bounded-1.10", Options{Strategy: StrategyBounded, LoadFactor: 1.1}},
+		{"ring-16", &Options{VirtualNodes: 16}},
+		{"ring-160", &Options{VirtualNodes: 160}},
+		{"ring-1000", &Options{VirtualNodes: 1000}},
+		{"murmur3-128", &Options{Hash: FlavourMurmur3}},
+		{"bounded-1.25", &Options{Strategy: StrategyBounded}},
+		{"bounded-1.10", &Options{Strategy: StrategyBounded, LoadFactor: 1.1}},
 	}
 	for _, n := range []int{10, 100} {
 		for _, c := range configs {
 			b.Run(fmt.Sprintf("n=%d/%s", n, c.name), func(b *testing.B) {
-				for i := 0; i < b.N; i++ {
-					before, err := New(links("c", n), &c.opts)
+				for b.Loop() {
+					before, err := New(links("c", n), c.opts)
 					if err != nil {
 						b.Fatal(err)
 					}
-					after, err := New(links("c", n+1), &c.opts)
+					after, err := New(links("c", n+1), c.opts)
 					if err != nil {
 						b.Fatal(err)
 					}
-					counts := map[string]int{}
+					counts := make([]int, n)
 					moved := 0
-					for k := 0; k < keys; k++ {
-						key := fmt.Sprintf("key-%d", k)
-						x, _ := before.ResolveForCreate(key)
-						y, _ := after.ResolveForCreate(key)
+					buf := []byte("key-")
+					for k := range keys {
+						key := strconv.AppendInt(buf[:4], int64(k), 10)
+						s := unsafe.String(unsafe.SliceData(key), len(key))
+						x := before.Ring().OwnerString(s)
 						counts[x]++
-						if x != y {
+						if before.Ring().links[x] != after.Ring().links[after.Ring().OwnerString(s)] {
 							moved++
 						}
 					}
@@ -133,13 +181,20 @@ func BenchmarkBalance(b *testing.B) {
 					for _, cnt := range counts {
 						lo, hi = min(lo, cnt), max(hi, cnt)
 					}
-					if len(counts) < n {
-						lo = 0
-					}
 					mean := float64(keys) / float64(n)
+					exactMax := 0.0
+					for _, s := range before.Ring().Shares() {
+						exactMax = max(exactMax, s*float64(n))
+					}
+					exactMoved, err := Moved(before.Ring(), after.Ring())
+					if err != nil {
+						b.Fatal(err)
+					}
 					b.ReportMetric(float64(hi)/mean, "max/mean")
 					b.ReportMetric(float64(lo)/mean, "min/mean")
+					b.ReportMetric(exactMax, "exact-max/mean")
 					b.ReportMetric(100*float64(moved)/keys, "moved%")
+					b.ReportMetric(100*exactMoved, "exact-moved%")
 					b.ReportMetric(100/float64(n+1), "ideal-moved%")
 				}
 			})

@@ -1,13 +1,11 @@
 package hashring
 
 import (
-	"crypto/md5"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
-	"unsafe"
 
 	"github.com/docshard/docshard/resolver"
 )
@@ -15,38 +13,56 @@ import (
 // Kind is the "kind" of the hash resolver's JSON form.
 const Kind = "hash"
 
-// Flavours: how the ring is built and keys are hashed. Any name registered
-// with RegisterHashGenerator is also a flavour of the md5-style ring.
+// Flavours: how the ring's points and the keys' positions are computed (the
+// JSON member "hash"). Any name registered with RegisterHashGenerator is also
+// a flavour of the md5-style ring.
 const (
-	FlavourMD5       = "md5"        // the default: MD5 ring of DESIGN.md
-	FlavourXXHash    = "xxhash"     // the md5-style ring with 64-bit xxHash
-	FlavourMurmur3   = "murmur3"    // Node.js/Python/Java DocumentDB SDKs
-	FlavourDotnetX64 = "dotnet-x64" // .NET Framework DocumentDB SDK, 64-bit process
-	FlavourDotnetX86 = "dotnet-x86" // .NET Framework DocumentDB SDK, 32-bit process
+	// FlavourMD5 is the default: the MD5 ring of DESIGN.md.
+	FlavourMD5 = "md5"
+	// FlavourXXHash is the md5-style ring with 64-bit xxHash (see XXHash).
+	FlavourXXHash = "xxhash"
+	// FlavourMurmur3 is the ring of the Node.js, Python and Java DocumentDB
+	// SDKs (MurmurHash3 x86 32-bit, seed 0).
+	FlavourMurmur3 = "murmur3"
+	// FlavourDotnetX64 is the .NET Framework DocumentDB SDK's ring in a
+	// 64-bit process.
+	FlavourDotnetX64 = "dotnet-x64"
+	// FlavourDotnetX86 is the .NET Framework DocumentDB SDK's ring in a
+	// 32-bit process.
+	FlavourDotnetX86 = "dotnet-x86"
 )
 
-// Strategies: how keys are assigned to collections.
+// Strategies: how keys are assigned to collections (the JSON member
+// "strategy").
 const (
-	StrategyRing    = "ring"    // consistent hashing on the flavour's ring (default)
-	StrategyBounded = "bounded" // consistent hashing with bounded loads
+	// StrategyRing is consistent hashing on the flavour's ring (the default;
+	// the JSON form omits "strategy" for it, as DESIGN.md writes a ring).
+	StrategyRing = "ring"
+	// StrategyBounded is consistent hashing with bounded loads.
+	StrategyBounded = "bounded"
 )
 
 // Limits and defaults of virtual nodes.
 const (
 	// DefaultVirtualNodes is the default number of points per collection of
-	// the md5-style rings and the bounded strategy.
+	// the md5-style rings ("md5", "xxhash", registered generators) and of
+	// the bounded strategy.
 	DefaultVirtualNodes = 16
 	// DefaultVirtualNodesLegacy is the default of the compatibility
-	// flavours, as their SDKs had it (murmur3, dotnet-x64, dotnet-x86).
+	// flavours, as their SDKs had it ("murmur3", "dotnet-x64",
+	// "dotnet-x86").
 	DefaultVirtualNodesLegacy = 128
-	// MaxVirtualNodes is the most points per collection a ring accepts.
+	// MaxVirtualNodes is the most points per collection a resolver accepts.
+	// Balance stops improving visibly long before (the largest collection's
+	// excess falls as 1/sqrt(points): about 5% at 1000 points), while build
+	// time and memory grow linearly (20 bytes and one hash per point).
 	MaxVirtualNodes = 4096
 	// MaxPoints caps points over all collections (collections × virtual
-	// nodes), which bounds a ring's memory at about 100 MB.
+	// nodes): about 80 MB of ring and a second or so of hashing.
 	MaxPoints = 1 << 22
 )
 
-func isSpecialFlavour(name string) bool {
+func isLegacyFlavour(name string) bool {
 	switch name {
 	case FlavourMurmur3, FlavourDotnetX64, FlavourDotnetX86:
 		return true
@@ -54,59 +70,67 @@ func isSpecialFlavour(name string) bool {
 	return false
 }
 
-// Options configure a hash resolver. A nil *Options means every default.
+// Options configure a hash resolver. A nil *Options means every default: an
+// md5 ring of 16 virtual nodes per collection and no partition key.
 type Options struct {
-	// PartitionKey is the documents' partition-key path(s); the zero value
-	// means none (fine for a ring nested in another resolver, which is
-	// handed keys, not documents).
+	// PartitionKey is the documents' partition-key path(s) (JSON
+	// "partitionKey"). The zero value means none, which suits a ring nested
+	// in another resolver: it is handed keys, not documents.
 	PartitionKey resolver.KeyDef
-	// VirtualNodes is the number of points per collection (for the bounded
-	// strategy: the library's replication factor). 0 means the flavour's
-	// default: 16, or 128 for murmur3 and the dotnet flavours.
+	// VirtualNodes is the number of points per collection (JSON
+	// "virtualNodes"; for the bounded strategy, the library's replication
+	// factor, at least 2). 0 means the flavour's default: 16, or 128 for
+	// "murmur3", "dotnet-x64" and "dotnet-x86". At most MaxVirtualNodes.
 	VirtualNodes int
-	// Hash is the flavour: "md5" (default), "xxhash", "murmur3",
-	// "dotnet-x64", "dotnet-x86", or a registered generator name.
+	// Hash is the flavour (JSON "hash"): "md5" (default), "xxhash",
+	// "murmur3", "dotnet-x64", "dotnet-x86", or a name registered with
+	// RegisterHashGenerator. The bounded strategy takes "md5", "xxhash" or a
+	// registered generator.
 	Hash string
-	// Strategy is "ring" (default) or "bounded".
+	// Strategy is "ring" (default) or "bounded" (JSON "strategy").
 	Strategy string
-	// LoadFactor caps a collection's share of partitions at this multiple
-	// of the mean (bounded only; 0 means DefaultLoadFactor, 1.25).
+	// LoadFactor caps a collection's partitions at about this multiple of
+	// the mean (JSON "loadFactor"; bounded only): 1 to 100, 0 meaning
+	// DefaultLoadFactor (1.25). Lower is more even but moves more keys when
+	// collections change.
 	LoadFactor float64
 	// PartitionCount is the number of partitions the key space is cut into
-	// (bounded only; 0 means DefaultPartitionCount, 8191; at least 8 per
-	// collection). Keep it fixed when collections are added: a key's
-	// partition is its hash modulo this count.
+	// (JSON "partitionCount"; bounded only): 0 means DefaultPartitionCount
+	// (8191); at least MinPartitionsPerCollection (8) per collection, at
+	// most MaxPartitionCount. Keep it fixed when collections are added: a
+	// key's partition is its hash modulo this count.
 	PartitionCount int
 }
 
-// Resolver is the consistent-hash resolver. It is immutable and safe for
-// concurrent use; ResolveForCreate takes no lock and, for string and number
-// keys, allocates nothing.
+// Resolver is the consistent-hash resolver (kind "hash"). It is immutable
+// and safe for concurrent use; ResolveForCreate takes no lock and, for
+// string and number keys, allocates nothing.
 type Resolver struct {
 	key        resolver.KeyDef
-	links      []string
 	vnodes     int
 	hash       string
 	strategy   string
 	loadFactor float64
 	partitions int
-	loc        locator
-}
-
-type locator interface {
-	locate(data []byte) int
-	points() int
+	ring       *Ring
 }
 
 var (
 	_ resolver.Resolver = (*Resolver)(nil)
 	_ resolver.Kinded   = (*Resolver)(nil)
+	_ json.Marshaler    = (*Resolver)(nil)
 )
 
 // New builds a hash resolver over the collection links, in the given order
-// (the order breaks ties between equal points, so it is part of the ring).
-// It costs one hash per point and a sort: about 2 ms for 1000 collections
-// with 16 virtual nodes. Errors are *resolver.ConfigError naming the setting.
+// (the order breaks ties between equal points, so it is part of the ring;
+// links are kept verbatim, a trailing slash included, because the legacy
+// flavours hash them as written). opts nil means defaults.
+//
+// Cost: one hash per point and a sort of the points, about 2-3 ms for 1000
+// collections of 16 virtual nodes; the bounded strategy adds the library's
+// placement, which grows with collections² × virtual nodes (about 0.25 s for
+// 1000 collections of 16). Errors are *resolver.ConfigError naming the
+// setting ("collections[2]", "virtualNodes", "hash", ...).
 func New(links []string, opts *Options) (*Resolver, error) {
 	var o Options
 	if opts != nil {
@@ -115,22 +139,34 @@ func New(links []string, opts *Options) (*Resolver, error) {
 	if err := resolver.CheckDistinctLinks("collections", links); err != nil {
 		return nil, err
 	}
-	r := &Resolver{
-		key:      o.PartitionKey,
-		links:    append([]string(nil), links...),
-		hash:     o.Hash,
-		strategy: o.Strategy,
-		vnodes:   o.VirtualNodes,
-	}
+	r := &Resolver{key: o.PartitionKey, hash: o.Hash, strategy: o.Strategy, vnodes: o.VirtualNodes}
 	if r.hash == "" {
 		r.hash = FlavourMD5
 	}
 	if r.strategy == "" {
 		r.strategy = StrategyRing
 	}
+	if r.strategy != StrategyRing && r.strategy != StrategyBounded {
+		return nil, resolver.Invalid("strategy", r.strategy, `want "ring" or "bounded"`)
+	}
+	g := &Ring{links: slices.Clone(links), space: r.hash, flavour: r.hash}
+	switch r.hash {
+	case FlavourMD5, FlavourDotnetX64, FlavourDotnetX86:
+		g.hk, g.space = hashMD5, FlavourMD5 // keys are placed by MD5 alike
+	case FlavourXXHash:
+		g.hk = hashXX
+	case FlavourMurmur3:
+		g.hk = hashMurmur
+	default:
+		gen, ok := lookupGenerator(r.hash)
+		if !ok {
+			return nil, resolver.Invalid("hash", r.hash, "unknown; want one of "+strings.Join(hashNames(), ", "))
+		}
+		g.hk, g.gen, g.size = hashCustom, gen, gen.Size()
+	}
 	if r.vnodes == 0 {
 		r.vnodes = DefaultVirtualNodes
-		if isSpecialFlavour(r.hash) && r.strategy == StrategyRing {
+		if isLegacyFlavour(r.hash) {
 			r.vnodes = DefaultVirtualNodesLegacy
 		}
 	}
@@ -140,124 +176,107 @@ func New(links []string, opts *Options) (*Resolver, error) {
 	if len(links)*r.vnodes > MaxPoints {
 		return nil, resolver.Invalid("virtualNodes", r.vnodes, fmt.Sprintf("%d collections × %d virtual nodes exceeds %d points", len(links), r.vnodes, MaxPoints))
 	}
-	switch r.strategy {
-	case StrategyRing:
+	if r.strategy == StrategyRing {
 		if o.LoadFactor != 0 {
 			return nil, resolver.Invalid("loadFactor", o.LoadFactor, `applies only to strategy "bounded"`)
 		}
 		if o.PartitionCount != 0 {
 			return nil, resolver.Invalid("partitionCount", o.PartitionCount, `applies only to strategy "bounded"`)
 		}
-		loc, err := buildRing(r.hash, r.links, r.vnodes)
-		if err != nil {
+		g.kind = kindDigest
+		if g.hk == hashMurmur {
+			g.kind = kindMurmur
+		}
+		if err := g.build(g.chain(r.hash), r.vnodes); err != nil {
 			return nil, err
 		}
-		r.loc = loc
-	case StrategyBounded:
-		if r.hash != FlavourMD5 {
-			return nil, resolver.Invalid("hash", r.hash, `the bounded strategy hashes with xxHash on its own ring; leave "hash" at md5`)
-		}
-		r.loadFactor = o.LoadFactor
-		if r.loadFactor == 0 {
-			r.loadFactor = DefaultLoadFactor
-		}
-		if math.IsNaN(r.loadFactor) || r.loadFactor < 1 || r.loadFactor > 100 {
-			return nil, resolver.Invalid("loadFactor", o.LoadFactor, "want 1 to 100")
-		}
-		r.partitions = o.PartitionCount
-		if r.partitions == 0 {
-			r.partitions = DefaultPartitionCount
-		}
-		if r.partitions < MinPartitionsPerCollection*len(links) || r.partitions > maxPartitionCount {
-			return nil, resolver.Invalid("partitionCount", o.PartitionCount,
-				fmt.Sprintf("want %d (%d per collection) to %d", MinPartitionsPerCollection*len(links), MinPartitionsPerCollection, maxPartitionCount))
-		}
-		loc, err := newBoundedRing(r.links, r.vnodes, r.partitions, r.loadFactor)
-		if err != nil {
-			return nil, resolver.Invalid("partitionCount", r.partitions, err.Error())
-		}
-		r.loc = loc
-	default:
-		return nil, resolver.Invalid("strategy", r.strategy, `want "ring" or "bounded"`)
+		r.ring = g
+		return r, nil
 	}
-	return r, nil
-}
 
-func buildRing(hash string, links []string, vnodes int) (locator, error) {
-	switch hash {
-	case FlavourMurmur3:
-		return newMurmurRing(links, vnodes), nil
-	case FlavourDotnetX64, FlavourDotnetX86:
-		seed := dotnetHash64
-		if hash == FlavourDotnetX86 {
-			seed = dotnetHash32
-		}
-		return newDigestRing(MD5{}, links, vnodes, func(i int) Digest {
-			var b [4]byte
-			binary.LittleEndian.PutUint32(b[:], uint32(seed(links[i])))
-			return md5.Sum(b[:])
-		}), nil
+	// The bounded strategy.
+	if isLegacyFlavour(r.hash) {
+		return nil, resolver.Invalid("hash", r.hash, `the bounded strategy takes "md5", "xxhash" or a registered generator; the legacy flavours are rings only`)
 	}
-	gen, ok := lookupGenerator(hash)
-	if !ok {
-		return nil, resolver.Invalid("hash", hash, "unknown; want one of "+strings.Join(hashNames(), ", "))
+	if r.vnodes < 2 {
+		// The library looks for room among all points but the one before
+		// the partition's place: with one point per collection a partition
+		// can miss the only collection with room.
+		return nil, resolver.Invalid("virtualNodes", r.vnodes, "the bounded strategy needs at least 2 per collection")
 	}
-	return newDigestRing(gen, links, vnodes, func(i int) Digest {
-		return gen.Hash(unsafe.Slice(unsafe.StringData(links[i]), len(links[i])))
-	}), nil
+	r.loadFactor = o.LoadFactor
+	if r.loadFactor == 0 {
+		r.loadFactor = DefaultLoadFactor
+	}
+	if math.IsNaN(r.loadFactor) || r.loadFactor < 1 || r.loadFactor > MaxLoadFactor {
+		return nil, resolver.Invalid("loadFactor", o.LoadFactor, fmt.Sprintf("want 1 to %g", MaxLoadFactor))
+	}
+	r.partitions = o.PartitionCount
+	if r.partitions == 0 {
+		r.partitions = DefaultPartitionCount
+	}
+	if least := MinPartitionsPerCollection * len(links); r.partitions < least || r.partitions > MaxPartitionCount {
+		return nil, resolver.Invalid("partitionCount", r.partitions, fmt.Sprintf(
+			"want %d (%d per collection) to %d", least, MinPartitionsPerCollection, MaxPartitionCount))
+	}
+	g.kind = kindBounded
+	if err := g.buildBounded(r.vnodes, r.partitions, r.loadFactor); err != nil {
+		return nil, err
+	}
+	r.ring = g
+	return r, nil
 }
 
 // Kind returns "hash".
 func (r *Resolver) Kind() string { return Kind }
 
-// PartitionKey extracts the key of doc at the resolver's partitionKey.
+// PartitionKey extracts the key of doc at the resolver's partitionKey path(s)
+// (see resolver.KeyDef.Extract): a string, a float64, a resolver.Null or a
+// resolver.CompositeKey. A resolver without partitionKey, or a document
+// without the key, gives an error wrapping resolver.ErrNoPartitionKey.
 func (r *Resolver) PartitionKey(doc any) (any, error) { return r.key.Extract(doc) }
 
 // ResolveForCreate returns the collection owning key: a string, a number
-// (hashed as its RFC 8785 text) or a resolver.CompositeKey (hashed as its
-// canonical JSON array). Other types are an error wrapping
-// resolver.ErrKeyType; nil wraps resolver.ErrNoPartitionKey.
+// (hashed as its RFC 8785 text, so 42, 42.0 and int64(42) agree) or a
+// resolver.CompositeKey (hashed as its canonical JSON array). Other types
+// are an error wrapping resolver.ErrKeyType; nil wraps
+// resolver.ErrNoPartitionKey. Cost: one hash of the key's text and a binary
+// search; no lock, no allocation for strings and numbers.
 func (r *Resolver) ResolveForCreate(key any) (string, error) {
-	i, err := r.locate(key)
+	i, err := r.ring.Owner(key)
 	if err != nil {
 		return "", err
 	}
-	return r.links[i], nil
+	return r.ring.links[i], nil
 }
 
 // ResolveForRead returns the one collection owning key, or every collection
-// in the configured order for a nil key.
+// in the configured order for a nil key. Errors as ResolveForCreate. It
+// allocates the result.
 func (r *Resolver) ResolveForRead(key any) ([]string, error) {
 	if key == nil {
-		return append([]string(nil), r.links...), nil
+		return slices.Clone(r.ring.links), nil
 	}
-	i, err := r.locate(key)
+	i, err := r.ring.Owner(key)
 	if err != nil {
 		return nil, err
 	}
-	return []string{r.links[i]}, nil
+	return []string{r.ring.links[i]}, nil
 }
 
-func (r *Resolver) locate(key any) (int, error) {
-	if s, ok := key.(string); ok {
-		// The ring only reads the bytes; viewing the string avoids a copy.
-		return r.loc.locate(unsafe.Slice(unsafe.StringData(s), len(s))), nil
-	}
-	var buf [64]byte
-	b, err := resolver.AppendKey(buf[:0], key)
-	if err != nil {
-		return 0, err
-	}
-	return r.loc.locate(b), nil
-}
+// Ring returns the placement table (points, owners, exact shares), for
+// tools such as `docshard plan`. It is shared, immutable.
+func (r *Resolver) Ring() *Ring { return r.ring }
 
-// Collections returns the collection links in ring order.
-func (r *Resolver) Collections() []string { return append([]string(nil), r.links...) }
+// Collections returns the collection links in the configured order. It
+// copies.
+func (r *Resolver) Collections() []string { return slices.Clone(r.ring.links) }
 
 // VirtualNodes returns the number of points per collection.
 func (r *Resolver) VirtualNodes() int { return r.vnodes }
 
-// Hash returns the flavour.
+// Hash returns the flavour ("md5", "xxhash", "murmur3", "dotnet-x64",
+// "dotnet-x86" or a registered generator's name).
 func (r *Resolver) Hash() string { return r.hash }
 
 // Strategy returns "ring" or "bounded".
@@ -270,14 +289,27 @@ func (r *Resolver) LoadFactor() float64 { return r.loadFactor }
 // ring).
 func (r *Resolver) PartitionCount() int { return r.partitions }
 
-// KeyDef returns the partitionKey setting.
+// KeyDef returns the partitionKey setting (the zero KeyDef when none).
 func (r *Resolver) KeyDef() resolver.KeyDef { return r.key }
 
-// Points returns the number of points on the ring (partitions for the
-// bounded strategy).
-func (r *Resolver) Points() int { return r.loc.points() }
+// Options returns the resolver's settings with every default filled in, so
+// New(r.Collections(), r.Options()) builds the same resolver.
+func (r *Resolver) Options() *Options {
+	return &Options{
+		PartitionKey:   r.key,
+		VirtualNodes:   r.vnodes,
+		Hash:           r.hash,
+		Strategy:       r.strategy,
+		LoadFactor:     r.loadFactor,
+		PartitionCount: r.partitions,
+	}
+}
 
-// spec is the JSON form.
+// spec is the JSON form. Every setting is written, defaults included, so the
+// stored form places keys alike whatever later versions choose as defaults;
+// "strategy" (with "loadFactor" and "partitionCount") is written for the
+// bounded strategy only, because its absence means the ring, in the form
+// DESIGN.md fixes.
 type spec struct {
 	Kind           string           `json:"kind"`
 	PartitionKey   *resolver.KeyDef `json:"partitionKey,omitempty"`
@@ -289,9 +321,13 @@ type spec struct {
 	PartitionCount int              `json:"partitionCount,omitempty"`
 }
 
-// MarshalJSON writes the resolver with every setting, defaults included.
+// MarshalJSON writes the resolver with every setting, defaults included:
+// {"kind":"hash","partitionKey":"/userId","collections":[...],
+// "virtualNodes":16,"hash":"md5"}, plus "strategy":"bounded",
+// "loadFactor" and "partitionCount" for the bounded strategy.
+// "partitionKey" is left out when the resolver has none.
 func (r *Resolver) MarshalJSON() ([]byte, error) {
-	s := spec{Kind: Kind, Collections: r.links, VirtualNodes: r.vnodes, Hash: r.hash}
+	s := spec{Kind: Kind, Collections: r.ring.links, VirtualNodes: r.vnodes, Hash: r.hash}
 	if !r.key.IsZero() {
 		k := r.key
 		s.PartitionKey = &k
@@ -302,44 +338,63 @@ func (r *Resolver) MarshalJSON() ([]byte, error) {
 	return json.Marshal(s)
 }
 
+// decode is the kind's JSON decoder (registered with resolver.Register).
+// Members may be omitted (their defaults apply) but not present with a
+// meaningless value: "virtualNodes": 0, "hash": "", a "loadFactor" or
+// "partitionCount" of 0 are errors, as are unknown members.
 func decode(data []byte) (resolver.Resolver, error) {
 	var s struct {
 		Kind           string           `json:"kind"`
 		PartitionKey   *resolver.KeyDef `json:"partitionKey"`
 		Collections    []string         `json:"collections"`
 		VirtualNodes   *int             `json:"virtualNodes"`
-		Hash           string           `json:"hash"`
-		Strategy       string           `json:"strategy"`
+		Hash           *string          `json:"hash"`
+		Strategy       *string          `json:"strategy"`
 		LoadFactor     *float64         `json:"loadFactor"`
 		PartitionCount *int             `json:"partitionCount"`
 	}
 	if err := resolver.DecodeStrict(data, &s); err != nil {
 		return nil, err
 	}
-	o := Options{Hash: s.Hash, Strategy: s.Strategy}
+	if s.Kind != Kind {
+		return nil, resolver.Invalid("kind", s.Kind, fmt.Sprintf("want %q", Kind))
+	}
+	var o Options
 	if s.PartitionKey != nil {
 		o.PartitionKey = *s.PartitionKey
 	}
-	if s.VirtualNodes != nil {
-		if *s.VirtualNodes == 0 {
-			return nil, resolver.Invalid("virtualNodes", 0, fmt.Sprintf("want 1 to %d", MaxVirtualNodes))
-		}
-		o.VirtualNodes = *s.VirtualNodes
-	}
-	if s.LoadFactor != nil {
-		if *s.LoadFactor == 0 {
-			return nil, resolver.Invalid("loadFactor", 0, "want 1 to 100")
-		}
-		o.LoadFactor = *s.LoadFactor
-	}
-	if s.PartitionCount != nil {
-		if *s.PartitionCount == 0 {
-			return nil, resolver.Invalid("partitionCount", 0, "must be positive")
-		}
-		o.PartitionCount = *s.PartitionCount
-	}
 	if s.Collections == nil {
 		return nil, resolver.Invalid("collections", nil, "missing: a hash resolver needs at least one collection")
+	}
+	if p := s.VirtualNodes; p != nil {
+		if *p == 0 {
+			return nil, resolver.Invalid("virtualNodes", 0, fmt.Sprintf("want 1 to %d", MaxVirtualNodes))
+		}
+		o.VirtualNodes = *p
+	}
+	if p := s.Hash; p != nil {
+		if *p == "" {
+			return nil, resolver.Invalid("hash", "", "empty; want one of "+strings.Join(hashNames(), ", "))
+		}
+		o.Hash = *p
+	}
+	if p := s.Strategy; p != nil {
+		if *p == "" {
+			return nil, resolver.Invalid("strategy", "", `empty; want "ring" or "bounded"`)
+		}
+		o.Strategy = *p
+	}
+	if p := s.LoadFactor; p != nil {
+		if *p == 0 {
+			return nil, resolver.Invalid("loadFactor", 0.0, fmt.Sprintf("want 1 to %g", MaxLoadFactor))
+		}
+		o.LoadFactor = *p
+	}
+	if p := s.PartitionCount; p != nil {
+		if *p == 0 {
+			return nil, resolver.Invalid("partitionCount", 0, "must be positive")
+		}
+		o.PartitionCount = *p
 	}
 	return New(s.Collections, &o)
 }

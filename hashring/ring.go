@@ -1,177 +1,552 @@
 package hashring
 
 import (
+	"bytes"
 	"cmp"
+	"crypto/md5"
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
 	"slices"
+	"strings"
+	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/docshard/docshard/resolver"
 )
 
-// digestRing is the md5-style ring of DESIGN.md: points sorted by digest
-// (unsigned big-endian), equal digests in link order; the owner of a hash is
-// the first point at or after it, wrapping to the first point.
+// ErrIncomparable is returned by Moved for two rings whose key positions
+// are not computed alike (different key hashes, a ring against the bounded
+// strategy, different partition counts): their placements can only be
+// compared on sample keys.
+var ErrIncomparable = errors.New("hashring: rings place keys by different hashes")
+
+// Ring is the placement table behind a Resolver: points on a circle of hash
+// positions, each owned by one collection, or, for the bounded strategy, a
+// table of partitions. It is immutable and safe for concurrent use; lookups
+// take no lock and allocate nothing for string and number keys.
 //
-// Digests are kept as two uint64 halves in parallel slices, so a lookup is a
-// branch-light binary search over plain integers with no allocation.
-type digestRing struct {
-	gen   HashGenerator
-	hi    []uint64
-	lo    []uint64
-	owner []int32 // link index of each point
+// Three rules exist, chosen by the flavour and the strategy:
+//
+//   - md5-style rings (flavours "md5", "xxhash", "dotnet-x64", "dotnet-x86"
+//     and registered generators): the owner of a position is the first point
+//     at or after it, wrapping to the first point; equal points keep the
+//     order of their links, so the earlier link owns the place.
+//   - the murmur3 ring of the Node.js, Python and Java SDKs: the owner is the
+//     last point at or before the position, wrapping to the last point;
+//     equal points keep link order, so the later link owns the place (as the
+//     SDKs' stable sort and linear search did).
+//   - the bounded strategy: the position's first 8 bytes, read as an unsigned
+//     integer, modulo the partition count, select a partition; the table
+//     says which collection owns it.
+type Ring struct {
+	kind    ringKind
+	hk      hashKind
+	gen     HashGenerator // hk == hashCustom only
+	size    int           // meaningful bytes of a custom generator's digest
+	space   string        // names the key-position function; Moved compares rings within one space
+	flavour string        // the resolver's "hash", for messages
+	links   []string
+	// Points in ring order: a position's high and low 64 bits (murmur3: the
+	// 32-bit value in the top half of hi; lo is nil when every low half is
+	// zero), and the link index owning each point. For the bounded strategy
+	// hi and lo are nil and owner has one entry per partition.
+	hi, lo []uint64
+	owner  []int32
 }
 
-type digestPoint struct {
-	hi, lo uint64
-	link   int32
+type ringKind uint8
+
+const (
+	kindDigest  ringKind = iota // first point >= position
+	kindMurmur                  // last point <= position
+	kindBounded                 // partition table
+)
+
+type hashKind uint8
+
+const (
+	hashMD5 hashKind = iota
+	hashXX
+	hashMurmur
+	hashCustom
+)
+
+// Point is one point of a ring: its position and the index (in Links) of the
+// collection that owns it.
+type Point struct {
+	At   Digest
+	Link int
 }
 
-// newDigestRing builds the ring. first returns the first point of link i.
-func newDigestRing(gen HashGenerator, links []string, vnodes int, first func(i int) Digest) *digestRing {
-	size := gen.Size()
-	pts := make([]digestPoint, 0, len(links)*vnodes)
-	for i := range links {
-		d := first(i)
-		for v := 0; v < vnodes; v++ {
-			pts = append(pts, digestPoint{
-				hi:   binary.BigEndian.Uint64(d[:8]),
-				lo:   binary.BigEndian.Uint64(d[8:]),
-				link: int32(i),
-			})
-			if v+1 < vnodes {
-				d = gen.Hash(d[:size])
+// Links returns the ring's collection links in the configured order; owner
+// indexes (Locate, Owner, Point.Link, Shares) refer to it. It copies.
+func (g *Ring) Links() []string { return slices.Clone(g.links) }
+
+// Len returns the number of points on the ring (for the bounded strategy,
+// the number of partitions).
+func (g *Ring) Len() int { return len(g.owner) }
+
+// Owner returns the index in Links of the collection owning key: a string, a
+// number (placed by its RFC 8785 text) or a resolver.CompositeKey (by its
+// canonical JSON array). Other types are an error wrapping
+// resolver.ErrKeyType, nil one wrapping resolver.ErrNoPartitionKey. Cost:
+// one hash of the key's text and a binary search; no allocation for strings
+// and numbers.
+func (g *Ring) Owner(key any) (int, error) {
+	if s, ok := key.(string); ok {
+		return g.OwnerString(s), nil
+	}
+	var buf [64]byte
+	b, err := resolver.AppendKey(buf[:0], key)
+	if err != nil {
+		return -1, err
+	}
+	return g.locate(g.position(b)), nil
+}
+
+// OwnerString returns the index in Links of the collection owning the key
+// text s (a string key, or any key's canonical text). It does not allocate.
+func (g *Ring) OwnerString(s string) int {
+	// The hash only reads the bytes: viewing the string avoids a copy.
+	b := unsafe.Slice(unsafe.StringData(s), len(s))
+	if g.hk == hashCustom {
+		return g.locate(g.customPosition(b))
+	}
+	return g.locate(g.position(b))
+}
+
+// KeyHash returns the position of key on the ring (the hash Locate takes):
+// MD5, XXH64 or MurmurHash3 of the key's canonical text, as a big-endian
+// Digest. Errors as Owner.
+func (g *Ring) KeyHash(key any) (Digest, error) {
+	var buf [64]byte
+	b, err := resolver.AppendKey(buf[:0], key)
+	if err != nil {
+		return Digest{}, err
+	}
+	return digestOf(g.position(b)), nil
+}
+
+// Locate returns the index in Links of the collection owning position d (see
+// KeyHash). It does not allocate.
+func (g *Ring) Locate(d Digest) int {
+	return g.locate(binary.BigEndian.Uint64(d[:8]), binary.BigEndian.Uint64(d[8:]))
+}
+
+// Points returns the ring's points in ring order (ascending positions), or
+// nil for the bounded strategy, whose placement is a partition table (see
+// Partitions). It allocates the result.
+func (g *Ring) Points() []Point {
+	if g.kind == kindBounded {
+		return nil
+	}
+	out := make([]Point, len(g.hi))
+	for i := range g.hi {
+		out[i] = Point{At: digestOf(g.hi[i], g.loAt(i)), Link: int(g.owner[i])}
+	}
+	return out
+}
+
+// Partitions returns, for the bounded strategy, the index in Links of the
+// owner of each partition; nil for a ring. It allocates the result.
+func (g *Ring) Partitions() []int {
+	if g.kind != kindBounded {
+		return nil
+	}
+	out := make([]int, len(g.owner))
+	for i, o := range g.owner {
+		out[i] = int(o)
+	}
+	return out
+}
+
+// Shares returns, for each link (indexed as Links), the exact fraction of
+// the hash space it owns: the expected share of uniformly hashed keys,
+// without sampling. The fractions sum to 1 (within rounding). Cost: one pass
+// over the points.
+func (g *Ring) Shares() []float64 {
+	out := make([]float64, len(g.links))
+	n := len(g.owner)
+	if g.kind == kindBounded {
+		held := make([]int, len(g.links))
+		for _, o := range g.owner {
+			held[o]++
+		}
+		for i, h := range held {
+			out[i] = float64(h) / float64(n)
+		}
+		return out
+	}
+	// Sum each link's arcs exactly, in 128-bit integers.
+	type u128 struct{ hi, lo uint64 }
+	sums := make([]u128, len(g.links))
+	for i := range n {
+		var hi, lo uint64
+		if g.kind == kindDigest {
+			// Point i owns (point i-1, point i]; point 0 wraps from the last.
+			j := (i + n - 1) % n
+			hi, lo = sub128(g.hi[i], g.loAt(i), g.hi[j], g.loAt(j))
+		} else {
+			// Point i owns [point i, point i+1); the last wraps to the first.
+			j := (i + 1) % n
+			hi, lo = sub128(g.hi[j], g.loAt(j), g.hi[i], g.loAt(i))
+		}
+		s := &sums[g.owner[i]]
+		var carry uint64
+		s.lo, carry = bits.Add64(s.lo, lo, 0)
+		s.hi, _ = bits.Add64(s.hi, hi, carry)
+	}
+	whole := true
+	for i, s := range sums {
+		out[i] = fraction(s.hi, s.lo)
+		if s != (u128{}) {
+			whole = false
+		}
+	}
+	if whole {
+		// Every sum is 0 mod 2^128: one link owns the whole circle.
+		out[g.locate(0, 0)] = 1
+	}
+	return out
+}
+
+// Moved returns the exact fraction of the hash space whose collection
+// differs between rings a and b: the expected share of keys that move when
+// a resolver changes from a to b. Links name the same collection when they
+// differ only by a leading or trailing slash. The rings must compute key
+// positions alike: the same key hash (MD5 for "md5", "dotnet-x64" and
+// "dotnet-x86"; otherwise the same flavour), and for the bounded strategy
+// the same partition count; otherwise the error wraps ErrIncomparable.
+// Cost: O((a.Len()+b.Len()) log) time, one merged list of points.
+func Moved(a, b *Ring) (float64, error) {
+	if a.kind != b.kind || a.space != b.space {
+		return 0, fmt.Errorf("%w: %s against %s", ErrIncomparable, a.describe(), b.describe())
+	}
+	same := func(i, j int) bool {
+		return strings.Trim(a.links[i], "/") == strings.Trim(b.links[j], "/")
+	}
+	if a.kind == kindBounded {
+		if len(a.owner) != len(b.owner) {
+			return 0, fmt.Errorf("%w: %d partitions against %d", ErrIncomparable, len(a.owner), len(b.owner))
+		}
+		moved := 0
+		for p := range a.owner {
+			if !same(int(a.owner[p]), int(b.owner[p])) {
+				moved++
 			}
 		}
+		return float64(moved) / float64(len(a.owner)), nil
 	}
-	slices.SortFunc(pts, func(a, b digestPoint) int {
-		if c := cmp.Compare(a.hi, b.hi); c != 0 {
+	// Between two consecutive boundaries (the points of both rings) each
+	// ring has one owner; measure the arcs where they differ.
+	type pos struct{ hi, lo uint64 }
+	bounds := make([]pos, 0, len(a.hi)+len(b.hi))
+	for _, g := range []*Ring{a, b} {
+		for i := range g.hi {
+			bounds = append(bounds, pos{g.hi[i], g.loAt(i)})
+		}
+	}
+	slices.SortFunc(bounds, func(x, y pos) int {
+		if c := cmp.Compare(x.hi, y.hi); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.lo, b.lo); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.link, b.link)
+		return cmp.Compare(x.lo, y.lo)
 	})
-	r := &digestRing{gen: gen, hi: make([]uint64, len(pts)), lo: make([]uint64, len(pts)), owner: make([]int32, len(pts))}
-	for i, p := range pts {
-		r.hi[i], r.lo[i], r.owner[i] = p.hi, p.lo, p.link
+	bounds = slices.Compact(bounds)
+	n := len(bounds)
+	if n == 1 {
+		x := bounds[0]
+		if same(a.locate(x.hi, x.lo), b.locate(x.hi, x.lo)) {
+			return 0, nil
+		}
+		return 1, nil
 	}
-	return r
-}
-
-// locate returns the link index owning data's hash.
-func (r *digestRing) locate(data []byte) int {
-	d := r.gen.Hash(data)
-	return r.locateDigest(binary.BigEndian.Uint64(d[:8]), binary.BigEndian.Uint64(d[8:]))
-}
-
-func (r *digestRing) locateDigest(hi, lo uint64) int {
-	// First point with (hi, lo) >= the key's digest.
-	i, j := 0, len(r.hi)
-	for i < j {
-		h := int(uint(i+j) >> 1)
-		if r.hi[h] < hi || (r.hi[h] == hi && r.lo[h] < lo) {
-			i = h + 1
+	var moved float64
+	for i, x := range bounds {
+		var length float64
+		if a.kind == kindDigest {
+			// (previous boundary, x] is owned as x is.
+			p := bounds[(i+n-1)%n]
+			length = arc(x.hi, x.lo, p.hi, p.lo)
 		} else {
-			j = h
+			// [x, next boundary) is owned as x is.
+			q := bounds[(i+1)%n]
+			length = arc(q.hi, q.lo, x.hi, x.lo)
+		}
+		if !same(a.locate(x.hi, x.lo), b.locate(x.hi, x.lo)) {
+			moved += length
 		}
 	}
-	if i == len(r.hi) {
-		i = 0
+	return moved, nil
+}
+
+func (g *Ring) describe() string {
+	switch g.kind {
+	case kindBounded:
+		return fmt.Sprintf("bounded strategy (%s, %d partitions)", g.space, len(g.owner))
+	case kindMurmur:
+		return "murmur3 ring"
 	}
-	return int(r.owner[i])
+	return g.flavour + " ring"
 }
 
-func (r *digestRing) points() int { return len(r.hi) }
-
-// murmurRing is the ring of the Node.js, Python and Java DocumentDB SDKs:
-// points are MurmurHash3 x86 32-bit values in ascending order; the owner of a
-// hash is the last point at or before it, wrapping to the last point.
-type murmurRing struct {
-	pts   []uint32
-	owner []int32
+// arc returns (a - b) mod 2^128 as a fraction of the circle.
+func arc(aHi, aLo, bHi, bLo uint64) float64 {
+	return fraction(sub128(aHi, aLo, bHi, bLo))
 }
 
-type murmurPoint struct {
-	h    uint32
-	link int32
+// sub128 returns (a - b) mod 2^128.
+func sub128(aHi, aLo, bHi, bLo uint64) (hi, lo uint64) {
+	lo, borrow := bits.Sub64(aLo, bLo, 0)
+	hi, _ = bits.Sub64(aHi, bHi, borrow)
+	return hi, lo
 }
 
-func newMurmurRing(links []string, vnodes int) *murmurRing {
-	pts := make([]murmurPoint, 0, len(links)*vnodes)
-	var buf [4]byte
-	for i, l := range links {
-		h := murmur3([]byte(l), 0)
-		for v := 0; v < vnodes; v++ {
-			pts = append(pts, murmurPoint{h: h, link: int32(i)})
-			binary.LittleEndian.PutUint32(buf[:], h)
-			h = murmur3(buf[:], 0)
+// fraction returns hi:lo / 2^128.
+func fraction(hi, lo uint64) float64 {
+	return (float64(hi) + float64(lo)/(1<<64)) / (1 << 64)
+}
+
+func (g *Ring) loAt(i int) uint64 {
+	if g.lo == nil {
+		return 0
+	}
+	return g.lo[i]
+}
+
+func digestOf(hi, lo uint64) Digest {
+	var d Digest
+	binary.BigEndian.PutUint64(d[:8], hi)
+	binary.BigEndian.PutUint64(d[8:], lo)
+	return d
+}
+
+// position hashes key text to a ring position. b does not escape (a custom
+// generator, called through an interface, gets a copy), so callers may pass
+// stack buffers.
+func (g *Ring) position(b []byte) (hi, lo uint64) {
+	switch g.hk {
+	case hashMD5:
+		d := md5.Sum(b)
+		return binary.BigEndian.Uint64(d[:8]), binary.BigEndian.Uint64(d[8:])
+	case hashXX:
+		return xxhash.Sum64(b), 0
+	case hashMurmur:
+		return uint64(murmur3(b, 0)) << 32, 0
+	}
+	return g.customPosition(bytes.Clone(b))
+}
+
+func (g *Ring) customPosition(b []byte) (hi, lo uint64) {
+	d := g.gen.Hash(b)
+	clear(d[g.size:])
+	return binary.BigEndian.Uint64(d[:8]), binary.BigEndian.Uint64(d[8:])
+}
+
+// locate returns the link index owning a position.
+func (g *Ring) locate(hi, lo uint64) int {
+	switch g.kind {
+	case kindBounded:
+		return int(g.owner[hi%uint64(len(g.owner))])
+	case kindMurmur:
+		// The last point <= hi: one before the first point > hi (murmur3
+		// positions have no low half).
+		i, j := 0, len(g.hi)
+		for i < j {
+			m := int(uint(i+j) >> 1)
+			if g.hi[m] <= hi {
+				i = m + 1
+			} else {
+				j = m
+			}
 		}
+		if i == 0 {
+			i = len(g.hi)
+		}
+		return int(g.owner[i-1])
 	}
-	slices.SortStableFunc(pts, func(a, b murmurPoint) int { return cmp.Compare(a.h, b.h) })
-	r := &murmurRing{pts: make([]uint32, len(pts)), owner: make([]int32, len(pts))}
-	for i, p := range pts {
-		r.pts[i], r.owner[i] = p.h, p.link
-	}
-	return r
-}
-
-func (r *murmurRing) locate(data []byte) int {
-	h := murmur3(data, 0)
-	// Last point <= h: one before the first point > h.
-	i, j := 0, len(r.pts)
+	// The first point >= (hi, lo): search the high halves, then step over
+	// points with an equal high half and a smaller low half (2^-64 rare).
+	i, j := 0, len(g.hi)
 	for i < j {
 		m := int(uint(i+j) >> 1)
-		if r.pts[m] <= h {
+		if g.hi[m] < hi {
 			i = m + 1
 		} else {
 			j = m
 		}
 	}
-	if i == 0 {
-		return int(r.owner[len(r.owner)-1])
+	if g.lo != nil {
+		for i < len(g.hi) && g.hi[i] == hi && g.lo[i] < lo {
+			i++
+		}
 	}
-	return int(r.owner[i-1])
+	if i == len(g.hi) {
+		i = 0
+	}
+	return int(g.owner[i])
 }
 
-func (r *murmurRing) points() int { return len(r.pts) }
+// chain describes how a flavour computes points: the first point of a link,
+// and each next point from the previous one.
+type chain struct {
+	first func(link string) Digest
+	next  func(prev Digest) Digest
+}
 
-// murmur3 is MurmurHash3 x86 32-bit (Austin Appleby's reference algorithm).
-// Written here rather than imported: it is twenty lines, and the ring needs
-// exactly this variant with a fixed seed and no allocation.
-func murmur3(data []byte, seed uint32) uint32 {
-	const c1, c2 = 0xcc9e2d51, 0x1b873593
-	h := seed
-	n := len(data)
-	nblocks := n / 4
-	for i := 0; i < nblocks; i++ {
-		k := binary.LittleEndian.Uint32(data[i*4:])
-		k *= c1
-		k = k<<15 | k>>17
-		k *= c2
-		h ^= k
-		h = h<<13 | h>>19
-		h = h*5 + 0xe6546b64
+// chain returns the point chain of a flavour's ring.
+func (g *Ring) chain(flavour string) chain {
+	view := func(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+	md5Next := func(p Digest) Digest { return md5.Sum(p[:]) }
+	switch flavour {
+	case FlavourDotnetX64, FlavourDotnetX86:
+		seed := dotnetHash64
+		if flavour == FlavourDotnetX86 {
+			seed = dotnetHash32
+		}
+		return chain{
+			first: func(l string) Digest {
+				var b [4]byte
+				binary.LittleEndian.PutUint32(b[:], uint32(seed(l)))
+				return md5.Sum(b[:])
+			},
+			next: md5Next,
+		}
 	}
-	tail := data[nblocks*4:]
-	var k uint32
-	switch len(tail) {
-	case 3:
-		k ^= uint32(tail[2]) << 16
-		fallthrough
-	case 2:
-		k ^= uint32(tail[1]) << 8
-		fallthrough
-	case 1:
-		k ^= uint32(tail[0])
-		k *= c1
-		k = k<<15 | k>>17
-		k *= c2
-		h ^= k
+	switch g.hk {
+	case hashMD5:
+		return chain{first: func(l string) Digest { return md5.Sum(view(l)) }, next: md5Next}
+	case hashXX:
+		return chain{
+			first: func(l string) Digest { return digestOf(xxhash.Sum64(view(l)), 0) },
+			next:  func(p Digest) Digest { return digestOf(xxhash.Sum64(p[:8]), 0) },
+		}
+	case hashMurmur:
+		// The SDKs hash the previous point's 4 little-endian bytes (Python
+		// pack('I'), Java and Node.js alike).
+		return chain{
+			first: func(l string) Digest { return digestOf(uint64(murmur3(view(l), 0))<<32, 0) },
+			next: func(p Digest) Digest {
+				var b [4]byte
+				binary.LittleEndian.PutUint32(b[:], binary.BigEndian.Uint32(p[:4]))
+				return digestOf(uint64(murmur3(b[:], 0))<<32, 0)
+			},
+		}
 	}
-	h ^= uint32(n)
-	h ^= h >> 16
-	h *= 0x85ebca6b
-	h ^= h >> 13
-	h *= 0xc2b2ae35
-	h ^= h >> 16
-	return h
+	hash := func(b []byte) Digest {
+		d := g.gen.Hash(b)
+		clear(d[g.size:])
+		return d
+	}
+	return chain{
+		first: func(l string) Digest { return hash([]byte(l)) },
+		next:  func(p Digest) Digest { return hash(p[:g.size]) },
+	}
+}
+
+// build places vnodes points per link and sorts them. It returns a
+// *resolver.ConfigError when a link would own no place on the ring (all its
+// points coincide with another link's, as when two links share a .NET hash
+// code).
+func (g *Ring) build(c chain, vnodes int) error {
+	n := len(g.links) * vnodes
+	his := make([]uint64, n)
+	los := make([]uint64, n)
+	k := 0
+	for _, l := range g.links {
+		d := c.first(l)
+		for v := range vnodes {
+			his[k] = binary.BigEndian.Uint64(d[:8])
+			los[k] = binary.BigEndian.Uint64(d[8:])
+			k++
+			if v+1 < vnodes {
+				d = c.next(d)
+			}
+		}
+	}
+	// Sort point indexes by (hi, lo, index); the index order is link order.
+	// Packing the top 42 bits of hi with the 22-bit index lets the standard
+	// library sort plain integers, several times faster than a comparison
+	// function; the rare runs that share those 42 bits are then put in exact
+	// order.
+	const idxBits = 22 // MaxPoints = 1 << 22
+	const idxMask = 1<<idxBits - 1
+	keys := make([]uint64, n)
+	for i := range keys {
+		keys[i] = his[i]&^idxMask | uint64(i)
+	}
+	slices.Sort(keys)
+	for s := 0; s < n; {
+		e := s + 1
+		for e < n && keys[e]>>idxBits == keys[s]>>idxBits {
+			e++
+		}
+		if e-s > 1 {
+			slices.SortFunc(keys[s:e], func(x, y uint64) int {
+				x, y = x&idxMask, y&idxMask
+				if c := cmp.Compare(his[x], his[y]); c != 0 {
+					return c
+				}
+				if c := cmp.Compare(los[x], los[y]); c != 0 {
+					return c
+				}
+				return cmp.Compare(x, y)
+			})
+		}
+		s = e
+	}
+	g.hi = make([]uint64, n)
+	g.owner = make([]int32, n)
+	hasLo := false
+	for i, key := range keys {
+		p := key & idxMask
+		g.hi[i], g.owner[i] = his[p], int32(int(p)/vnodes)
+		if los[p] != 0 {
+			hasLo = true
+		}
+	}
+	if hasLo {
+		g.lo = make([]uint64, n)
+		for i, key := range keys {
+			g.lo[i] = los[key&idxMask]
+		}
+	}
+	return g.checkEveryLinkOwns()
+}
+
+// checkEveryLinkOwns reports a link none of whose points owns any place:
+// with the first-point rule only the first of equal points owns, with the
+// last-point rule only the last.
+func (g *Ring) checkEveryLinkOwns() error {
+	n := len(g.hi)
+	owns := make([]bool, len(g.links))
+	shadow := make([]int32, len(g.links)) // who owns the place of a shadowed point
+	for s := 0; s < n; {
+		e := s + 1
+		for e < n && g.hi[e] == g.hi[s] && g.loAt(e) == g.loAt(s) {
+			e++
+		}
+		eff := s
+		if g.kind == kindMurmur {
+			eff = e - 1
+		}
+		owns[g.owner[eff]] = true
+		for i := s; i < e; i++ {
+			if i != eff {
+				shadow[g.owner[i]] = g.owner[eff]
+			}
+		}
+		s = e
+	}
+	for l, ok := range owns {
+		if !ok {
+			o := shadow[l]
+			return resolver.Invalid(fmt.Sprintf("collections[%d]", l), g.links[l],
+				fmt.Sprintf("every point of this collection coincides with a point of collections[%d] %q under hash %q, so it would receive no keys", o, g.links[o], g.flavour))
+		}
+	}
+	return nil
 }
