@@ -64,10 +64,13 @@ func ParsePartitionKeyPath(path string) ([]string, error) {
 // KeyText returns the canonical text of a partition-key value, which is
 // equal for equal values: a JSON string for strings, the shortest form for
 // numbers (any Go number type), true/false, null for Null (or a JSON null
-// value). Backends use it to compare and index keys. Other types wrap
+// value), and NoneText (not JSON, so unlike every other text) for None.
+// Backends use it to compare and index keys. Other types wrap
 // ErrBadRequest.
 func KeyText(v any) (string, error) {
 	switch x := v.(type) {
+	case noneKey:
+		return NoneText, nil
 	case string:
 		if plainASCII(x) {
 			return `"` + x + `"`, nil

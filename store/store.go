@@ -124,8 +124,9 @@ type Document struct {
 // WriteOptions qualify a write. A nil *WriteOptions means none.
 type WriteOptions struct {
 	// PartitionKey is the document's partition-key value (string, number,
-	// bool, or Null) for backends that need it; nil means not given. On
-	// Create, Replace and Upsert a backend may check it against the body.
+	// bool, Null, or None for a document without one) for backends that
+	// need it; nil means not given. On Create, Replace and Upsert a backend
+	// may check it against the body.
 	PartitionKey any
 	// IfMatch makes the write conditional on the stored document's ETag;
 	// empty means unconditional.
@@ -142,6 +143,20 @@ type ReadOptions struct {
 // Null is the partition-key value of documents whose key is JSON null
 // (distinct from a nil PartitionKey, which means "not given").
 var Null = nullKey{}
+
+// None is the partition-key value of documents that have no value at the
+// collection's partition-key path: Cosmos DB stores them under the
+// "undefined" key (PartitionKey.None in its SDKs), distinct from Null, and
+// they are read, replaced, deleted and queried with None. A nil
+// PartitionKey still means "not given".
+var None = noneKey{}
+
+// NoneText is KeyText(None).
+const NoneText = "undefined"
+
+type noneKey struct{}
+
+func (noneKey) String() string { return NoneText }
 
 type nullKey struct{}
 
