@@ -1,117 +1,151 @@
 package memstore
 
 import (
-	"encoding/binary"
+	"container/heap"
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
 
-// entry is one stored document. Entries are immutable once published; a
-// write publishes a new entry.
-type entry struct {
-	key    string // docKey(pk, id)
-	id     string
-	pk     string // store.KeyText of the partition-key value; "" = undefined
-	seq    uint64 // creation order; a replace keeps it
-	etag   string // with its quotes, as Cosmos DB writes it
-	ts     int64
-	hasTTL bool
-	ttl    int64 // the document's own "ttl" (-1: never)
-	body   []byte
+// never is the expiry of a document that does not expire.
+const never = math.MaxInt64
 
-	deleted bool // set (under the collection lock) when removed
-	doc     atomic.Pointer[query.Doc]
+// entry is one stored version of a document. Its identity and content are
+// immutable once published; a write publishes a new entry. The fields
+// after the marker are the collection's bookkeeping, read and written
+// under the collection's lock only.
+type entry struct {
+	doc      atomic.Pointer[query.Doc] // decoded on first query, then kept
+	pk       string                    // store.KeyText of the partition-key value
+	expireAt int64                     // Unix seconds; never when it does not expire
+	seq      uint64                    // feed position; a replace keeps it
+	id       string
+	etag     string // with its quotes, as Cosmos DB writes it
+	ts       int64
+	body     []byte
+
+	// Under collection.mu:
+	next    *entry // the next entry with the same id (another key value)
+	dead    bool   // removed; still in order until compaction
+	heapIdx int    // position in the expiry heap; -1 when not in it
 }
 
 // decoded returns the document as the query engine reads it, decoding it
 // on first use.
-func (e *entry) decoded() (query.Doc, error) {
+func (e *entry) decoded() (*query.Doc, error) {
 	if d := e.doc.Load(); d != nil {
-		return *d, nil
+		return d, nil
 	}
 	d, err := query.NewDoc(e.body)
 	if err != nil {
-		return query.Doc{}, err
+		return nil, err
 	}
 	e.doc.Store(&d)
-	return d, nil
+	return &d, nil
 }
 
 func (e *entry) document() *store.Document {
 	return &store.Document{ID: e.id, ETag: e.etag, Timestamp: e.ts, Body: e.body}
 }
 
-// docKey identifies a document within a collection: its partition-key text
-// and its id, length-prefixed so no pair collides.
-func docKey(pk, id string) string {
-	var n [binary.MaxVarintLen64]byte
-	l := binary.PutUvarint(n[:], uint64(len(pk)))
-	return string(n[:l]) + pk + id
-}
-
+// collection is one collection's documents. byID chains the entries of an
+// id (one per partition-key value: usually one); order holds the entries
+// in feed order (by seq), deleted ones until compaction; the expiry heap
+// holds the entries that expire, soonest first.
 type collection struct {
+	link string // canonical link
+	uid  string // random per incarnation: bucket name, bound into tokens
+	spec store.CollectionSpec
+	path []string
+
 	mu      sync.RWMutex
-	link    string
-	spec    store.CollectionSpec
-	path    []string
-	docs    map[string]*entry   // by docKey
-	byID    map[string][]string // id -> docKeys
-	order   []*entry            // by seq; deleted entries stay until compaction
-	tombs   int
-	nextSeq atomic.Uint64
+	byID    map[string]*entry
+	order   []*entry
+	dead    int // dead entries in order
+	expiry  expiryHeap
+	docs    int64 // live entries (expired ones until purged)
+	bytes   int64
 	dropped bool
+
+	nextSeq    atomic.Uint64
+	nextExpiry atomic.Int64 // expireAt of the heap's top; never when empty
 }
 
-func newCollection(link string, spec store.CollectionSpec, path []string) *collection {
-	c := &collection{link: link, spec: spec, path: path, docs: map[string]*entry{}, byID: map[string][]string{}}
+func newCollection(link, uid string, spec store.CollectionSpec, path []string) *collection {
+	c := &collection{link: link, uid: uid, spec: spec, path: path, byID: map[string]*entry{}}
 	c.nextSeq.Store(1)
+	c.nextExpiry.Store(never)
 	return c
 }
 
-// expired reports whether e's time to live has passed, under Cosmos DB's
-// rules: no TTL without a default on the collection; a document's own "ttl"
-// overrides the default; -1 means never.
-func (c *collection) expired(e *entry, now time.Time) bool {
+// ttlOn reports whether documents of the collection can expire.
+func (c *collection) ttlOn() bool { return c.spec.DefaultTTL != nil }
+
+// expireAt computes when a document written at ts expires, under Cosmos
+// DB's rules: nothing expires without a default TTL on the collection; a
+// document's own ttl (when it has one) overrides the default; -1 is never.
+func (c *collection) expireAt(ts int64, hasTTL bool, ttl int64) int64 {
 	if c.spec.DefaultTTL == nil {
-		return false
+		return never
 	}
-	ttl := int64(*c.spec.DefaultTTL)
-	if e.hasTTL {
-		ttl = e.ttl
+	if !hasTTL {
+		ttl = int64(*c.spec.DefaultTTL)
 	}
 	if ttl < 0 {
-		return false
+		return never
 	}
-	return now.Unix() >= e.ts+ttl
+	return ts + ttl
 }
 
-// live returns the entry at key unless it is missing or expired.
-func (c *collection) live(key string, now time.Time) *entry {
-	e := c.docs[key]
-	if e == nil || c.expired(e, now) {
+// find returns the entry of (id, pk), expired or not. Caller holds c.mu.
+func (c *collection) find(id, pk string) *entry {
+	for e := c.byID[id]; e != nil; e = e.next {
+		if e.pk == pk {
+			return e
+		}
+	}
+	return nil
+}
+
+// live returns the entry of (id, pk) unless it is missing or expired at
+// now. Caller holds c.mu.
+func (c *collection) live(id, pk string, now int64) *entry {
+	e := c.find(id, pk)
+	if e == nil || e.expireAt <= now {
 		return nil
 	}
 	return e
 }
 
-// publish installs e, replacing old (which may be nil). Caller holds c.mu.
-func (c *collection) publish(e, old *entry) {
-	if old != nil {
-		if old.seq == e.seq {
-			c.order[c.index(old.seq)] = e
-			old.deleted = true
-			c.docs[e.key] = e
-			return
-		}
-		c.remove(old)
+// publish installs e in place of the current entry of its identity, if
+// any. Caller holds c.mu for writing.
+func (c *collection) publish(e *entry) {
+	e.heapIdx = -1
+	old := c.find(e.id, e.pk)
+	if old == nil {
+		e.next = c.byID[e.id]
+		c.byID[e.id] = e
+	} else {
+		c.relink(old, e)
+		c.unaccount(old)
 	}
-	c.docs[e.key] = e
-	c.byID[e.id] = append(c.byID[e.id], e.key)
+	c.docs++
+	c.bytes += int64(len(e.body))
+	if e.expireAt != never {
+		heap.Push(&c.expiry, e)
+		c.nextExpiry.Store(c.expiry[0].expireAt)
+	}
+	if old != nil && old.seq == e.seq {
+		c.order[c.index(e.seq)] = e
+		return
+	}
+	if old != nil {
+		c.kill(old)
+	}
 	// Writers publish nearly in seq order: insert from the end.
 	i := len(c.order)
 	for i > 0 && c.order[i-1].seq > e.seq {
@@ -122,42 +156,127 @@ func (c *collection) publish(e, old *entry) {
 	c.order[i] = e
 }
 
-// remove takes e out. Caller holds c.mu.
+// remove takes out the entry e (which must be current). Caller holds c.mu
+// for writing.
 func (c *collection) remove(e *entry) {
-	if c.docs[e.key] != e {
+	c.relink(e, nil)
+	c.unaccount(e)
+	c.kill(e)
+}
+
+// relink replaces old by e (nil: unlinks old) in its id's chain.
+func (c *collection) relink(old, e *entry) {
+	repl := old.next
+	if e != nil {
+		e.next = old.next
+		repl = e
+	}
+	if c.byID[old.id] == old {
+		if repl == nil {
+			delete(c.byID, old.id)
+		} else {
+			c.byID[old.id] = repl
+		}
 		return
 	}
-	delete(c.docs, e.key)
-	keys := c.byID[e.id]
-	for i, k := range keys {
-		if k == e.key {
-			keys = append(keys[:i], keys[i+1:]...)
-			break
+	for p := c.byID[old.id]; p != nil; p = p.next {
+		if p.next == old {
+			p.next = repl
+			return
 		}
 	}
-	if len(keys) == 0 {
-		delete(c.byID, e.id)
-	} else {
-		c.byID[e.id] = keys
+}
+
+// unaccount drops old from the usage counters and the expiry heap.
+func (c *collection) unaccount(old *entry) {
+	c.docs--
+	c.bytes -= int64(len(old.body))
+	if old.heapIdx >= 0 {
+		heap.Remove(&c.expiry, old.heapIdx)
+		c.setNextExpiry()
 	}
-	e.deleted = true
-	c.tombs++
-	if c.tombs > 64 && c.tombs > len(c.order)/2 {
-		live := c.order[:0]
+}
+
+func (c *collection) setNextExpiry() {
+	if len(c.expiry) == 0 {
+		c.nextExpiry.Store(never)
+	} else {
+		c.nextExpiry.Store(c.expiry[0].expireAt)
+	}
+}
+
+// kill marks e dead in order and compacts order when half of it is dead.
+func (c *collection) kill(e *entry) {
+	e.dead = true
+	c.dead++
+	if c.dead > 64 && c.dead > len(c.order)/2 {
+		live := make([]*entry, 0, len(c.order)-c.dead+len(c.order)/8)
 		for _, x := range c.order {
-			if !x.deleted {
+			if !x.dead {
 				live = append(live, x)
 			}
 		}
-		for i := len(live); i < len(c.order); i++ {
-			c.order[i] = nil
-		}
-		c.order = live
-		c.tombs = 0
+		c.order, c.dead = live, 0
 	}
 }
 
 // index returns the position of seq in order (which must hold it).
 func (c *collection) index(seq uint64) int {
 	return sort.Search(len(c.order), func(i int) bool { return c.order[i].seq >= seq })
+}
+
+// purge removes up to limit entries that have expired by now and returns
+// them. tryLock guards against removing an entry a writer is about to
+// replace: it must report whether the document's write lock was taken
+// (and unlock it when the removal is done, through the returned function).
+// Caller holds c.mu for writing.
+func (c *collection) purge(now int64, limit int, tryLock func(e *entry) (func(), bool)) []*entry {
+	var out, busy []*entry
+	for len(c.expiry) > 0 && c.expiry[0].expireAt <= now && len(out) < limit {
+		e := c.expiry[0]
+		unlock, ok := tryLock(e)
+		if !ok {
+			heap.Pop(&c.expiry)
+			busy = append(busy, e)
+			continue
+		}
+		heap.Pop(&c.expiry)
+		c.relink(e, nil)
+		c.docs--
+		c.bytes -= int64(len(e.body))
+		c.kill(e)
+		unlock()
+		out = append(out, e)
+	}
+	for _, e := range busy {
+		heap.Push(&c.expiry, e)
+	}
+	c.setNextExpiry()
+	return out
+}
+
+// expiryHeap orders entries by expiry, soonest first.
+type expiryHeap []*entry
+
+func (h expiryHeap) Len() int           { return len(h) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].expireAt < h[j].expireAt }
+func (h expiryHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIdx = i
+	h[j].heapIdx = j
+}
+
+func (h *expiryHeap) Push(x any) {
+	e := x.(*entry)
+	e.heapIdx = len(*h)
+	*h = append(*h, e)
+}
+
+func (h *expiryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	e.heapIdx = -1
+	return e
 }

@@ -3,363 +3,520 @@ package memstore
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
-
-	"github.com/tidwall/gjson"
 
 	"github.com/docshard/docshard/store"
 )
 
-// systemProps are the properties the store owns; a caller's values are
-// replaced.
-var systemProps = map[string]bool{"_etag": true, "_ts": true, "_rid": true, "_self": true, "_attachments": true}
-
-// prepared is a validated incoming document.
-type prepared struct {
+// incoming is a validated document to write.
+type incoming struct {
 	id     string
-	pk     string // key text; "" = undefined
+	pk     string // key text; store.NoneText when the document has no key
 	hasTTL bool
 	ttl    int64
-	raw    []byte
-	sys    bool // the caller's JSON holds system properties
+	raw    []byte // the document's text, outer white space trimmed
+	sys    bool   // it holds system properties, which the store replaces
 }
 
-// prepare validates doc: JSON, an object, a valid string id, a primitive
-// partition-key value, a whole-number ttl. It does not decode the document.
-func (c *collection) prepare(op, linkText string, doc []byte) (*prepared, error) {
-	fail := func(id, format string, args ...any) error {
-		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: linkText, ID: id, Message: fmt.Sprintf(format, args...)}
+// isSystem reports whether a top-level property belongs to the store:
+// whatever the caller wrote there is replaced.
+func isSystem(name string) bool {
+	switch name {
+	case "_etag", "_ts", "_rid", "_self", "_attachments":
+		return true
+	}
+	return false
+}
+
+// prepare validates a document in one pass without decoding it: JSON text
+// of one object (see scanner), a string "id" valid for store.ValidateID, a
+// partition-key value that is a string, number, boolean or null (or none),
+// and, when the collection has TTL on, a "ttl" of -1 or 1 to 2^31-1. "id",
+// "ttl" and the property holding the key may appear only once.
+func (c *collection) prepare(op, l string, doc []byte) (in incoming, err error) {
+	bad := func(id, format string, args ...any) error {
+		return store.Errorf(store.ErrBadRequest, op, l, id, format, args...)
 	}
 	if len(doc) > store.MaxDocumentSize {
-		return nil, &store.Error{Kind: store.ErrTooLarge, Op: op, Link: linkText, Message: fmt.Sprintf("the document is %d bytes, more than %d", len(doc), store.MaxDocumentSize)}
+		return in, store.Errorf(store.ErrTooLarge, op, l, "", "the document is %d bytes, more than %d", len(doc), store.MaxDocumentSize)
 	}
-	trimmed := bytes.TrimSpace(doc)
-	if len(trimmed) == 0 || trimmed[0] != '{' || !gjson.ValidBytes(trimmed) {
-		if len(trimmed) > 0 && trimmed[0] != '{' && gjson.ValidBytes(trimmed) {
-			return nil, fail("", "a document is a JSON object, got %s", gjson.ParseBytes(trimmed).Type)
+	sc := scanner{b: doc}
+	sc.stack = sc.buf[:0]
+	start := sc.ws(0)
+	if start < len(doc) && doc[start] != '{' {
+		if end, err := sc.value(start, 0); err == nil && sc.ws(end) == len(doc) {
+			return in, bad("", "a document is a JSON object, got %s", kindOf(doc[start]))
 		}
-		return nil, fail("", "malformed JSON document")
 	}
-	p := &prepared{raw: trimmed}
-	var idRes, pkRes, ttlRes gjson.Result
-	idSeen := false
-	gjson.ParseBytes(trimmed).ForEach(func(k, v gjson.Result) bool {
-		name := k.String()
-		switch {
-		case name == "id":
-			idRes, idSeen = v, true
-		case name == "ttl":
-			ttlRes = v
-		case systemProps[name]:
-			p.sys = true
-		}
-		if len(c.path) == 1 && name == c.path[0] {
-			pkRes = v
-		}
-		return true
-	})
-	if !idSeen {
-		return nil, fail("", `the document has no "id"`)
+	it, err := sc.members(start, 1)
+	if err != nil {
+		return in, bad("", "%v", err)
 	}
-	if idRes.Type != gjson.String {
-		return nil, fail("", `"id" must be a string, got %s`, idRes.Raw)
-	}
-	p.id = idRes.String()
-	if err := store.ValidateID(p.id); err != nil {
-		se := err.(*store.Error)
-		se.Op, se.Link = op, linkText
-		return nil, se
-	}
-	if len(c.path) > 1 {
-		pkRes = gjson.GetBytes(trimmed, gjsonPath(c.path))
-	}
-	if pkRes.Exists() {
-		text, err := resultKeyText(pkRes)
+	var idm, keym, ttlm member
+	var hasID, hasKey, hasTTL bool
+	for {
+		m, ok, err := it.next()
 		if err != nil {
-			return nil, fail(p.id, "partition key %s: %v", c.spec.PartitionKeyPath, err)
+			return in, bad("", "%v", err)
 		}
-		p.pk = text
-	}
-	if ttlRes.Exists() && c.spec.DefaultTTL != nil {
-		f := ttlRes.Float()
-		if ttlRes.Type != gjson.Number || f != float64(int64(f)) || f == 0 || f < -1 {
-			return nil, fail(p.id, `"ttl" must be -1 or a positive whole number of seconds, got %s`, ttlRes.Raw)
+		if !ok {
+			break
 		}
-		p.hasTTL, p.ttl = true, int64(f)
-	}
-	return p, nil
-}
-
-// gjsonPath escapes property names for gjson's dotted path syntax.
-func gjsonPath(segs []string) string {
-	var b strings.Builder
-	for i, s := range segs {
-		if i > 0 {
-			b.WriteByte('.')
-		}
-		for _, r := range s {
-			if strings.ContainsRune(`.*?|#@\!=<>%`, r) {
-				b.WriteByte('\\')
+		switch {
+		case m.is(doc, "id"):
+			if hasID {
+				return in, bad("", `"id" appears twice`)
 			}
-			b.WriteRune(r)
+			idm, hasID = m, true
+		case m.is(doc, "ttl"):
+			if hasTTL {
+				return in, bad("", `"ttl" appears twice`)
+			}
+			ttlm, hasTTL = m, true
+		case doc[m.nameStart+1] == '_' || m.escaped:
+			if isSystem(m.nameString(doc)) {
+				in.sys = true
+			}
+		}
+		if m.is(doc, c.path[0]) {
+			if hasKey {
+				return in, bad("", "the partition-key property %q appears twice", c.path[0])
+			}
+			keym, hasKey = m, true
 		}
 	}
-	return b.String()
-}
-
-func resultKeyText(r gjson.Result) (string, error) {
-	switch r.Type {
-	case gjson.String:
-		return store.KeyText(r.String())
-	case gjson.Number:
-		return store.KeyText(r.Float())
-	case gjson.True:
-		return "true", nil
-	case gjson.False:
-		return "false", nil
-	case gjson.Null:
-		return "null", nil
+	end := it.end()
+	if sc.ws(end) != len(doc) {
+		return in, bad("", "%v", sc.fail(sc.ws(end), "unexpected %s after the document", sc.what(sc.ws(end))))
 	}
-	return "", fmt.Errorf("must be a string, number, boolean or null, got %s", r.Raw)
-}
+	in.raw = doc[start:end]
 
-// body returns the stored text: the caller's JSON with _etag and _ts set.
-// Without system properties in the input it appends them to the bytes;
-// otherwise it decodes and re-encodes the document.
-func (p *prepared) body(etag string, ts int64) ([]byte, error) {
-	etagJSON, _ := json.Marshal(etag)
-	if !p.sys {
-		end := bytes.LastIndexByte(p.raw, '}')
-		inner := bytes.TrimSpace(p.raw[1:end])
-		out := make([]byte, 0, end+len(etagJSON)+32)
-		out = append(out, p.raw[:end]...)
-		if len(inner) > 0 {
-			out = append(out, ',')
+	if !hasID {
+		return in, bad("", `the document has no "id"`)
+	}
+	if doc[idm.valStart] != '"' {
+		return in, bad("", `"id" must be a string, got %.40s`, doc[idm.valStart:idm.valEnd])
+	}
+	in.id = stringValue(doc[idm.valStart:idm.valEnd])
+	if err := store.ValidateID(in.id); err != nil {
+		return in, withOp(err, op, l)
+	}
+
+	in.pk = store.NoneText
+	if hasKey {
+		val := doc[keym.valStart:keym.valEnd]
+		for _, seg := range c.path[1:] {
+			if val[0] != '{' {
+				val = nil
+				break
+			}
+			if val, err = findMember(val, seg); err != nil {
+				return in, bad(in.id, "%v at %s", err, c.spec.PartitionKeyPath)
+			}
+			if val == nil {
+				break
+			}
 		}
-		out = append(out, `"_etag":`...)
-		out = append(out, etagJSON...)
-		out = append(out, `,"_ts":`...)
-		out = strconv.AppendInt(out, ts, 10)
-		return append(out, '}'), nil
+		if val != nil {
+			if in.pk, err = keyText(val); err != nil {
+				return in, bad(in.id, "the partition key at %s %v", c.spec.PartitionKeyPath, err)
+			}
+		}
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(p.raw, &m); err != nil {
+
+	if hasTTL && c.ttlOn() {
+		v := doc[ttlm.valStart:ttlm.valEnd]
+		f, err := strconv.ParseFloat(string(v), 64)
+		if v[0] == '"' || err != nil || f != math.Trunc(f) || f == 0 || f < -1 || f > math.MaxInt32 {
+			return in, bad(in.id, `"ttl" must be -1 or a whole number of seconds from 1 to %d, got %.40s`, math.MaxInt32, v)
+		}
+		in.hasTTL, in.ttl = true, int64(f)
+	}
+	return in, nil
+}
+
+func kindOf(c byte) string {
+	switch c {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// stringValue decodes a scanned JSON string.
+func stringValue(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1])
+	}
+	return unquote(raw)
+}
+
+// findMember returns the value of the property name in a scanned object,
+// nil when it has none. A name that appears twice is an error.
+func findMember(obj []byte, name string) ([]byte, error) {
+	sc := scanner{b: obj}
+	sc.stack = sc.buf[:0]
+	it, err := sc.members(0, 1)
+	if err != nil {
 		return nil, err
 	}
-	for k := range systemProps {
-		delete(m, k)
+	var found []byte
+	for {
+		m, ok, err := it.next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return found, nil
+		}
+		if m.is(obj, name) {
+			if found != nil {
+				return nil, fmt.Errorf("the property %q appears twice", name)
+			}
+			found = obj[m.valStart:m.valEnd]
+		}
 	}
-	m["_etag"] = etagJSON
-	m["_ts"] = json.RawMessage(strconv.FormatInt(ts, 10))
-	return json.Marshal(m)
 }
 
-// checkKey compares a caller's partition-key value with the document's.
-func checkKey(op, linkText string, p *prepared, given any) error {
-	if given == nil {
-		return nil
-	}
-	text, err := store.KeyText(given)
-	if err != nil {
-		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: linkText, ID: p.id, Err: err}
-	}
-	if text != p.pk {
-		body := p.pk
-		if body == "" {
-			body = "undefined"
+// keyText is store.KeyText of a scanned JSON value, which must be a
+// string, number, boolean or null. Plain ASCII strings cost one copy.
+func keyText(v []byte) (string, error) {
+	switch v[0] {
+	case '"':
+		plain := true
+		for _, c := range v[1 : len(v)-1] {
+			if c == '\\' || c >= 0x7f || c == '<' || c == '>' || c == '&' {
+				plain = false
+				break
+			}
 		}
-		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: linkText, ID: p.id,
-			Message: fmt.Sprintf("the partition key given (%s) differs from the document's (%s)", text, body)}
+		if plain {
+			return string(v), nil
+		}
+		return store.KeyText(unquote(v))
+	case 't':
+		return "true", nil
+	case 'f':
+		return "false", nil
+	case 'n':
+		return "null", nil
+	case '{', '[':
+		return "", fmt.Errorf("must be a string, number, boolean or null, got %s", kindOf(v[0]))
 	}
-	return nil
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil {
+		return "", fmt.Errorf("is not a number: %.40s", v)
+	}
+	return store.KeyText(f)
+}
+
+// withOp fills in the operation and link of an error from store helpers.
+func withOp(err error, op, l string) error {
+	var se *store.Error
+	if errors.As(err, &se) {
+		cp := *se
+		cp.Op, cp.Link = op, l
+		return &cp
+	}
+	return err
+}
+
+// body returns the stored text: the caller's JSON with its system
+// properties left out and "_etag" and "_ts" appended. Without system
+// properties in the input (the usual case) it is one copy.
+func (in *incoming) body(etag string, ts int64) []byte {
+	out := make([]byte, 0, len(in.raw)+len(etag)+40)
+	if !in.sys {
+		out = append(out, in.raw[:len(in.raw)-1]...)
+	} else {
+		out = append(out, '{')
+		sc := scanner{b: in.raw}
+		sc.stack = sc.buf[:0]
+		it, _ := sc.members(0, 1)
+		n := 0
+		for {
+			m, ok, err := it.next()
+			if err != nil || !ok {
+				break
+			}
+			if (in.raw[m.nameStart+1] == '_' || m.escaped) && isSystem(m.nameString(in.raw)) {
+				continue
+			}
+			if n > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, in.raw[m.nameStart:m.valEnd]...)
+			n++
+		}
+	}
+	// "id" is always there, so a comma always precedes ours.
+	out = append(out, `,"_etag":"\"`...)
+	out = append(out, etag[1:len(etag)-1]...)
+	out = append(out, `\"","_ts":`...)
+	out = strconv.AppendInt(out, ts, 10)
+	return append(out, '}')
+}
+
+// givenKey returns the key text of a caller's partition-key option; given
+// is false when it is nil.
+func givenKey(op, l, id string, v any) (text string, given bool, err error) {
+	if v == nil {
+		return "", false, nil
+	}
+	text, err = store.KeyText(v)
+	if err != nil {
+		return "", false, withOp(withID(err, id), op, l)
+	}
+	return text, true, nil
+}
+
+func withID(err error, id string) error {
+	var se *store.Error
+	if errors.As(err, &se) && se.ID == "" {
+		cp := *se
+		cp.ID = id
+		return &cp
+	}
+	return err
 }
 
 // write validates and stores a document. mode is "create", "replace" or
 // "upsert"; id is the replace target.
-func (s *Store) write(ctx context.Context, mode, linkText, id string, doc []byte, opts *store.WriteOptions) (*store.Document, error) {
-	c, err := s.collection(mode, linkText)
+func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts *store.WriteOptions) (*store.Document, error) {
+	c, err := s.collection(ctx, mode, l)
 	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var o store.WriteOptions
 	if opts != nil {
 		o = *opts
 	}
-	p, err := c.prepare(mode, linkText, doc)
+	if mode == "replace" {
+		if err := store.ValidateID(id); err != nil {
+			return nil, withOp(err, mode, l)
+		}
+	}
+	in, err := c.prepare(mode, l, doc)
 	if err != nil {
 		return nil, err
 	}
-	if mode == "replace" && p.id != id {
-		return nil, &store.Error{Kind: store.ErrBadRequest, Op: mode, Link: linkText, ID: id, Message: fmt.Sprintf("the document's id is %q", p.id)}
+	if mode == "replace" && in.id != id {
+		return nil, store.Errorf(store.ErrBadRequest, mode, l, id, "the document's id is %q", in.id)
 	}
-	if err := checkKey(mode, linkText, p, o.PartitionKey); err != nil {
+	if text, given, err := givenKey(mode, l, in.id, o.PartitionKey); err != nil {
 		return nil, err
+	} else if given && text != in.pk {
+		return nil, store.Errorf(store.ErrBadRequest, mode, l, in.id,
+			"the partition key given (%s) differs from the document's (%s at %s)", text, in.pk, c.spec.PartitionKeyPath)
 	}
-	key := docKey(p.pk, p.id)
-	unlock := s.lockDoc(c.link, key)
-	defer unlock()
 
-	now := s.clock()
+	m := s.lockFor(c, in.pk, in.id)
+	m.Lock()
+	defer m.Unlock()
+	now := s.clock().Unix()
 	c.mu.RLock()
-	old := c.docs[key]
+	old := c.find(in.id, in.pk)
 	dropped := c.dropped
 	c.mu.RUnlock()
 	if dropped {
-		return nil, &store.Error{Kind: store.ErrCollectionNotFound, Op: mode, Link: linkText}
+		return nil, &store.Error{Kind: store.ErrCollectionNotFound, Op: mode, Link: l}
 	}
 	live := old
-	if old != nil && c.expired(old, now) {
+	if old != nil && old.expireAt <= now {
 		live = nil
 	}
 	switch {
 	case mode == "create" && live != nil:
-		return nil, &store.Error{Kind: store.ErrConflict, Op: mode, Link: linkText, ID: p.id, Message: "a document with this id exists"}
+		return nil, store.Errorf(store.ErrConflict, mode, l, in.id, "a document with this id exists under partition key %s", in.pk)
 	case mode == "replace" && live == nil:
-		return nil, &store.Error{Kind: store.ErrNotFound, Op: mode, Link: linkText, ID: p.id}
-	case o.IfMatch != "" && (live == nil || live.etag != o.IfMatch):
-		if live == nil {
-			return nil, &store.Error{Kind: store.ErrPreconditionFailed, Op: mode, Link: linkText, ID: p.id, Message: "If-Match given for a document that does not exist"}
-		}
-		return nil, &store.Error{Kind: store.ErrPreconditionFailed, Op: mode, Link: linkText, ID: p.id, Message: fmt.Sprintf("If-Match %s, stored ETag %s", o.IfMatch, live.etag)}
+		return nil, &store.Error{Kind: store.ErrNotFound, Op: mode, Link: l, ID: in.id, Message: "no document under partition key " + in.pk}
+	case mode != "create" && live != nil && o.IfMatch != "" && o.IfMatch != live.etag:
+		return nil, store.Errorf(store.ErrPreconditionFailed, mode, l, in.id, "If-Match %s, the stored ETag is %s", o.IfMatch, live.etag)
 	}
-	e := &entry{key: key, id: p.id, pk: p.pk, etag: s.newETag(), ts: now.Unix(), hasTTL: p.hasTTL, ttl: p.ttl}
+	e := &entry{id: in.id, pk: in.pk, etag: s.newETag(), ts: now}
+	e.expireAt = c.expireAt(now, in.hasTTL, in.ttl)
+	e.body = in.body(e.etag, e.ts)
+	if len(e.body) > store.MaxDocumentSize {
+		return nil, store.Errorf(store.ErrTooLarge, mode, l, in.id, "the stored document would be %d bytes, more than %d", len(e.body), store.MaxDocumentSize)
+	}
 	if live != nil {
 		e.seq = live.seq // a replace keeps the document's place in the feed
 	} else {
 		e.seq = c.nextSeq.Add(1) - 1
 	}
-	if e.body, err = p.body(e.etag, e.ts); err != nil {
-		return nil, &store.Error{Kind: store.ErrBadRequest, Op: mode, Link: linkText, ID: p.id, Err: err}
-	}
-	if len(e.body) > store.MaxDocumentSize {
-		return nil, &store.Error{Kind: store.ErrTooLarge, Op: mode, Link: linkText, ID: p.id, Message: fmt.Sprintf("the stored document would be %d bytes, more than %d", len(e.body), store.MaxDocumentSize)}
-	}
-	if s.db != nil {
-		if err := s.persistPut(c, e); err != nil {
-			return nil, s.persistErr(mode, linkText, p.id, err)
+	if s.disk != nil {
+		o := &diskOp{kind: opPut, bucket: docsBucket(c.uid), seq: e.seq, rec: encodeRecord(e)}
+		if old != nil && old.seq != e.seq {
+			o.del = old.seq // the expired version
+		}
+		if err := s.disk.submit(o, true); err != nil {
+			return nil, s.diskErr(mode, l, in.id, err)
 		}
 	}
 	c.mu.Lock()
 	if c.dropped {
 		c.mu.Unlock()
-		return nil, &store.Error{Kind: store.ErrCollectionNotFound, Op: mode, Link: linkText}
+		return nil, &store.Error{Kind: store.ErrCollectionNotFound, Op: mode, Link: l}
 	}
-	c.publish(e, c.docs[key])
+	c.publish(e)
+	s.purgeLocked(c, now, 16)
 	c.mu.Unlock()
 	return e.document(), nil
 }
 
-// Create adds a document; see store.Documents.
+// Create adds a document; see store.Documents. The partition-key value
+// comes from the body (a document without one has the key store.None); a
+// given opts.PartitionKey must equal it. opts.IfMatch is ignored, as
+// Cosmos DB ignores it on create.
 func (s *Store) Create(ctx context.Context, l string, doc []byte, opts *store.WriteOptions) (*store.Document, error) {
 	return s.write(ctx, "create", l, "", doc, opts)
 }
 
-// Replace overwrites a document; see store.Documents.
+// Replace overwrites a document; see store.Documents. The document
+// replaced is the one with the body's id and partition-key value.
 func (s *Store) Replace(ctx context.Context, l, id string, doc []byte, opts *store.WriteOptions) (*store.Document, error) {
 	return s.write(ctx, "replace", l, id, doc, opts)
 }
 
-// Upsert creates or replaces a document; see store.Documents.
+// Upsert creates or replaces a document; see store.Documents. As in Cosmos
+// DB, opts.IfMatch applies when a document is replaced: an upsert that
+// creates ignores it.
 func (s *Store) Upsert(ctx context.Context, l string, doc []byte, opts *store.WriteOptions) (*store.Document, error) {
 	return s.write(ctx, "upsert", l, "", doc, opts)
 }
 
-// findKey resolves (id, partition key) to a document key. Without a key it
-// uses the id alone when that is unambiguous in the collection.
-func (c *collection) findKey(op, linkText, id string, pk any) (string, error) {
-	if err := store.ValidateID(id); err != nil {
-		se := err.(*store.Error)
-		se.Op, se.Link = op, linkText
-		return "", se
-	}
-	if pk != nil {
-		text, err := store.KeyText(pk)
-		if err != nil {
-			return "", &store.Error{Kind: store.ErrBadRequest, Op: op, Link: linkText, ID: id, Err: err}
+// resolve finds the live entry of id, with the partition key when given.
+// Without one it finds the id's only live document; when several
+// partition-key values hold the id, that is an error wrapping
+// store.ErrBadRequest that lists them. Caller holds c.mu.
+func (c *collection) resolve(op, l, id, pk string, given bool, now int64) (*entry, error) {
+	if given {
+		if e := c.live(id, pk, now); e != nil {
+			return e, nil
 		}
-		return docKey(text, id), nil
+		return nil, &store.Error{Kind: store.ErrNotFound, Op: op, Link: l, ID: id, Message: "no document under partition key " + pk}
 	}
-	c.mu.RLock()
-	keys := c.byID[id]
-	c.mu.RUnlock()
-	switch len(keys) {
-	case 0:
-		return "", &store.Error{Kind: store.ErrNotFound, Op: op, Link: linkText, ID: id}
-	case 1:
-		return keys[0], nil
+	var found *entry
+	var keys []string
+	for e := c.byID[id]; e != nil; e = e.next {
+		if e.expireAt <= now {
+			continue
+		}
+		if found != nil {
+			keys = append(keys, e.pk)
+		} else {
+			found = e
+		}
 	}
-	return "", &store.Error{Kind: store.ErrBadRequest, Op: op, Link: linkText, ID: id,
-		Message: fmt.Sprintf("%d documents have this id under different partition-key values; give the partition key", len(keys))}
+	switch {
+	case found == nil:
+		return nil, &store.Error{Kind: store.ErrNotFound, Op: op, Link: l, ID: id}
+	case keys != nil:
+		keys = append(keys, found.pk)
+		return nil, store.Errorf(store.ErrBadRequest, op, l, id,
+			"partition key required: %d documents have this id, under keys %s", len(keys), strings.Join(keys, ", "))
+	}
+	return found, nil
 }
 
-// Read returns a document; see store.Documents.
+// Read returns a document; see store.Documents. Without a partition key it
+// finds the document when the id is unique in the collection (always so
+// under the default key path "/id"), and is an error wrapping
+// store.ErrBadRequest ("partition key required") when several key values
+// hold the id. It costs a map lookup under a read lock.
 func (s *Store) Read(ctx context.Context, l, id string, opts *store.ReadOptions) (*store.Document, error) {
 	const op = "read"
-	c, err := s.collection(op, l)
+	c, err := s.collection(ctx, op, l)
 	if err != nil {
 		return nil, err
 	}
-	var pk any
+	if err := store.ValidateID(id); err != nil {
+		return nil, withOp(err, op, l)
+	}
+	var key any
 	if opts != nil {
-		pk = opts.PartitionKey
+		key = opts.PartitionKey
 	}
-	key, err := c.findKey(op, l, id, pk)
+	pk, given, err := givenKey(op, l, id, key)
 	if err != nil {
 		return nil, err
 	}
-	now := s.clock()
+	now := s.clock().Unix()
 	c.mu.RLock()
-	e := c.live(key, now)
+	e, err := c.resolve(op, l, id, pk, given, now)
 	c.mu.RUnlock()
-	if e == nil {
-		return nil, &store.Error{Kind: store.ErrNotFound, Op: op, Link: l, ID: id}
+	if err != nil {
+		return nil, err
 	}
 	return e.document(), nil
 }
 
-// Delete removes a document; see store.Documents.
+// Delete removes a document; see store.Documents. Without a partition key
+// it resolves the id as Read does.
 func (s *Store) Delete(ctx context.Context, l, id string, opts *store.WriteOptions) error {
 	const op = "delete"
-	c, err := s.collection(op, l)
+	c, err := s.collection(ctx, op, l)
 	if err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
+	if err := store.ValidateID(id); err != nil {
+		return withOp(err, op, l)
 	}
 	var o store.WriteOptions
 	if opts != nil {
 		o = *opts
 	}
-	key, err := c.findKey(op, l, id, o.PartitionKey)
+	pk, given, err := givenKey(op, l, id, o.PartitionKey)
 	if err != nil {
 		return err
 	}
-	unlock := s.lockDoc(c.link, key)
-	defer unlock()
-	now := s.clock()
+	if !given {
+		c.mu.RLock()
+		e, err := c.resolve(op, l, id, "", false, s.clock().Unix())
+		c.mu.RUnlock()
+		if err != nil {
+			return err
+		}
+		pk = e.pk
+	}
+	m := s.lockFor(c, pk, id)
+	m.Lock()
+	defer m.Unlock()
+	now := s.clock().Unix()
 	c.mu.RLock()
-	e := c.live(key, now)
+	e, err := c.resolve(op, l, id, pk, true, now)
+	dropped := c.dropped
 	c.mu.RUnlock()
-	if e == nil {
-		return &store.Error{Kind: store.ErrNotFound, Op: op, Link: l, ID: id}
+	switch {
+	case dropped:
+		return &store.Error{Kind: store.ErrCollectionNotFound, Op: op, Link: l}
+	case err != nil:
+		return err
+	case o.IfMatch != "" && o.IfMatch != e.etag:
+		return store.Errorf(store.ErrPreconditionFailed, op, l, id, "If-Match %s, the stored ETag is %s", o.IfMatch, e.etag)
 	}
-	if o.IfMatch != "" && o.IfMatch != e.etag {
-		return &store.Error{Kind: store.ErrPreconditionFailed, Op: op, Link: l, ID: id, Message: fmt.Sprintf("If-Match %s, stored ETag %s", o.IfMatch, e.etag)}
-	}
-	if s.db != nil {
-		if err := s.persistDelete(c, key); err != nil {
-			return s.persistErr(op, l, id, err)
+	if s.disk != nil {
+		if err := s.disk.submit(&diskOp{kind: opDelete, bucket: docsBucket(c.uid), del: e.seq}, true); err != nil {
+			return s.diskErr(op, l, id, err)
 		}
 	}
 	c.mu.Lock()
-	c.remove(e)
+	if !c.dropped && c.find(id, pk) == e {
+		c.remove(e)
+	}
+	s.purgeLocked(c, now, 16)
 	c.mu.Unlock()
 	return nil
 }

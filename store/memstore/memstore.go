@@ -5,14 +5,16 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/maphash"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/docshard/docshard/internal/cursor"
 	"github.com/docshard/docshard/link"
@@ -21,44 +23,46 @@ import (
 
 // Options configure a store. A nil *Options means defaults.
 type Options struct {
-	// Clock returns the current time, for _ts and TTL; nil means
-	// time.Now. Tests inject a fake clock to expire documents.
+	// Clock returns the current time, for "_ts" and TTL; nil means
+	// time.Now. Tests inject a settable clock to expire documents.
 	Clock func() time.Time
-	// PageSize is the page size of queries and feeds when the caller gives
-	// no hint; 0 means 100.
+	// PageSize is the most items a query or feed page holds when the
+	// caller gives no hint; 0 means 100 (Cosmos DB's default).
 	PageSize int
+	// MaxPageBytes caps a page's items by their total size, as Cosmos DB
+	// caps a response at 4 MB; a page always holds at least one item. 0
+	// means 4 MiB.
+	MaxPageBytes int
 	// Cursors is how many paged query results are kept for their
-	// continuation tokens; 0 means 64. An evicted cursor costs a re-run.
+	// continuation tokens, least recently used out first; 0 means 256. A
+	// token whose cursor was evicted costs a re-run of the query.
 	Cursors int
-	// NoSync skips fsync in durable mode (bbolt's NoSync): faster, and an
-	// acknowledged write can be lost in a machine crash (not in a process
-	// crash). For tests and bulk loads.
+	// NoSync skips fsync in durable mode (bbolt's NoSync): faster, and
+	// acknowledged writes survive a process crash but not a machine crash.
+	// For tests and bulk loads.
 	NoSync bool
 }
 
-// Store is the embedded store.
+// Store is the embedded store. It is safe for concurrent use.
 type Store struct {
 	opts    Options
 	clock   func() time.Time
-	db      *bolt.DB // nil in memory
-	mu      sync.RWMutex
+	mu      sync.RWMutex           // guards colls
 	colls   map[string]*collection // by canonical link
+	admin   sync.Mutex             // serialises collection creates and deletes
 	closed  atomic.Bool
-	etagSeq atomic.Uint64
 	etagPfx string
-	locks   [256]sync.Mutex // per-document write locks, by key hash
+	etagSeq atomic.Uint64
+	seed    maphash.Seed
+	locks   [1024]sync.Mutex // document write locks, by hash of (collection, key, id)
 	cursors *cursor.Cache[[]json.RawMessage]
+	disk    *disk // nil in memory
 }
 
 var _ store.Store = (*Store)(nil)
 
 // New returns an empty in-memory store.
 func New(opts *Options) *Store {
-	s := newStore(opts)
-	return s
-}
-
-func newStore(opts *Options) *Store {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -69,64 +73,63 @@ func newStore(opts *Options) *Store {
 	if o.PageSize <= 0 {
 		o.PageSize = 100
 	}
-	if o.Cursors <= 0 {
-		o.Cursors = 64
+	if o.MaxPageBytes <= 0 {
+		o.MaxPageBytes = 4 << 20
 	}
-	var pfx [4]byte
-	_, _ = rand.Read(pfx[:])
+	if o.Cursors <= 0 {
+		o.Cursors = 256
+	}
 	return &Store{
 		opts:    o,
 		clock:   o.Clock,
 		colls:   map[string]*collection{},
-		etagPfx: hex.EncodeToString(pfx[:]),
+		etagPfx: randomHex(4),
+		seed:    maphash.MakeSeed(),
 		cursors: cursor.NewCache[[]json.RawMessage](o.Cursors),
 	}
 }
 
-// Open opens (creating if needed) a durable store in dir. It loads every
-// collection and document into memory. Only one process may open a
-// directory at a time; a second Open waits up to 5 seconds, then fails.
+// Open opens a durable store in dir, creating the directory and its
+// database file (dir/docshard.db) if needed, and loads every collection
+// and document into memory (documents that have expired are dropped). One
+// process at a time may open a directory: Open waits up to 5 seconds for
+// another to close it, then fails.
 func Open(dir string, opts *Options) (*Store, error) {
-	s := newStore(opts)
-	if err := s.open(dir); err != nil {
+	s := New(opts)
+	if err := s.openDisk(dir); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// Close releases the store. Operations after Close fail with
-// store.ErrUnavailable.
+// Close releases the store: in durable mode it waits for queued writes to
+// commit, then closes the file. Operations after Close fail with
+// store.ErrUnavailable; Close again is a no-op.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	if s.db != nil {
-		return s.db.Close()
+	if s.disk != nil {
+		return s.disk.close()
 	}
 	return nil
 }
 
-func (s *Store) checkOpen(op, link string) error {
-	if s.closed.Load() {
-		return &store.Error{Kind: store.ErrUnavailable, Op: op, Link: link, Message: "the store is closed"}
-	}
-	return nil
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // begin checks that the store is open and ctx is live, and returns the
 // canonical form of the collection link.
 func (s *Store) begin(ctx context.Context, op, l string) (string, error) {
-	if err := s.checkOpen(op, l); err != nil {
-		return "", err
+	if s.closed.Load() {
+		return "", &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, Message: "the store is closed"}
 	}
 	if err := ctx.Err(); err != nil {
-		return "", err
+		return "", &store.Error{Op: op, Link: l, Err: err}
 	}
-	return canonLink(op, l)
-}
-
-// canonLink validates a collection link and returns its canonical form.
-func canonLink(op, l string) (string, error) {
 	c, err := link.Canonical(l)
 	if err != nil {
 		return "", &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
@@ -134,12 +137,9 @@ func canonLink(op, l string) (string, error) {
 	return c, nil
 }
 
-// collection finds a collection or reports store.ErrCollectionNotFound.
-func (s *Store) collection(op, l string) (*collection, error) {
-	if err := s.checkOpen(op, l); err != nil {
-		return nil, err
-	}
-	key, err := canonLink(op, l)
+// collection finds an open collection.
+func (s *Store) collection(ctx context.Context, op, l string) (*collection, error) {
+	key, err := s.begin(ctx, op, l)
 	if err != nil {
 		return nil, err
 	}
@@ -152,123 +152,191 @@ func (s *Store) collection(op, l string) (*collection, error) {
 	return c, nil
 }
 
-// CreateCollection creates a collection; an existing one wraps
-// store.ErrConflict.
+// CreateCollection creates a collection; see store.Collections. The spec
+// is checked and normalised by store.CheckSpec (an empty PartitionKeyPath
+// is stored as "/id"). In durable mode it returns once the collection is
+// on disk.
 func (s *Store) CreateCollection(ctx context.Context, l string, spec *store.CollectionSpec) error {
 	const op = "create collection"
 	key, err := s.begin(ctx, op, l)
 	if err != nil {
 		return err
 	}
-	var sp store.CollectionSpec
-	if spec != nil {
-		sp = *spec
-	}
-	path, err := store.ParsePartitionKeyPath(sp.PartitionKeyPath)
+	sp, path, err := store.CheckSpec(spec)
 	if err != nil {
-		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
+		return withOp(err, op, l)
 	}
-	if sp.DefaultTTL != nil && (*sp.DefaultTTL == 0 || *sp.DefaultTTL < -1) {
-		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: fmt.Sprintf("defaultTtl %d: want -1 or a positive number of seconds (nil for off)", *sp.DefaultTTL)}
+	s.admin.Lock()
+	defer s.admin.Unlock()
+	s.mu.RLock()
+	exists := s.colls[key] != nil
+	s.mu.RUnlock()
+	if exists {
+		return store.Errorf(store.ErrConflict, op, l, "", "the collection exists")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.colls[key]; ok {
-		return &store.Error{Kind: store.ErrConflict, Op: op, Link: l, Message: "the collection exists"}
-	}
-	c := newCollection(key, sp, path)
-	if s.db != nil {
-		if err := s.persistCollection(c); err != nil {
-			return &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, Err: err}
+	c := newCollection(key, randomHex(8), sp, path)
+	if s.disk != nil {
+		meta, _ := json.Marshal(collMeta{UID: c.uid, Spec: sp})
+		o := &diskOp{kind: opCreateColl, bucket: docsBucket(c.uid), link: []byte(key), meta: meta}
+		if err := s.disk.submit(o, true); err != nil {
+			return s.diskErr(op, l, "", err)
 		}
 	}
+	s.mu.Lock()
 	s.colls[key] = c
+	s.mu.Unlock()
 	return nil
 }
 
-// DeleteCollection deletes a collection and its documents.
+// DeleteCollection deletes a collection and its documents; see
+// store.Collections.
 func (s *Store) DeleteCollection(ctx context.Context, l string) error {
 	const op = "delete collection"
 	key, err := s.begin(ctx, op, l)
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.colls[key]
-	if !ok {
+	s.admin.Lock()
+	defer s.admin.Unlock()
+	s.mu.RLock()
+	c := s.colls[key]
+	s.mu.RUnlock()
+	if c == nil {
 		return &store.Error{Kind: store.ErrCollectionNotFound, Op: op, Link: l}
 	}
-	if s.db != nil {
-		if err := s.dropCollection(key); err != nil {
-			return &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, Err: err}
+	if s.disk != nil {
+		o := &diskOp{kind: opDropColl, bucket: docsBucket(c.uid), link: []byte(key)}
+		if err := s.disk.submit(o, true); err != nil {
+			return s.diskErr(op, l, "", err)
 		}
 	}
+	s.mu.Lock()
+	delete(s.colls, key)
+	s.mu.Unlock()
 	c.mu.Lock()
 	c.dropped = true
 	c.mu.Unlock()
-	delete(s.colls, key)
 	return nil
 }
 
-// ListCollections returns a database's collection links, sorted.
+// ListCollections returns a database's collection links, sorted; see
+// store.Collections. It costs a pass over every collection of the store.
 func (s *Store) ListCollections(ctx context.Context, dbLink string) ([]string, error) {
 	const op = "list collections"
-	if err := s.checkOpen(op, dbLink); err != nil {
-		return nil, err
+	if s.closed.Load() {
+		return nil, &store.Error{Kind: store.ErrUnavailable, Op: op, Link: dbLink, Message: "the store is closed"}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &store.Error{Op: op, Link: dbLink, Err: err}
 	}
 	db, err := link.ParseDatabase(dbLink)
 	if err != nil {
 		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: dbLink, Err: err}
 	}
 	prefix := "dbs/" + db + "/colls/"
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	out := []string{}
+	s.mu.RLock()
 	for k := range s.colls {
 		if strings.HasPrefix(k, prefix) {
 			out = append(out, k)
 		}
 	}
+	s.mu.RUnlock()
 	sort.Strings(out)
 	return out, nil
 }
 
-// CollectionInfo returns a collection's spec and usage: the documents that
-// have not expired and the bytes of their stored JSON.
+// CollectionInfo returns a collection's spec and its usage: the documents
+// that have not expired and the bytes of their stored JSON text (system
+// properties included). Usage is kept as documents are written, so this
+// costs no scan.
 func (s *Store) CollectionInfo(ctx context.Context, l string) (*store.CollectionInfo, error) {
-	c, err := s.collection("collection info", l)
+	c, err := s.collection(ctx, "collection info", l)
 	if err != nil {
 		return nil, err
 	}
-	now := s.clock()
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	info := &store.CollectionInfo{Link: c.link, Spec: c.spec}
-	for _, e := range c.order {
-		if e.deleted || c.expired(e, now) {
-			continue
-		}
-		info.Documents++
-		info.Bytes += int64(len(e.body))
+	now := s.clock().Unix()
+	c.mu.Lock()
+	s.purgeLocked(c, now, math.MaxInt)
+	info := &store.CollectionInfo{Link: c.link, Spec: c.spec, Documents: c.docs, Bytes: c.bytes}
+	c.mu.Unlock()
+	if info.Spec.DefaultTTL != nil {
+		ttl := *info.Spec.DefaultTTL
+		info.Spec.DefaultTTL = &ttl
+	}
+	info.Spec.Indexing = append(json.RawMessage(nil), info.Spec.Indexing...)
+	if len(info.Spec.Indexing) == 0 {
+		info.Spec.Indexing = nil
 	}
 	return info, nil
 }
 
-func (s *Store) newETag() string {
-	return fmt.Sprintf(`"%s-%x"`, s.etagPfx, s.etagSeq.Add(1))
+// purge removes the expired documents of c if any are due, taking the
+// collection lock only then.
+func (s *Store) purge(c *collection, now int64) {
+	if c.nextExpiry.Load() > now {
+		return
+	}
+	c.mu.Lock()
+	s.purgeLocked(c, now, math.MaxInt)
+	c.mu.Unlock()
 }
 
-// lockDoc serialises writers of one document.
-func (s *Store) lockDoc(coll, key string) func() {
-	h := uint32(2166136261)
-	for i := 0; i < len(coll); i++ {
-		h = (h ^ uint32(coll[i])) * 16777619
+// purgeLocked removes up to limit expired documents; in durable mode it
+// queues their deletion without waiting (a crash before it commits only
+// leaves them for the next Open to drop). Caller holds c.mu for writing.
+func (s *Store) purgeLocked(c *collection, now int64, limit int) {
+	if c.nextExpiry.Load() > now {
+		return
 	}
-	for i := 0; i < len(key); i++ {
-		h = (h ^ uint32(key[i])) * 16777619
+	gone := c.purge(now, limit, func(e *entry) (func(), bool) {
+		m := s.lockFor(c, e.pk, e.id)
+		if !m.TryLock() {
+			return nil, false
+		}
+		return m.Unlock, true
+	})
+	if s.disk == nil || len(gone) == 0 {
+		return
 	}
-	m := &s.locks[h%uint32(len(s.locks))]
-	m.Lock()
-	return m.Unlock
+	for _, e := range gone {
+		_ = s.disk.submit(&diskOp{kind: opDelete, bucket: docsBucket(c.uid), del: e.seq}, false)
+	}
+}
+
+// newETag returns a fresh ETag, quoted as Cosmos DB writes them: a random
+// prefix per store instance (so ETags never repeat across restarts) and a
+// counter.
+func (s *Store) newETag() string {
+	b := make([]byte, 0, 2+len(s.etagPfx)+1+16)
+	b = append(b, '"')
+	b = append(b, s.etagPfx...)
+	b = append(b, '-')
+	b = strconv.AppendUint(b, s.etagSeq.Add(1), 16)
+	b = append(b, '"')
+	return string(b)
+}
+
+// lockFor returns the write lock of a document: writers of one document
+// hold it from reading the current version to publishing the next, so
+// their preconditions and sequence numbers never race.
+func (s *Store) lockFor(c *collection, pk, id string) *sync.Mutex {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	h.WriteString(c.uid)
+	h.WriteString(pk)
+	h.WriteByte(0)
+	h.WriteString(id)
+	return &s.locks[h.Sum64()%uint64(len(s.locks))]
+}
+
+// diskErr maps a durable-write failure to a store error.
+func (s *Store) diskErr(op, l, id string, err error) error {
+	switch {
+	case errors.Is(err, errGone):
+		return &store.Error{Kind: store.ErrCollectionNotFound, Op: op, Link: l, ID: id}
+	case errors.Is(err, errClosed):
+		return &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, ID: id, Message: "the store is closed"}
+	}
+	return &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, ID: id, Message: fmt.Sprintf("writing to disk: %v", err), Err: err}
 }

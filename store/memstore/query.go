@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"runtime"
 	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/docshard/docshard/internal/cursor"
 	"github.com/docshard/docshard/query"
@@ -15,7 +17,8 @@ import (
 )
 
 // queryToken is a query continuation: the cursor holding the results, the
-// offset of the next page, and a hash binding it to its query.
+// offset of the next page, and a hash binding the token to its
+// collection, query text, parameters and partition key.
 type queryToken struct {
 	V      int    `json:"v"`
 	Hash   string `json:"h"`
@@ -23,47 +26,57 @@ type queryToken struct {
 	Offset int    `json:"o"`
 }
 
-// feedToken is a read-feed continuation: the last sequence number returned.
+// feedToken is a read-feed continuation: the collection incarnation and
+// the last position returned.
 type feedToken struct {
-	V    int    `json:"v"`
-	Link string `json:"l"`
-	Seq  uint64 `json:"s"`
+	V   int    `json:"v"`
+	UID string `json:"u"`
+	Seq uint64 `json:"s"`
 }
 
-func encodeToken(v any) string { return cursor.Encode(v) }
+const tokenVersion = 1
 
-func decodeToken(op, linkText, s string, v any) error {
-	if err := cursor.Decode(s, v); err != nil {
-		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: linkText, Message: fmt.Sprintf("malformed continuation token %q", truncate(s, 40))}
+func badToken(op, l, s, why string) error {
+	if len(s) > 40 {
+		s = s[:40] + "..."
 	}
-	return nil
+	return store.Errorf(store.ErrBadRequest, op, l, "", "continuation token %q: %s", s, why)
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
-
-// queryHash binds a token to the collection, query text, parameters and
-// partition key it was issued for.
-func queryHash(linkText string, q store.Query, pk string) string {
-	h := fnv.New64a()
+// queryHash binds a token to what it was issued for.
+func queryHash(uid string, q store.Query, pk string) (string, error) {
 	params := append([]store.Param(nil), q.Parameters...)
-	sort.Slice(params, func(i, j int) bool { return params[i].Name < params[j].Name })
-	pj, _ := json.Marshal(params)
-	for _, part := range []string{linkText, q.Text, string(pj), pk} {
-		h.Write([]byte(part))
-		h.Write([]byte{0})
+	sort.SliceStable(params, func(i, j int) bool { return params[i].Name < params[j].Name })
+	pj, err := json.Marshal(params)
+	if err != nil {
+		return "", err
 	}
-	return strconv.FormatUint(h.Sum64(), 36)
+	h := fnv.New128a()
+	for _, part := range []string{uid, q.Text, string(pj), pk} {
+		h.Write([]byte(strconv.Itoa(len(part))))
+		h.Write([]byte{':'})
+		h.Write([]byte(part))
+	}
+	return fmt.Sprintf("%x", h.Sum(nil)), nil
 }
 
-// Query runs Cosmos DB SQL over one collection; see store.Querier.
+// Query runs Cosmos DB SQL over one collection with package query; see
+// store.Querier.
+//
+// The first page runs the whole query over a snapshot of the collection
+// (the documents that exist and have not expired, in feed order; with a
+// partition key, only those with that key) and keeps the results in a
+// cursor when they do not fit one page; later pages are slices of it, so a
+// paged query sees one consistent snapshot. A token whose cursor was
+// evicted (Options.Cursors) re-runs the query and resumes at the same
+// offset, which is exact unless documents changed in between. Documents
+// are decoded on their first query and kept decoded (the first query after
+// many writes pays for decoding them, spread over GOMAXPROCS goroutines).
+// Tokens are bound to the collection, text, parameters and key: another
+// query's token is an error wrapping store.ErrBadRequest.
 func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.QueryOptions) (*store.Page, error) {
 	const op = "query"
-	c, err := s.collection(op, l)
+	c, err := s.collection(ctx, op, l)
 	if err != nil {
 		return nil, err
 	}
@@ -71,106 +84,174 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	if opts != nil {
 		o = *opts
 	}
-	pk := ""
-	scoped := o.PartitionKey != nil
-	if scoped {
-		if pk, err = store.KeyText(o.PartitionKey); err != nil {
+	pk, scoped, err := givenKey(op, l, "", o.PartitionKey)
+	if err != nil {
+		return nil, err
+	}
+	params := make(map[string]any, len(q.Parameters))
+	for _, p := range q.Parameters {
+		if len(p.Name) < 2 || p.Name[0] != '@' {
+			return nil, store.Errorf(store.ErrBadRequest, op, l, "", "parameter name %q: want '@' and a name", p.Name)
+		}
+		if _, dup := params[p.Name]; dup {
+			return nil, store.Errorf(store.ErrBadRequest, op, l, "", "parameter %s given twice", p.Name)
+		}
+		params[p.Name] = p.Value
+	}
+	hash, err := queryHash(c.uid, q, pk)
+	if err != nil {
+		return nil, store.Errorf(store.ErrBadRequest, op, l, "", "parameters have no JSON form: %v", err)
+	}
+	var tok queryToken
+	if o.Continuation == "" {
+		tok = queryToken{V: tokenVersion, Hash: hash}
+	} else {
+		if err := cursor.Decode(o.Continuation, &tok); err != nil {
+			return nil, badToken(op, l, o.Continuation, "malformed")
+		}
+		switch {
+		case tok.V != tokenVersion || tok.Offset < 0:
+			return nil, badToken(op, l, o.Continuation, "malformed")
+		case tok.Hash != hash:
+			return nil, badToken(op, l, o.Continuation, "issued for another query, parameters, partition key or collection")
+		}
+	}
+	results, cached := s.cursors.Get(tok.Cursor, hash)
+	if !cached {
+		prog, err := query.Prepare(q.Text, params)
+		if err != nil {
+			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
+		}
+		if results, err = s.run(ctx, c, prog, scoped, pk); err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return nil, &store.Error{Op: op, Link: l, Err: err}
+			}
 			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 		}
 	}
-	hash := queryHash(c.link, q, pk)
-	tok := queryToken{V: 1, Hash: hash}
-	if o.Continuation != "" {
-		if err := decodeToken(op, l, o.Continuation, &tok); err != nil {
-			return nil, err
-		}
-		if tok.V != 1 || tok.Hash != hash || tok.Offset < 0 {
-			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: "the continuation token belongs to another query, parameters or partition key"}
-		}
-	}
-	results, ok := s.cursors.Get(tok.Cursor, hash)
-	if !ok {
-		if results, err = s.runQuery(ctx, c, l, q, scoped, pk); err != nil {
-			return nil, err
-		}
-	}
-	size := o.PageSize
-	switch {
-	case size == 0:
-		size = s.opts.PageSize
-	case size < 0:
-		size = len(results) + 1
-	}
 	start := min(tok.Offset, len(results))
-	end := min(start+size, len(results))
+	end := s.pageEnd(results, start, o.PageSize)
 	page := &store.Page{Items: results[start:end:end]}
 	if end < len(results) {
-		if tok.Cursor == 0 || !ok {
+		if !cached {
 			tok.Cursor = s.cursors.Put(hash, results)
 		}
 		tok.Offset = end
-		page.Continuation = encodeToken(tok)
+		page.Continuation = cursor.Encode(tok)
 	}
 	return page, nil
 }
 
-func (s *Store) runQuery(ctx context.Context, c *collection, l string, q store.Query, scoped bool, pk string) ([]json.RawMessage, error) {
-	const op = "query"
-	params := make(map[string]any, len(q.Parameters))
-	for _, p := range q.Parameters {
-		if len(p.Name) < 2 || p.Name[0] != '@' {
-			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: fmt.Sprintf("parameter name %q must start with '@'", p.Name)}
+// pageEnd returns where a page starting at start ends: after the page
+// size (the default for 0, unbounded for -1) or the byte cap, whichever
+// comes first, and after at least one item.
+func (s *Store) pageEnd(items []json.RawMessage, start, size int) int {
+	switch {
+	case size == 0:
+		size = s.opts.PageSize
+	case size < 0:
+		size = len(items)
+	}
+	end, bytes := start, 0
+	for end < len(items) && end-start < size {
+		bytes += len(items[end])
+		if bytes > s.opts.MaxPageBytes && end > start {
+			break
 		}
-		params[p.Name] = p.Value
+		end++
 	}
-	prog, err := query.Prepare(q.Text, params)
-	if err != nil {
-		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
-	}
-	now := s.clock()
-	c.mu.RLock()
-	snapshot := make([]*entry, 0, len(c.docs))
-	for _, e := range c.order {
-		if e.deleted || (scoped && e.pk != pk) || c.expired(e, now) {
-			continue
-		}
-		snapshot = append(snapshot, e)
-	}
-	c.mu.RUnlock()
-	var decodeErr error
-	docs := func(yield func(query.Doc) bool) {
-		for _, e := range snapshot {
-			d, err := e.decoded()
-			if err != nil {
-				decodeErr = err
-				return
-			}
-			if !yield(d) {
-				return
-			}
-		}
-	}
-	out, err := prog.Execute(ctx, docs)
-	if err == nil {
-		err = decodeErr
-	}
-	if err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, err
-		}
-		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
-	}
-	return out, nil
+	return end
 }
 
-// ReadFeed walks a collection in creation order; see store.Feeder.
+// snapshotPool recycles the per-query document lists.
+var snapshotPool = sync.Pool{New: func() any { return new([]*query.Doc) }}
+
+// run executes a program over a snapshot of c.
+func (s *Store) run(ctx context.Context, c *collection, prog *query.Program, scoped bool, pk string) ([]json.RawMessage, error) {
+	now := s.clock().Unix()
+	s.purge(c, now)
+	sp := snapshotPool.Get().(*[]*query.Doc)
+	defer func() {
+		clear(*sp)
+		*sp = (*sp)[:0]
+		snapshotPool.Put(sp)
+	}()
+	docs := *sp
+	var missing []*entry // not decoded yet
+	var missingAt []int
+	c.mu.RLock()
+	for _, e := range c.order {
+		if e.dead || e.expireAt <= now || (scoped && e.pk != pk) {
+			continue
+		}
+		d := e.doc.Load()
+		if d == nil {
+			missing = append(missing, e)
+			missingAt = append(missingAt, len(docs))
+		}
+		docs = append(docs, d)
+	}
+	c.mu.RUnlock()
+	*sp = docs
+	if len(missing) > 0 {
+		if err := decodeAll(missing); err != nil {
+			return nil, err
+		}
+		for i, e := range missing {
+			docs[missingAt[i]] = e.doc.Load()
+		}
+	}
+	return prog.Execute(ctx, func(yield func(query.Doc) bool) {
+		for _, d := range docs {
+			if !yield(*d) {
+				return
+			}
+		}
+	})
+}
+
+// decodeAll decodes entries for the query engine, in parallel when there
+// are many.
+func decodeAll(es []*entry) error {
+	workers := min(runtime.GOMAXPROCS(0), 1+len(es)/256)
+	if workers <= 1 {
+		for _, e := range es {
+			if _, err := e.decoded(); err != nil {
+				return fmt.Errorf("document %q: %w", e.id, err)
+			}
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	chunk := (len(es) + workers - 1) / workers
+	for w := range workers {
+		part := es[min(w*chunk, len(es)):min((w+1)*chunk, len(es))]
+		wg.Go(func() {
+			for _, e := range part {
+				if _, err := e.decoded(); err != nil {
+					errs[w] = fmt.Errorf("document %q: %w", e.id, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ReadFeed walks a collection in feed order; see store.Feeder. The order
+// is the order of creation: a replace keeps a document's place, a document
+// deleted and created again is a new document at the end. The
+// continuation is the last position returned, so a walk resumed from it
+// returns every document that existed throughout exactly once, however
+// the collection changes in between; documents created during the walk
+// come at the end, where the walk may or may not reach them. A page costs
+// a binary search and its own items, under the collection's read lock.
 func (s *Store) ReadFeed(ctx context.Context, l string, opts *store.FeedOptions) (*store.Page, error) {
 	const op = "read feed"
-	c, err := s.collection(op, l)
+	c, err := s.collection(ctx, op, l)
 	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var o store.FeedOptions
@@ -178,35 +259,43 @@ func (s *Store) ReadFeed(ctx context.Context, l string, opts *store.FeedOptions)
 		o = *opts
 	}
 	var tok feedToken
-	if o.Continuation != "" {
-		if err := decodeToken(op, l, o.Continuation, &tok); err != nil {
-			return nil, err
+	if o.Continuation == "" {
+		tok = feedToken{V: tokenVersion, UID: c.uid}
+	} else {
+		if err := cursor.Decode(o.Continuation, &tok); err != nil || tok.V != tokenVersion {
+			return nil, badToken(op, l, o.Continuation, "malformed")
 		}
-		if tok.V != 1 || tok.Link != c.link {
-			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: "the continuation token belongs to another collection"}
+		if tok.UID != c.uid {
+			return nil, badToken(op, l, o.Continuation, "issued for another collection (or one deleted since)")
 		}
 	}
 	size := o.PageSize
 	if size <= 0 {
 		size = s.opts.PageSize
 	}
-	now := s.clock()
+	now := s.clock().Unix()
+	s.purge(c, now)
 	page := &store.Page{}
+	bytes := 0
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	i := sort.Search(len(c.order), func(i int) bool { return c.order[i].seq > tok.Seq })
 	last := tok.Seq
 	for ; i < len(c.order) && len(page.Items) < size; i++ {
 		e := c.order[i]
-		if e.deleted || c.expired(e, now) {
+		if e.dead || e.expireAt <= now {
 			continue
+		}
+		if bytes += len(e.body); bytes > s.opts.MaxPageBytes && len(page.Items) > 0 {
+			break
 		}
 		page.Items = append(page.Items, e.body)
 		last = e.seq
 	}
 	for ; i < len(c.order); i++ {
-		if e := c.order[i]; !e.deleted && !c.expired(e, now) {
-			page.Continuation = encodeToken(feedToken{V: 1, Link: c.link, Seq: last})
+		if e := c.order[i]; !e.dead && e.expireAt > now {
+			tok.Seq = last
+			page.Continuation = cursor.Encode(tok)
 			break
 		}
 	}

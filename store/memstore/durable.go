@@ -1,0 +1,321 @@
+package memstore
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/docshard/docshard/store"
+)
+
+// The durable layout, in one bbolt file:
+//
+//	"collections"  link -> collMeta (JSON)
+//	"d<uid>"       8-byte big-endian seq -> record, one bucket per collection
+//
+// Keys by seq make the bucket's order the feed order (nothing to sort on
+// open) and make creates appends to the B+tree's last page, so a commit of
+// many creates writes few pages. A collection's bucket is named by its
+// uid, so deleting a collection and creating one with the same link never
+// mixes their documents.
+var collectionsBucket = []byte("collections")
+
+const dbFile = "docshard.db"
+
+type collMeta struct {
+	UID  string               `json:"uid"`
+	Spec store.CollectionSpec `json:"spec"`
+}
+
+func docsBucket(uid string) []byte { return []byte("d" + uid) }
+
+// errGone is an operation's error when its collection's bucket no longer
+// exists (the collection was deleted while the write waited).
+var errGone = errors.New("collection deleted")
+
+// errClosed is returned to operations queued after Close began.
+var errClosed = errors.New("the store is closed")
+
+// diskOp is one change to the file. The committer applies every queued op in
+// one bbolt transaction (one commit, one pair of fsyncs), then reports to
+// each waiter: group commit.
+type diskOp struct {
+	kind   opKind
+	bucket []byte
+	seq    uint64 // opPut: the key written
+	rec    []byte // opPut: the record
+	del    uint64 // opPut, opDelete: a key removed (0: none)
+	link   []byte // opCreateColl, opDropColl
+	meta   []byte // opCreateColl
+	done   chan error
+}
+
+type opKind uint8
+
+const (
+	opPut opKind = iota
+	opDelete
+	opCreateColl
+	opDropColl
+)
+
+func seqKey(seq uint64) []byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], seq)
+	return k[:]
+}
+
+func (o *diskOp) apply(tx *bolt.Tx) error {
+	switch o.kind {
+	case opCreateColl:
+		if _, err := tx.CreateBucket(o.bucket); err != nil {
+			return err
+		}
+		return tx.Bucket(collectionsBucket).Put(o.link, o.meta)
+	case opDropColl:
+		if err := tx.DeleteBucket(o.bucket); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
+			return err
+		}
+		return tx.Bucket(collectionsBucket).Delete(o.link)
+	}
+	b := tx.Bucket(o.bucket)
+	if b == nil {
+		return errGone
+	}
+	if o.del != 0 {
+		if err := b.Delete(seqKey(o.del)); err != nil {
+			return err
+		}
+	}
+	if o.kind == opPut {
+		return b.Put(seqKey(o.seq), o.rec)
+	}
+	return nil
+}
+
+// disk is the durable half of a store: the bbolt file and its committer.
+type disk struct {
+	db      *bolt.DB
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queue   []*diskOp
+	spare   []*diskOp
+	closing bool
+	stopped chan struct{}
+}
+
+// openDisk opens (creating if needed) the file in dir and loads every
+// collection into s. Expired documents are dropped on the way.
+func (s *Store) openDisk(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("memstore: %w", err)
+	}
+	path := filepath.Join(dir, dbFile)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        5 * time.Second,
+		NoSync:         s.opts.NoSync,
+		NoFreelistSync: true, // fewer pages per commit; rebuilt on open
+		FreelistType:   bolt.FreelistMapType,
+	})
+	if err != nil {
+		return fmt.Errorf("memstore: open %s: %w", path, err)
+	}
+	now := s.clock().Unix()
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(collectionsBucket)
+		if err != nil {
+			return err
+		}
+		return meta.ForEach(func(k, v []byte) error {
+			return s.loadCollection(tx, string(k), v, now)
+		})
+	})
+	if err != nil {
+		_ = db.Close()
+		return fmt.Errorf("memstore: load %s: %w", path, err)
+	}
+	d := &disk{db: db, stopped: make(chan struct{})}
+	d.cond = sync.NewCond(&d.mu)
+	s.disk = d
+	go d.run()
+	return nil
+}
+
+func (s *Store) loadCollection(tx *bolt.Tx, link string, metaJSON []byte, now int64) error {
+	var m collMeta
+	if err := json.Unmarshal(metaJSON, &m); err != nil {
+		return fmt.Errorf("collection %s: corrupt metadata: %w", link, err)
+	}
+	path, err := store.ParsePartitionKeyPath(m.Spec.PartitionKeyPath)
+	if err != nil {
+		return fmt.Errorf("collection %s: %w", link, err)
+	}
+	c := newCollection(link, m.UID, m.Spec, path)
+	b := tx.Bucket(docsBucket(m.UID))
+	if b == nil {
+		return fmt.Errorf("collection %s: its documents bucket is missing", link)
+	}
+	var expired [][]byte
+	maxSeq := uint64(0)
+	err = b.ForEach(func(k, v []byte) error {
+		if len(k) != 8 {
+			return fmt.Errorf("collection %s: corrupt key %x", link, k)
+		}
+		e, err := decodeRecord(v)
+		if err != nil {
+			return fmt.Errorf("collection %s: key %x: %w", link, k, err)
+		}
+		e.seq = binary.BigEndian.Uint64(k)
+		maxSeq = max(maxSeq, e.seq)
+		if e.expireAt <= now {
+			expired = append(expired, append([]byte(nil), k...))
+			return nil
+		}
+		if c.find(e.id, e.pk) != nil {
+			return fmt.Errorf("collection %s: document %q (key %s) stored twice", link, e.id, e.pk)
+		}
+		c.publish(e) // in seq order: appends
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range expired {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	c.nextSeq.Store(maxSeq + 1)
+	s.colls[link] = c
+	return nil
+}
+
+// run is the committer: it takes everything queued, applies it in one
+// transaction and reports to the waiters, until Close.
+func (d *disk) run() {
+	defer close(d.stopped)
+	var errs []error
+	for {
+		d.mu.Lock()
+		for len(d.queue) == 0 && !d.closing {
+			d.cond.Wait()
+		}
+		batch := d.queue
+		d.queue, d.spare = d.spare[:0], nil
+		closing := d.closing
+		d.mu.Unlock()
+		if len(batch) == 0 && closing {
+			return
+		}
+		if cap(errs) < len(batch) {
+			errs = make([]error, len(batch))
+		}
+		errs = errs[:len(batch)]
+		clear(errs)
+		err := d.db.Update(func(tx *bolt.Tx) error {
+			for i, o := range batch {
+				errs[i] = o.apply(tx)
+			}
+			return nil
+		})
+		for i, o := range batch {
+			if err != nil {
+				errs[i] = err
+			}
+			if o.done != nil {
+				o.done <- errs[i]
+			}
+			batch[i] = nil
+		}
+		d.mu.Lock()
+		d.spare = batch[:0]
+		d.mu.Unlock()
+	}
+}
+
+// submit queues o; with wait it blocks until o is on disk.
+func (d *disk) submit(o *diskOp, wait bool) error {
+	if wait {
+		o.done = make(chan error, 1)
+	}
+	d.mu.Lock()
+	if d.closing {
+		d.mu.Unlock()
+		return errClosed
+	}
+	d.queue = append(d.queue, o)
+	d.mu.Unlock()
+	d.cond.Signal()
+	if !wait {
+		return nil
+	}
+	return <-o.done
+}
+
+// close commits what is queued, stops the committer and closes the file.
+func (d *disk) close() error {
+	d.mu.Lock()
+	d.closing = true
+	d.mu.Unlock()
+	d.cond.Signal()
+	<-d.stopped
+	return d.db.Close()
+}
+
+// A record: format version, _ts, expiry, etag, id, key text, then the
+// stored JSON text to the end.
+const recordVersion = 2
+
+func encodeRecord(e *entry) []byte {
+	b := make([]byte, 0, len(e.body)+len(e.etag)+len(e.id)+len(e.pk)+32)
+	b = append(b, recordVersion)
+	b = binary.AppendVarint(b, e.ts)
+	b = binary.AppendVarint(b, e.expireAt)
+	for _, s := range [...]string{e.etag, e.id, e.pk} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	return append(b, e.body...)
+}
+
+// decodeRecord reads a record; the body is copied out of bbolt's memory.
+func decodeRecord(rec []byte) (*entry, error) {
+	bad := errors.New("corrupt record")
+	if len(rec) == 0 || rec[0] != recordVersion {
+		return nil, bad
+	}
+	r := rec[1:]
+	e := &entry{heapIdx: -1}
+	var n int
+	if e.ts, n = binary.Varint(r); n <= 0 {
+		return nil, bad
+	}
+	r = r[n:]
+	if e.expireAt, n = binary.Varint(r); n <= 0 {
+		return nil, bad
+	}
+	r = r[n:]
+	var strs [3]string
+	for i := range strs {
+		l, n := binary.Uvarint(r)
+		if n <= 0 || uint64(len(r)-n) < l {
+			return nil, bad
+		}
+		strs[i] = string(r[n : n+int(l)])
+		r = r[n+int(l):]
+	}
+	e.etag, e.id, e.pk = strs[0], strs[1], strs[2]
+	if e.id == "" || e.pk == "" || len(r) < 2 || r[0] != '{' {
+		return nil, bad
+	}
+	e.body = append([]byte(nil), r...)
+	return e, nil
+}
