@@ -211,6 +211,30 @@ func BenchmarkQuery100K(b *testing.B) {
 			}
 		}
 	})
+	b.Run("store-after-a-write", func(b *testing.B) {
+		// A write between queries: each query rebuilds the snapshot.
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, err := s.Upsert(ctx, l, doc1K("0"), nil); err != nil {
+				b.Fatal(err)
+			}
+			page, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: -1})
+			if err != nil || len(page.Items) != 20_000 {
+				b.Fatalf("%v %d", err, len(page.Items))
+			}
+		}
+	})
+	b.Run("store-one-key", func(b *testing.B) {
+		// Scoped to one partition-key value (one document here): the
+		// scan compares key hashes.
+		opts := &store.QueryOptions{PageSize: -1, PartitionKey: "user-12345"}
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, err := s.Query(ctx, l, q, opts); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("engine-alone", func(b *testing.B) {
 		c := s.colls[l]
 		docs := make([]query.Doc, 0, len(c.order))

@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"container/heap"
+	"hash/maphash"
 	"math"
 	"sort"
 	"sync"
@@ -21,6 +22,7 @@ const never = math.MaxInt64
 type entry struct {
 	doc      atomic.Pointer[query.Doc] // decoded on first query, then kept
 	pk       string                    // store.KeyText of the partition-key value
+	pkHash   uint64                    // keyHash(pk)
 	expireAt int64                     // Unix seconds; never when it does not expire
 	seq      uint64                    // feed position; a replace keeps it
 	id       string
@@ -33,6 +35,13 @@ type entry struct {
 	dead    bool   // removed; still in order until compaction
 	heapIdx int    // position in the expiry heap; -1 when not in it
 }
+
+// keySeed seeds keyHash; hashes are never stored.
+var keySeed = maphash.MakeSeed()
+
+// keyHash hashes a key text, so a scan compares keys mostly without
+// reading them.
+func keyHash(pk string) uint64 { return maphash.String(keySeed, pk) }
 
 // decoded returns the document as the query engine reads it, decoding it
 // on first use.
@@ -73,6 +82,24 @@ type collection struct {
 
 	nextSeq    atomic.Uint64
 	nextExpiry atomic.Int64 // expireAt of the heap's top; never when empty
+	version    atomic.Uint64 // changes (under mu) whenever order does
+	snap       atomic.Pointer[snapshot]
+}
+
+// snapshot is the collection's documents in feed order, decoded, as of a
+// version: queries share it while the collection does not change, so a
+// query over an unchanged collection scans one contiguous array. Expired
+// documents stay in it until the next purge; queries skip them by time.
+type snapshot struct {
+	version uint64
+	items   []snapItem
+}
+
+type snapItem struct {
+	doc      *query.Doc
+	expireAt int64
+	pkHash   uint64
+	pk       string
 }
 
 func newCollection(link, uid string, spec store.CollectionSpec, path []string) *collection {
@@ -124,6 +151,7 @@ func (c *collection) live(id, pk string, now int64) *entry {
 // publish installs e in place of the current entry of its identity, if
 // any. Caller holds c.mu for writing.
 func (c *collection) publish(e *entry) {
+	c.version.Add(1)
 	e.heapIdx = -1
 	old := c.find(e.id, e.pk)
 	if old == nil {
@@ -159,6 +187,7 @@ func (c *collection) publish(e *entry) {
 // remove takes out the entry e (which must be current). Caller holds c.mu
 // for writing.
 func (c *collection) remove(e *entry) {
+	c.version.Add(1)
 	c.relink(e, nil)
 	c.unaccount(e)
 	c.kill(e)
@@ -241,6 +270,7 @@ func (c *collection) purge(now int64, limit int, tryLock func(e *entry) (func(),
 			continue
 		}
 		heap.Pop(&c.expiry)
+		c.version.Add(1)
 		c.relink(e, nil)
 		c.docs--
 		c.bytes -= int64(len(e.body))

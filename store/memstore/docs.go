@@ -345,7 +345,7 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 	case mode != "create" && live != nil && o.IfMatch != "" && o.IfMatch != live.etag:
 		return nil, store.Errorf(store.ErrPreconditionFailed, mode, l, in.id, "If-Match %s, the stored ETag is %s", o.IfMatch, live.etag)
 	}
-	e := &entry{id: in.id, pk: in.pk, etag: s.newETag(), ts: now}
+	e := &entry{id: in.id, pk: in.pk, pkHash: keyHash(in.pk), etag: s.newETag(), ts: now}
 	e.expireAt = c.expireAt(now, in.hasTTL, in.ttl)
 	e.body = in.body(e.etag, e.ts)
 	if len(e.body) > store.MaxDocumentSize {

@@ -313,6 +313,7 @@ func decodeRecord(rec []byte) (*entry, error) {
 		r = r[n+int(l):]
 	}
 	e.etag, e.id, e.pk = strs[0], strs[1], strs[2]
+	e.pkHash = keyHash(e.pk)
 	if e.id == "" || e.pk == "" || len(r) < 2 || r[0] != '{' {
 		return nil, bad
 	}

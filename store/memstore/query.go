@@ -163,51 +163,63 @@ func (s *Store) pageEnd(items []json.RawMessage, start, size int) int {
 	return end
 }
 
-// snapshotPool recycles the per-query document lists.
-var snapshotPool = sync.Pool{New: func() any { return new([]*query.Doc) }}
-
-// run executes a program over a snapshot of c.
+// run executes a program over c's current snapshot.
 func (s *Store) run(ctx context.Context, c *collection, prog *query.Program, scoped bool, pk string) ([]json.RawMessage, error) {
 	now := s.clock().Unix()
 	s.purge(c, now)
-	sp := snapshotPool.Get().(*[]*query.Doc)
-	defer func() {
-		clear(*sp)
-		*sp = (*sp)[:0]
-		snapshotPool.Put(sp)
-	}()
-	docs := *sp
-	var missing []*entry // not decoded yet
-	var missingAt []int
-	c.mu.RLock()
-	for _, e := range c.order {
-		if e.dead || e.expireAt <= now || (scoped && e.pk != pk) {
-			continue
-		}
-		d := e.doc.Load()
-		if d == nil {
-			missing = append(missing, e)
-			missingAt = append(missingAt, len(docs))
-		}
-		docs = append(docs, d)
+	sn, err := c.snapshot()
+	if err != nil {
+		return nil, err
 	}
-	c.mu.RUnlock()
-	*sp = docs
-	if len(missing) > 0 {
-		if err := decodeAll(missing); err != nil {
-			return nil, err
-		}
-		for i, e := range missing {
-			docs[missingAt[i]] = e.doc.Load()
-		}
-	}
+	h := keyHash(pk)
 	return prog.Execute(ctx, func(yield func(query.Doc) bool) {
-		for _, d := range docs {
-			if !yield(*d) {
+		for i := range sn.items {
+			it := &sn.items[i]
+			if it.expireAt <= now || scoped && (it.pkHash != h || it.pk != pk) {
+				continue
+			}
+			if !yield(*it.doc) {
 				return
 			}
 		}
 	})
+}
+
+// snapshot returns the collection's current snapshot, building it (and
+// decoding the documents no query has read yet) when the collection has
+// changed since the last one. Concurrent queries may build one each; the
+// newest is kept.
+func (c *collection) snapshot() (*snapshot, error) {
+	if sn := c.snap.Load(); sn != nil && sn.version == c.version.Load() {
+		return sn, nil
+	}
+	c.mu.RLock()
+	v := c.version.Load()
+	es := make([]*entry, 0, len(c.order)-c.dead)
+	var missing []*entry
+	for _, e := range c.order {
+		if e.dead {
+			continue
+		}
+		es = append(es, e)
+		if e.doc.Load() == nil {
+			missing = append(missing, e)
+		}
+	}
+	c.mu.RUnlock()
+	if err := decodeAll(missing); err != nil {
+		return nil, err
+	}
+	sn := &snapshot{version: v, items: make([]snapItem, len(es))}
+	for i, e := range es {
+		sn.items[i] = snapItem{doc: e.doc.Load(), expireAt: e.expireAt, pkHash: e.pkHash, pk: e.pk}
+	}
+	for {
+		cur := c.snap.Load()
+		if cur != nil && cur.version >= v || c.snap.CompareAndSwap(cur, sn) {
+			return sn, nil
+		}
+	}
 }
 
 // decodeAll decodes entries for the query engine, in parallel when there
