@@ -30,14 +30,7 @@ func (s *Store) CreateCollection(ctx context.Context, l string, spec *store.Coll
 	if err != nil {
 		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 	}
-	var sp store.CollectionSpec
-	if spec != nil {
-		sp = *spec
-	}
-	if sp.PartitionKeyPath == "" {
-		sp.PartitionKeyPath = "/id"
-	}
-	path, err := store.ParsePartitionKeyPath(sp.PartitionKeyPath)
+	sp, path, err := store.CheckSpec(spec)
 	if err != nil {
 		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 	}

@@ -150,9 +150,12 @@ func (s *Store) writeKey(ctx context.Context, op, l, id string, cc *azcosmos.Con
 			return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Err: err}
 		}
 		bt, _ := store.KeyText(v)
+		if !found {
+			bt = store.NoneText
+		}
 		if !found || gt != bt {
 			return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id,
-				Message: fmt.Sprintf("the partition key given (%s) differs from the document's at %s", gt, cs.spec.PartitionKeyPath)}
+				Message: fmt.Sprintf("the partition key given (%s) differs from the document's (%s at %s)", gt, bt, cs.spec.PartitionKeyPath)}
 		}
 	} else if !found {
 		return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id,

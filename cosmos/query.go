@@ -51,6 +51,7 @@ func (s *Store) decodeToken(op, l, raw, hash string) (token, error) {
 	if raw == "" {
 		return t, nil
 	}
+	t = token{} // what the token holds, nothing filled in
 	if err := cursor.Decode(raw, &t); err != nil || t.V != 1 || t.O < 0 {
 		return t, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: "malformed continuation token"}
 	}
