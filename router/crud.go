@@ -5,12 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/store"
 )
 
-// WriteOptions qualify a write. A nil *WriteOptions means none.
+// WriteOptions qualify a create, upsert or delete. A nil *WriteOptions
+// means none.
 type WriteOptions struct {
 	// IfMatch makes the write conditional on the stored document's ETag.
 	IfMatch string
@@ -21,25 +26,60 @@ type ReplaceOptions struct {
 	// IfMatch makes the replace conditional on the stored document's ETag.
 	IfMatch string
 	// OldKey is the partition key the stored document has now, when the
-	// replacement changes it; nil means the key is unchanged.
+	// replacement changes it; nil means the key is unchanged. The router
+	// cannot learn it from the new document, and reading every collection
+	// to find the id would cost a query per collection, so the caller (who
+	// read the document it is changing) says it.
 	OldKey any
 }
 
+// MoveError reports a Replace that changed a document's key and failed
+// part-way through moving it. Duplicate tells whether both copies exist:
+// the new one at To and the old one at From (a state `docshard verify`
+// reports, and that Delete(id, old key) resolves); otherwise nothing was
+// changed.
+type MoveError struct {
+	ID        string
+	From, To  string // the old and the new collection
+	Duplicate bool
+	Err       error
+}
+
+// Error implements error.
+func (e *MoveError) Error() string {
+	if e.Duplicate {
+		return fmt.Sprintf("router: moving %q from %s to %s: the new copy is written but the old one could not be deleted, so the document exists twice (delete it by its old key): %v", e.ID, e.From, e.To, e.Err)
+	}
+	return fmt.Sprintf("router: moving %q from %s to %s: nothing changed: %v", e.ID, e.From, e.To, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *MoveError) Unwrap() error { return e.Err }
+
 // encode turns a document (struct, map, []byte, json.RawMessage) into JSON.
 func encode(doc any) ([]byte, error) {
-	switch d := doc.(type) {
-	case []byte:
-		return d, nil
-	case json.RawMessage:
-		return d, nil
-	case nil:
-		return nil, fmt.Errorf("router: the document is nil")
+	if raw, ok := rawDoc(doc); ok {
+		return raw, nil
+	}
+	if doc == nil {
+		return nil, errors.New("router: the document is nil")
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("router: the document does not encode to JSON: %w", err)
 	}
 	return b, nil
+}
+
+// rawDoc returns doc's bytes when it is raw JSON.
+func rawDoc(doc any) ([]byte, bool) {
+	switch d := doc.(type) {
+	case []byte:
+		return d, true
+	case json.RawMessage:
+		return d, true
+	}
+	return nil, false
 }
 
 // storeKey is the partition-key value passed to the store: collections are
@@ -64,73 +104,97 @@ func storeKey(key any) any {
 	return key
 }
 
-// place finds the document's key and the collection it goes to.
-func (c *Client) place(dbLink string, doc any) (r resolver.Resolver, body []byte, key any, target string, err error) {
-	if r, err = c.Resolver(dbLink); err != nil {
-		return
-	}
+// place finds a document's body, key and the collection it goes to.
+func (c *Client) place(e *dbEntry, doc any) (body []byte, key any, target string, err error) {
 	if body, err = encode(doc); err != nil {
 		return
 	}
 	src := doc
-	if _, isStruct := doc.(json.Marshaler); isStruct {
-		src = body
+	if _, custom := doc.(json.Marshaler); custom {
+		src = body // the key is where the document's own encoding puts it
 	}
-	if key, err = r.PartitionKey(src); err != nil {
+	if key, err = e.r.PartitionKey(src); err != nil {
 		return
 	}
-	target, err = r.ResolveForCreate(key)
+	if s, ok := key.(string); ok && e.cache != nil {
+		if l, ok := e.cache.createLinkString(s); ok {
+			return body, key, l, nil
+		}
+		if target, err = e.r.ResolveForCreate(key); err == nil {
+			e.cache.putCreate(s, target)
+		}
+		return
+	}
+	target, err = e.r.ResolveForCreate(key)
 	return
 }
 
-// placeNew finds where a new document goes. For raw JSON and a resolver
-// that reads documents by a key path, the key is read without copying it
-// (it is used here and dropped); an error is reported with a key of its
-// own, since errors outlive the call.
-func (c *Client) placeNew(dbLink string, doc any) (string, []byte, error) {
-	r, err := c.Resolver(dbLink)
+// placeNew finds where a new document goes. Raw JSON under a resolver that
+// reads a key path is scanned in place: a string key already placed is
+// found in the route cache without allocating; otherwise the key is read
+// without copying it (it is used here and dropped).
+func (c *Client) placeNew(e *dbEntry, doc any) (string, []byte, error) {
+	raw, isRaw := rawDoc(doc)
+	if !isRaw || e.kd.IsZero() {
+		body, _, target, err := c.place(e, doc)
+		return target, body, err
+	}
+	if e.cache != nil && !e.kd.Composite() {
+		var vals [1]resolver.RawValue
+		if rv, err := e.kd.ExtractRaw(raw, vals[:0]); err == nil && rv[0].Kind() == resolver.ValueString {
+			var buf [64]byte
+			text := rv[0].AppendText(buf[:0])
+			if l, ok := e.cache.createLink(text); ok {
+				return l, raw, nil
+			}
+			key := string(text)
+			l, err := e.r.ResolveForCreate(key)
+			if err == nil {
+				e.cache.putCreate(key, l)
+			}
+			return l, raw, err
+		}
+	}
+	key, err := e.kd.ExtractBorrowed(raw)
 	if err != nil {
 		return "", nil, err
 	}
-	raw, isRaw := doc.([]byte)
-	if rm, ok := doc.(json.RawMessage); ok {
-		raw, isRaw = rm, true
-	}
-	kd, ok := r.(keyDefiner)
-	if !isRaw || !ok {
-		_, body, _, target, err := c.place(dbLink, doc)
-		return target, body, err
-	}
-	key, err := kd.KeyDef().ExtractBorrowed(raw)
-	if err == nil {
-		var target string
-		if target, err = r.ResolveForCreate(key); err == nil {
-			return target, raw, nil
-		}
-	}
-	_, body, _, target, err := c.place(dbLink, doc)
-	return target, body, err
+	l, err := e.r.ResolveForCreate(key)
+	return l, raw, err
 }
 
 // Create stores a new document in the collection its key resolves to. The
-// document is a struct, a map or JSON; it must have a string "id".
+// document is a struct, a map or raw JSON ([]byte, json.RawMessage); it
+// must have a string "id" and the resolver's partition key (else an error
+// wrapping resolver.ErrNoPartitionKey, and nothing is written). The store
+// reads the key from the body, where the resolver just read it. An
+// existing id is an error wrapping store.ErrConflict.
+//
+// Cost over the store's own Create: finding the resolver, reading the key
+// (raw JSON is scanned only as far as the key) and placing it (a hash for
+// a ring; nothing for a key placed before, see Options.RouteCacheSize);
+// structs and maps also pay json.Marshal.
 func (c *Client) Create(ctx context.Context, dbLink string, doc any, opts *WriteOptions) (*store.Document, error) {
 	return c.write(ctx, "create", dbLink, doc, opts)
 }
 
-// Upsert creates the document or replaces the one with its id, in the
-// collection its key resolves to.
+// Upsert creates the document or replaces the one with its id and key, in
+// the collection its key resolves to. Like Create, it writes one
+// collection: a document whose key changed needs Replace with OldKey, or
+// the old copy stays where it was.
 func (c *Client) Upsert(ctx context.Context, dbLink string, doc any, opts *WriteOptions) (*store.Document, error) {
 	return c.write(ctx, "upsert", dbLink, doc, opts)
 }
 
 func (c *Client) write(ctx context.Context, op, dbLink string, doc any, opts *WriteOptions) (*store.Document, error) {
-	target, body, err := c.placeNew(dbLink, doc)
+	e, err := c.entry(dbLink)
 	if err != nil {
 		return nil, err
 	}
-	// The store reads the partition-key value from the body, which the
-	// resolver just read the key from: passing it again would only cost.
+	target, body, err := c.placeNew(e, doc)
+	if err != nil {
+		return nil, err
+	}
 	var wo *store.WriteOptions
 	if opts != nil && opts.IfMatch != "" {
 		wo = &store.WriteOptions{IfMatch: opts.IfMatch}
@@ -150,24 +214,44 @@ func (c *Client) write(ctx context.Context, op, dbLink string, doc any, opts *Wr
 	}
 }
 
-// find returns the collection holding (id, key) and the document: the
-// first of ResolveForRead(key) that has it.
-func (c *Client) find(ctx context.Context, r resolver.Resolver, id string, key any) (string, *store.Document, error) {
+var errPointNeedsKey = &resolver.KeyError{Err: resolver.ErrNoPartitionKey, Reason: "a point operation needs the document's partition key"}
+
+// route returns where a point operation on key looks, from the route cache
+// for string keys.
+func (c *Client) route(e *dbEntry, key any) (*readEntry, error) {
 	if key == nil {
-		return "", nil, &resolver.KeyError{Err: resolver.ErrNoPartitionKey, Reason: "a point operation needs the document's partition key"}
+		return nil, errPointNeedsKey
 	}
-	links, err := r.ResolveForRead(key)
+	s, isString := key.(string)
+	if isString && e.cache != nil {
+		if re := e.cache.readRoute(s); re != nil {
+			return re, nil
+		}
+	}
+	links, err := e.r.ResolveForRead(key)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	ro := &store.ReadOptions{PartitionKey: storeKey(key)}
+	sk := storeKey(key)
+	re := &readEntry{key: s, links: links, store: sk, ro: &store.ReadOptions{PartitionKey: sk}, wo: &store.WriteOptions{PartitionKey: sk}}
+	if isString && e.cache != nil {
+		e.cache.putRead(re)
+	}
+	return re, nil
+}
+
+// find returns the collection holding id under the route and the document:
+// the first of the route's collections that has it. Errors other than "not
+// found" end the search.
+func (c *Client) find(ctx context.Context, rt *readEntry, id string) (string, *store.Document, error) {
 	var last error
-	for _, l := range links {
+	for _, l := range rt.links {
 		var r retrier
 		var d *store.Document
+		var err error
 		for {
 			start := r.begin(c)
-			d, err = c.st.Read(ctx, l, id, ro)
+			d, err = c.st.Read(ctx, l, id, rt.ro)
 			if !r.again(ctx, c, l, "read", start, &err) {
 				break
 			}
@@ -181,114 +265,209 @@ func (c *Client) find(ctx context.Context, r resolver.Resolver, id string, key a
 		last = err
 	}
 	if last == nil {
-		last = &store.Error{Kind: store.ErrNotFound, Op: "read", ID: id, Message: "no collection may hold this key"}
+		last = &store.Error{Kind: store.ErrNotFound, Op: "read", ID: id, Message: "the resolver names no collection for this key"}
 	}
 	return "", nil, last
 }
 
-// Read returns the document with this id and partition key, from whichever
-// collection the resolver says may hold it.
+// Read returns the document with this id and partition key from the first
+// collection ResolveForRead names that has it (during a transition: the
+// next placement, then the current one). A missing key is an error
+// wrapping resolver.ErrNoPartitionKey; a missing document, store.ErrNotFound.
+//
+// Cost over the store's own Read: finding the resolver and placing the key
+// (nothing for a string key placed before, see Options.RouteCacheSize).
 func (c *Client) Read(ctx context.Context, dbLink, id string, key any) (*store.Document, error) {
-	r, err := c.Resolver(dbLink)
+	e, err := c.entry(dbLink)
 	if err != nil {
 		return nil, err
 	}
-	_, d, err := c.find(ctx, r, id, key)
+	rt, err := c.route(e, key)
+	if err != nil {
+		return nil, err
+	}
+	_, d, err := c.find(ctx, rt, id)
 	return d, err
 }
 
-// Replace overwrites the document with doc's id. When doc's partition key
-// differs from the stored one (give it as opts.OldKey), or the resolver now
-// places the key elsewhere, the document moves: it is created where it now
-// belongs, then deleted where it was (the delete conditional on the ETag
-// read before), so a failure in between leaves at worst a duplicate that
-// `docshard verify` reports, never a lost document.
+// Replace overwrites the document with this id with doc (whose "id" must
+// be id). Give opts.OldKey when doc's partition key differs from the
+// stored document's.
+//
+// When the key and the collection stay the same it is one conditional
+// store Replace (If-Match: opts.IfMatch). Otherwise the document moves: the
+// stored copy is read (its ETag checked against opts.IfMatch), the new
+// version is created where it now belongs, then the old copy is deleted on
+// condition of the ETag just read. The order means a crash or failure
+// leaves at worst both copies (a *MoveError with Duplicate set, or a
+// duplicate `docshard verify` reports), never neither. If the old copy
+// changed or vanished meanwhile, the new one is removed again and Replace
+// fails with nothing changed.
 func (c *Client) Replace(ctx context.Context, dbLink, id string, doc any, opts *ReplaceOptions) (*store.Document, error) {
 	var o ReplaceOptions
 	if opts != nil {
 		o = *opts
 	}
-	r, body, key, target, err := c.place(dbLink, doc)
+	e, err := c.entry(dbLink)
 	if err != nil {
 		return nil, err
 	}
-	var bodyID struct {
-		ID *string `json:"id"`
+	body, key, target, err := c.place(e, doc)
+	if err != nil {
+		return nil, err
 	}
-	if json.Unmarshal(body, &bodyID) != nil || bodyID.ID == nil || *bodyID.ID != id {
-		return nil, &store.Error{Kind: store.ErrBadRequest, Op: "replace", ID: id, Message: "the document's \"id\" must equal the id replaced"}
+	if got := gjson.GetBytes(body, "id"); got.Type != gjson.String || got.Str != id {
+		return nil, &store.Error{Kind: store.ErrBadRequest, Op: "replace", ID: id, Message: fmt.Sprintf("the document's \"id\" (%s) must equal the id replaced", orMissing(got.Raw))}
 	}
-	oldKey := key
+	newRt, err := c.route(e, key)
+	if err != nil {
+		return nil, err
+	}
+	oldKey, sameKey := key, true
 	if o.OldKey != nil {
 		oldKey = o.OldKey
+		if sameKey, err = keysEqual(key, oldKey); err != nil {
+			return nil, err
+		}
 	}
-	source, old, err := c.find(ctx, r, id, oldKey)
+	if sameKey && len(newRt.links) == 1 && newRt.links[0] == target {
+		// The common case: one place to look, and it is where the
+		// document stays.
+		d, err := c.replaceAt(ctx, target, id, body, newRt.store, o.IfMatch)
+		return d, oldKeyHint(err, o)
+	}
+	oldRt := newRt
+	if !sameKey {
+		if oldRt, err = c.route(e, oldKey); err != nil {
+			return nil, err
+		}
+	}
+	source, old, err := c.find(ctx, oldRt, id)
 	if err != nil {
-		return nil, err
+		return nil, oldKeyHint(err, o)
 	}
 	if o.IfMatch != "" && o.IfMatch != old.ETag {
 		return nil, &store.Error{Kind: store.ErrPreconditionFailed, Op: "replace", Link: source, ID: id, Message: fmt.Sprintf("If-Match %s, stored ETag %s", o.IfMatch, old.ETag)}
 	}
-	sameKey, err := equalKeys(storeKey(key), storeKey(oldKey))
+	samePartition, err := keysEqual(newRt.store, oldRt.store)
 	if err != nil {
 		return nil, err
 	}
-	if source == target && sameKey {
-		var out *store.Document
-		err := c.call(ctx, target, "replace", func() (err error) {
-			out, err = c.st.Replace(ctx, target, id, body, &store.WriteOptions{PartitionKey: storeKey(key), IfMatch: old.ETag})
-			return err
-		})
-		return out, err
+	if source == target && samePartition {
+		// Same collection and logical partition (a composite key may
+		// change in a part collections are not partitioned by).
+		return c.replaceAt(ctx, target, id, body, newRt.store, old.ETag)
 	}
-	// Move: create at the target first, then delete the source.
+	return c.move(ctx, id, body, source, target, oldRt.store, newRt.store, old.ETag)
+}
+
+// oldKeyHint explains a replace that found nothing under the new key.
+func oldKeyHint(err error, o ReplaceOptions) error {
+	if err != nil && o.OldKey == nil && errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%w (if the replacement changes the document's partition key, give the old one as ReplaceOptions.OldKey)", err)
+	}
+	return err
+}
+
+func orMissing(raw string) string {
+	if raw == "" {
+		return "missing"
+	}
+	return raw
+}
+
+func (c *Client) replaceAt(ctx context.Context, l, id string, body []byte, sk any, ifMatch string) (*store.Document, error) {
 	var out *store.Document
-	err = c.call(ctx, target, "create", func() (err error) {
-		out, err = c.st.Create(ctx, target, body, &store.WriteOptions{PartitionKey: storeKey(key)})
+	err := c.call(ctx, l, "replace", func() (err error) {
+		out, err = c.st.Replace(ctx, l, id, body, &store.WriteOptions{PartitionKey: sk, IfMatch: ifMatch})
+		return err
+	})
+	return out, err
+}
+
+// move creates the new version at target, then deletes the old one at
+// source on condition of its ETag; see Replace.
+func (c *Client) move(ctx context.Context, id string, body []byte, source, target string, oldSK, newSK any, oldETag string) (*store.Document, error) {
+	var out *store.Document
+	err := c.call(ctx, target, "create", func() (err error) {
+		out, err = c.st.Create(ctx, target, body, &store.WriteOptions{PartitionKey: newSK})
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("router: moving %q to %s: %w", id, target, err)
+		return nil, &MoveError{ID: id, From: source, To: target, Err: err}
 	}
 	err = c.call(ctx, source, "delete", func() error {
-		return c.st.Delete(ctx, source, id, &store.WriteOptions{PartitionKey: storeKey(oldKey), IfMatch: old.ETag})
+		return c.st.Delete(ctx, source, id, &store.WriteOptions{PartitionKey: oldSK, IfMatch: oldETag})
 	})
-	if err != nil {
-		// The source changed (or vanished) under us: undo the copy so the
-		// concurrent writer's version stands alone.
-		_ = c.call(ctx, target, "delete", func() error {
-			return c.st.Delete(ctx, target, id, &store.WriteOptions{PartitionKey: storeKey(key), IfMatch: out.ETag})
-		})
-		return nil, fmt.Errorf("router: moving %q from %s: %w", id, source, err)
+	if err == nil {
+		return out, nil
 	}
-	return out, nil
+	if !errors.Is(err, store.ErrPreconditionFailed) && !errors.Is(err, store.ErrNotFound) {
+		// The delete's outcome is unknown (it may have happened): removing
+		// the new copy could lose the document, so both stay.
+		return nil, &MoveError{ID: id, From: source, To: target, Duplicate: true, Err: err}
+	}
+	// The old copy changed or vanished under us: a concurrent writer won.
+	// Remove our copy (only if nobody touched it) so theirs stands alone.
+	undo := c.call(ctx, target, "delete", func() error {
+		return c.st.Delete(ctx, target, id, &store.WriteOptions{PartitionKey: newSK, IfMatch: out.ETag})
+	})
+	if undo != nil {
+		return nil, &MoveError{ID: id, From: source, To: target, Duplicate: true, Err: fmt.Errorf("%w; then removing the new copy failed: %v", err, undo)}
+	}
+	return nil, &MoveError{ID: id, From: source, To: target, Err: err}
 }
 
-func equalKeys(a, b any) (bool, error) {
-	ta, err := store.KeyText(a)
-	if err != nil {
-		return false, err
+// keysEqual compares two partition keys by value and type (the string "1"
+// and the number 1 differ), composite keys element by element.
+func keysEqual(a, b any) (bool, error) {
+	ca, aComp := asComposite(a)
+	cb, bComp := asComposite(b)
+	if aComp != bComp {
+		return false, nil
 	}
-	tb, err := store.KeyText(b)
-	if err != nil {
-		return false, err
+	if !aComp {
+		ca, cb = []any{a}, []any{b}
 	}
-	return ta == tb, nil
+	if len(ca) != len(cb) {
+		return false, nil
+	}
+	for i := range ca {
+		ta, err := store.KeyText(storeKey(ca[i]))
+		if err != nil {
+			return false, fmt.Errorf("router: partition key %v: %w", a, err)
+		}
+		tb, err := store.KeyText(storeKey(cb[i]))
+		if err != nil {
+			return false, fmt.Errorf("router: partition key %v: %w", b, err)
+		}
+		if ta != tb {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func asComposite(k any) ([]any, bool) {
+	switch x := k.(type) {
+	case resolver.CompositeKey:
+		return x, true
+	case []any:
+		return x, true
+	}
+	return nil, false
 }
 
 // Delete removes the document with this id and key from every collection
-// the resolver says may hold it (during a transition a document can be in
-// two). opts.IfMatch applies to the first copy found. It is an error
-// wrapping store.ErrNotFound when no collection has it.
+// ResolveForRead names (during a transition a document can sit in two).
+// opts.IfMatch applies to the first copy found. It is an error wrapping
+// store.ErrNotFound when no collection has it.
 func (c *Client) Delete(ctx context.Context, dbLink, id string, key any, opts *WriteOptions) error {
-	r, err := c.Resolver(dbLink)
+	e, err := c.entry(dbLink)
 	if err != nil {
 		return err
 	}
-	if key == nil {
-		return &resolver.KeyError{Err: resolver.ErrNoPartitionKey, Reason: "a point operation needs the document's partition key"}
-	}
-	links, err := r.ResolveForRead(key)
+	rt, err := c.route(e, key)
 	if err != nil {
 		return err
 	}
@@ -298,12 +477,19 @@ func (c *Client) Delete(ctx context.Context, dbLink, id string, key any, opts *W
 	}
 	deleted := false
 	var last error
-	for _, l := range links {
-		wo := &store.WriteOptions{PartitionKey: storeKey(key)}
-		if !deleted {
-			wo.IfMatch = ifMatch
+	for _, l := range rt.links {
+		wo := rt.wo
+		if !deleted && ifMatch != "" {
+			wo = &store.WriteOptions{PartitionKey: rt.store, IfMatch: ifMatch}
 		}
-		err := c.call(ctx, l, "delete", func() error { return c.st.Delete(ctx, l, id, wo) })
+		var r retrier
+		for {
+			start := r.begin(c)
+			err = c.st.Delete(ctx, l, id, wo)
+			if !r.again(ctx, c, l, "delete", start, &err) {
+				break
+			}
+		}
 		switch {
 		case err == nil:
 			deleted = true
@@ -315,30 +501,32 @@ func (c *Client) Delete(ctx context.Context, dbLink, id string, key any, opts *W
 	}
 	if !deleted {
 		if last == nil {
-			last = &store.Error{Kind: store.ErrNotFound, Op: "delete", ID: id}
+			last = &store.Error{Kind: store.ErrNotFound, Op: "delete", ID: id, Message: "the resolver names no collection for this key"}
 		}
 		return last
 	}
 	return nil
 }
 
-// keyDefiner is implemented by resolvers that read documents by a
-// partition-key path (hash, range, lookup).
-type keyDefiner interface {
-	KeyDef() resolver.KeyDef
-}
-
 // EnsureCollections creates every collection the database's resolver names
-// that does not exist yet, from the template spec (nil: partitioned by the
-// resolver's partition-key path, the first path of a composite key). It
-// returns the links it created. Like the .NET SDK's managed resolver, it
-// makes a new configuration usable in one call.
+// (ResolveForRead(nil)) that does not exist yet, from the template spec
+// (nil: defaults, partitioned by the resolver's partition-key path, the
+// first path of a composite key; TTL and indexing policy as given; a
+// resolver without a KeyDef method needs the path in the template), and
+// returns the links it created, in the resolver's order. Like the .NET
+// SDK's managed resolver, it makes a new configuration usable in one call.
+//
+// A template partitioned by another path than the resolver's key, or an
+// existing collection that is, is an error wrapping ErrKeyPathMismatch:
+// keyed reads through the router would miss its documents. It runs up to 8
+// creations at once; on an error the collections created so far stay and
+// are returned, and calling it again finishes the job.
 func (c *Client) EnsureCollections(ctx context.Context, dbLink string, spec *store.CollectionSpec) ([]string, error) {
-	r, err := c.Resolver(dbLink)
+	e, err := c.entry(dbLink)
 	if err != nil {
 		return nil, err
 	}
-	links, err := r.ResolveForRead(nil)
+	links, err := e.r.ResolveForRead(nil)
 	if err != nil {
 		return nil, err
 	}
@@ -346,21 +534,77 @@ func (c *Client) EnsureCollections(ctx context.Context, dbLink string, spec *sto
 	if spec != nil {
 		sp = *spec
 	}
+	path := sp.PartitionKeyPath
+	if !e.kd.IsZero() {
+		path = e.kd.Paths()[0]
+	} else if path == "" {
+		return nil, fmt.Errorf("router: the resolver of %s does not tell its partition-key path (it has no KeyDef method): give the path the collections are partitioned by in the template", dbLink)
+	}
+	want, err := store.ParsePartitionKeyPath(path) // the segments every collection must have
+	if err != nil {
+		return nil, fmt.Errorf("router: the resolver's partition key %s: %w", path, err)
+	}
 	if sp.PartitionKeyPath == "" {
-		if kd, ok := r.(keyDefiner); ok && !kd.KeyDef().IsZero() {
-			sp.PartitionKeyPath = kd.KeyDef().Paths()[0]
+		sp.PartitionKeyPath = path
+	} else if err := checkPath(sp.PartitionKeyPath, want); err != nil {
+		return nil, fmt.Errorf("router: the template's %w (the resolver's key is %s)", err, path)
+	}
+	created := make([]bool, len(links))
+	errs := make([]error, len(links))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, l := range links {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			err := c.call(ctx, l, "create collection", func() error { return c.st.CreateCollection(ctx, l, &sp) })
+			switch {
+			case err == nil:
+				created[i] = true
+			case errors.Is(err, store.ErrConflict):
+				errs[i] = c.checkExisting(ctx, l, want)
+			default:
+				errs[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	var out []string
+	for i, l := range links {
+		if created[i] {
+			out = append(out, l)
 		}
 	}
-	var created []string
-	for _, l := range links {
-		err := c.call(ctx, l, "create collection", func() error { return c.st.CreateCollection(ctx, l, &sp) })
-		switch {
-		case err == nil:
-			created = append(created, l)
-		case errors.Is(err, store.ErrConflict):
-		default:
-			return created, err
-		}
+	return out, errors.Join(errs...)
+}
+
+func (c *Client) checkExisting(ctx context.Context, l string, want []string) error {
+	var info *store.CollectionInfo
+	err := c.call(ctx, l, "read collection", func() (err error) {
+		info, err = c.st.CollectionInfo(ctx, l)
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	return created, nil
+	if err := checkPath(info.Spec.PartitionKeyPath, want); err != nil {
+		return fmt.Errorf("router: collection %s exists with a %w", l, err)
+	}
+	return nil
+}
+
+func checkPath(path string, want []string) error {
+	got, err := store.ParsePartitionKeyPath(path)
+	if err != nil {
+		return fmt.Errorf("partition-key path %q: %w", path, err)
+	}
+	if !slices.Equal(got, want) {
+		if path == "" {
+			path = "/id (the default)"
+		}
+		return fmt.Errorf("partition-key path %s: %w", path, ErrKeyPathMismatch)
+	}
+	return nil
 }

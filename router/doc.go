@@ -4,19 +4,54 @@
 // database link, then creates, reads, replaces, deletes and queries against
 // the database, never against a collection.
 //
-// Writes go where ResolveForCreate puts the document's key; point reads,
-// replaces and deletes look in every collection ResolveForRead names, in
-// order, so a document is found while a transition moves it. Queries fan out
-// to the collections the key narrows to (all of them without a key), in
-// parallel up to MaxDegreeOfParallelism, and merge on the client with the
-// plan of package query: ORDER BY streams through a heap, TOP and
-// OFFSET/LIMIT are widened per collection and applied once, aggregates and
-// GROUP BY combine partial results, DISTINCT applies last. A Pager returns
-// pages with a continuation token that spans collections: resuming from any
-// page yields exactly the rest.
+// # Routing
 //
-// Resolvers are swapped whole (Register again) under live traffic; each
-// call reads the resolver once, so no request sees half of a change.
-// Throttled store calls are retried after the store's retry-after, bounded
-// in attempts and total wait, and always within the caller's context.
+// Writes go where ResolveForCreate puts the document's key. Point reads,
+// replaces and deletes take (id, key) and look in every collection
+// ResolveForRead names, in order, first hit wins, so a document is found
+// while a transition moves it. A replace that changes the key (the caller
+// gives the old one) moves the document: create at the new place, then
+// delete the old copy on condition of its ETag, so a crash leaves at worst
+// a duplicate, never a loss. EnsureCollections creates the collections a
+// resolver names from a template, partitioned by the resolver's key path.
+//
+// Resolvers are swapped whole (Register again) under live traffic: the
+// registry is an immutable map behind an atomic pointer, each call reads it
+// once, so no call sees half of a change and none is lost. Resolvers are
+// pure values, so each registration memoises the placement of string keys
+// (Options.RouteCacheSize): a point operation on a key placed before costs
+// a map lookup and a hash-table probe on top of the store call.
+//
+// # Queries
+//
+// A query fans out to the collections its partition key narrows to (all of
+// them without a key) and merges on the client by the plan of package
+// query, exactly as one collection holding every document would answer:
+// ORDER BY streams through a heap of one row per collection (Cosmos DB's
+// order across types, ties broken by collection so the merge is
+// deterministic), TOP and OFFSET/LIMIT are widened per collection and
+// applied once, aggregates and GROUP BY combine partial results (AVG from
+// sums and counts), DISTINCT applies again after the merge. Store calls run
+// in parallel up to MaxDegreeOfParallelism and read ahead within
+// MaxBufferedItemCount. A shape that cannot be merged exactly is refused
+// with the planner's error naming the construct.
+//
+// A Pager returns pages with a continuation token that spans collections:
+// per collection, the store continuation of the page being read, the page
+// size it was fetched with and how many of its rows were consumed (a
+// resumed pager refetches and skips), plus the OFFSET/LIMIT still to apply;
+// aggregates, GROUP BY and DISTINCT without ORDER BY are recomputed and
+// skipped by position. Tokens are versioned, compact (binary, compressed
+// when that helps, base64url), checksummed, and bound to the database, the
+// query text, its parameters, the partition key and the collections:
+// anything else is an error wrapping ErrBadContinuation.
+//
+// # Failures
+//
+// Throttled store calls (store.ErrThrottled) are retried after the store's
+// retry-after, bounded in attempts and total wait, within the caller's
+// context; nothing else is retried. A collection failing mid-query fails
+// the query, or with QueryOptions.PartialResults is left out and named
+// (*PartialError). Hooks report fan-out width, per-call latency, retries
+// and documents returned.
 package router

@@ -1,0 +1,81 @@
+package router
+
+import (
+	"hash/maphash"
+	"math/bits"
+	"sync/atomic"
+
+	"github.com/docshard/docshard/store"
+)
+
+// routeCache remembers where string keys go under one resolver: a
+// direct-mapped table (a key's slot is its hash; a new key evicts the old
+// one) with atomic slots, so lookups take no lock and allocate nothing.
+// Entries are immutable once published. Only string keys are cached: they
+// are the common case, and a string never compares equal to a key of
+// another type, so no resolver can place two cached keys differently by
+// type.
+type routeCache struct {
+	seed   maphash.Seed
+	mask   uint64
+	create []atomic.Pointer[createEntry]
+	read   []atomic.Pointer[readEntry]
+}
+
+type createEntry struct {
+	key  string
+	link string
+}
+
+type readEntry struct {
+	key   string
+	links []string            // shared: never modified, never handed out
+	ro    *store.ReadOptions  // shared: the store only reads it
+	wo    *store.WriteOptions // shared: for unconditional deletes and replaces
+	store any                 // the key as the store gets it
+}
+
+func newRouteCache(n int) *routeCache {
+	size := 1 << bits.Len(uint(n-1)) // next power of two
+	return &routeCache{
+		seed:   maphash.MakeSeed(),
+		mask:   uint64(size - 1),
+		create: make([]atomic.Pointer[createEntry], size),
+		read:   make([]atomic.Pointer[readEntry], size),
+	}
+}
+
+// createLink returns the cached create placement of a string key given as
+// bytes (maphash.Bytes and maphash.String agree on equal contents).
+func (rc *routeCache) createLink(key []byte) (string, bool) {
+	if e := rc.create[maphash.Bytes(rc.seed, key)&rc.mask].Load(); e != nil && e.key == string(key) {
+		return e.link, true
+	}
+	return "", false
+}
+
+// createLinkString is createLink for a key held as a string.
+func (rc *routeCache) createLinkString(key string) (string, bool) {
+	if e := rc.create[maphash.String(rc.seed, key)&rc.mask].Load(); e != nil && e.key == key {
+		return e.link, true
+	}
+	return "", false
+}
+
+func (rc *routeCache) putCreate(key, l string) {
+	rc.create[maphash.String(rc.seed, key)&rc.mask].Store(&createEntry{key: key, link: l})
+}
+
+func (rc *routeCache) readSlot(key string) *atomic.Pointer[readEntry] {
+	return &rc.read[maphash.String(rc.seed, key)&rc.mask]
+}
+
+// readRoute returns the cached read placement of a string key.
+func (rc *routeCache) readRoute(key string) *readEntry {
+	if e := rc.readSlot(key).Load(); e != nil && e.key == key {
+		return e
+	}
+	return nil
+}
+
+func (rc *routeCache) putRead(e *readEntry) { rc.readSlot(e.key).Store(e) }

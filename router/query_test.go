@@ -1,0 +1,423 @@
+package router_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/hashring"
+	"github.com/docshard/docshard/lookup"
+	"github.com/docshard/docshard/query"
+	"github.com/docshard/docshard/rangeresolver"
+	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/router"
+	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/memstore"
+)
+
+func firstPage(t *testing.T, c *router.Client, q store.Query, opts *router.QueryOptions) *router.QueryPage {
+	t.Helper()
+	page, err := c.NewQueryPager(db, q, opts).NextPage(ctx)
+	require.NoError(t, err)
+	return page
+}
+
+func TestQueryBadInput(t *testing.T) {
+	fs := &faulty{Store: newMem(t)}
+	c := setup(t, 3, fs, nil)
+	addUsers(t, c, 30, func(i int) string { return fmt.Sprint("u", i) })
+	calls := fs.calls.Load()
+	for _, tc := range []struct {
+		q     store.Query
+		want  error
+		names string // what the message must name
+	}{
+		{store.Query{Text: "SELEC * FROM c"}, nil, "line 1, column 1"},
+		{store.Query{Text: "SELECT * FROM c WHERE"}, nil, "expected"},
+		{store.Query{Text: "SELECT VALUE FOO(c.x) FROM c"}, query.ErrCompile, "FOO"},
+		{store.Query{Text: "SELECT * FROM c WHERE c.a = @missing"}, query.ErrCompile, "@missing"},
+		{store.Query{Text: "SELECT DISTINCT VALUE c.a FROM c ORDER BY c.b"}, query.ErrUnmergeable, "DISTINCT with ORDER BY c.b"},
+		{store.Query{Text: "SELECT * FROM c", Parameters: []store.Param{{Name: "x", Value: 1}}}, nil, `"x"`},
+		{store.Query{Text: "SELECT * FROM c", Parameters: []store.Param{{Name: "@x", Value: 1}, {Name: "@x", Value: 2}}}, nil, "@x given twice"},
+	} {
+		p := c.NewQueryPager(db, tc.q, nil)
+		require.True(t, p.More())
+		_, err := p.NextPage(ctx)
+		require.Error(t, err, tc.q.Text)
+		assert.False(t, p.More(), "an error ends the pager")
+		if tc.want != nil {
+			assert.ErrorIs(t, err, tc.want, tc.q.Text)
+		} else if strings.HasPrefix(tc.q.Text, "SELEC ") || strings.HasSuffix(tc.q.Text, "WHERE") {
+			var se *query.SyntaxError
+			assert.ErrorAs(t, err, &se, tc.q.Text)
+		}
+		assert.Contains(t, err.Error(), tc.names, tc.q.Text)
+		_, err = c.Query(ctx, db, tc.q, nil)
+		assert.Error(t, err)
+	}
+	assert.Equal(t, calls, fs.calls.Load(), "bad queries never reach the store")
+
+	// NextPage after the end.
+	p := c.NewQueryPager(db, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, nil)
+	_, err := p.NextPage(ctx)
+	require.NoError(t, err)
+	require.False(t, p.More())
+	_, err = p.NextPage(ctx)
+	assert.Error(t, err)
+}
+
+func TestContinuationTokens(t *testing.T) {
+	c := setup(t, 4, nil, &router.Options{MaxDegreeOfParallelism: -1})
+	addUsers(t, c, 40, func(i int) string { return fmt.Sprint("u", i%7) })
+	q := store.Query{Text: "SELECT c.id, c.age FROM c WHERE c.age >= @min ORDER BY c.age DESC, c.id", Parameters: []store.Param{{Name: "@min", Value: 3}}}
+	opts := &router.QueryOptions{PageSize: 5, MaxDegreeOfParallelism: -1}
+	want, err := c.Query(ctx, db, q, opts)
+	require.NoError(t, err)
+	require.Len(t, want, 37)
+	page := firstPage(t, c, q, opts)
+	tok := page.Continuation
+	require.NotEmpty(t, tok)
+	t.Logf("a token over 4 collections: %d bytes", len(tok))
+
+	// Resumed in another client: exactly the rest.
+	other := router.New(c.Store(), nil)
+	require.NoError(t, other.Register(db, ring(t, 4)))
+	rest, err := other.Query(ctx, db, q, &router.QueryOptions{Continuation: tok, MaxDegreeOfParallelism: 0})
+	require.NoError(t, err)
+	assert.Equal(t, want[5:], rest)
+
+	bad := func(tok string, q store.Query, key any, why string) {
+		t.Helper()
+		o := &router.QueryOptions{Continuation: tok, PartitionKey: key, MaxDegreeOfParallelism: -1}
+		_, err := c.NewQueryPager(db, q, o).NextPage(ctx)
+		require.ErrorIs(t, err, router.ErrBadContinuation, why)
+		assert.Contains(t, err.Error(), why)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	require.NoError(t, err)
+	for i := range raw { // every corrupted byte is caught
+		flipped := append([]byte(nil), raw...)
+		flipped[i] ^= 0x20
+		_, err := c.NewQueryPager(db, q, &router.QueryOptions{Continuation: base64.RawURLEncoding.EncodeToString(flipped)}).NextPage(ctx)
+		require.ErrorIs(t, err, router.ErrBadContinuation, "byte %d", i)
+	}
+	bad(tok[:len(tok)-3], q, nil, "checksum")
+	bad(tok+"AAAA", q, nil, "checksum")
+	bad("garbage!", q, nil, "base64")
+	bad("eyJ2IjoxfQ", q, nil, "too short")
+	bad(tok, store.Query{Text: "SELECT c.id FROM c"}, nil, "another query")
+	bad(tok, store.Query{Text: q.Text, Parameters: []store.Param{{Name: "@min", Value: 4}}}, nil, "another query, parameters")
+	bad(tok, q, "u3", "partition key")
+	require.NoError(t, c.Register(db, ring(t, 5)))
+	_, err = c.EnsureCollections(ctx, db, nil)
+	require.NoError(t, err)
+	bad(tok, q, nil, "collections changed")
+
+	// Parameters bind by value: 3 and 3.0 are the same query.
+	require.NoError(t, c.Register(db, ring(t, 4)))
+	same := store.Query{Text: q.Text, Parameters: []store.Param{{Name: "@min", Value: 3.0}}}
+	rest, err = c.Query(ctx, db, same, &router.QueryOptions{Continuation: tok, MaxDegreeOfParallelism: -1})
+	require.NoError(t, err)
+	assert.Equal(t, want[5:], rest)
+}
+
+func TestTokenStaysCompact(t *testing.T) {
+	c := setup(t, 32, nil, nil)
+	addUsers(t, c, 640, func(i int) string { return fmt.Sprint("u", i) })
+	for _, text := range []string{"SELECT * FROM c ORDER BY c.age", "SELECT * FROM c", "SELECT c.age, COUNT(1) AS n FROM c GROUP BY c.age"} {
+		page := firstPage(t, c, store.Query{Text: text}, &router.QueryOptions{PageSize: 20, MaxDegreeOfParallelism: -1})
+		require.NotEmpty(t, page.Continuation)
+		t.Logf("%s over 32 collections: a %d-byte token", text, len(page.Continuation))
+		assert.Less(t, len(page.Continuation), 2500, text)
+	}
+}
+
+func TestPartialResults(t *testing.T) {
+	fs := &faulty{Store: newMem(t)}
+	c := setup(t, 3, fs, nil)
+	addUsers(t, c, 60, func(i int) string { return fmt.Sprint("k", i) })
+	fs.fail = func(op, l, id string) error {
+		if op == "query" && l == "dbs/app/colls/u1" {
+			return &store.Error{Kind: store.ErrUnavailable, Op: "query", Link: l, Message: "injected"}
+		}
+		return nil
+	}
+	_, err := c.Query(ctx, db, store.Query{Text: "SELECT * FROM c"}, nil)
+	assert.ErrorIs(t, err, store.ErrUnavailable, "by default a failing collection fails the query")
+
+	inU1 := 0
+	r := ring(t, 3)
+	for i := 0; i < 60; i++ {
+		if l, _ := r.ResolveForCreate(fmt.Sprint("k", i)); l == "dbs/app/colls/u1" {
+			inU1++
+		}
+	}
+	require.Positive(t, inU1)
+	for _, text := range []string{"SELECT VALUE c.id FROM c ORDER BY c.id", "SELECT VALUE c.id FROM c", "SELECT VALUE COUNT(1) FROM c", "SELECT DISTINCT VALUE c.id FROM c"} {
+		opts := &router.QueryOptions{PartialResults: true, MaxDegreeOfParallelism: -1, PageSize: 7}
+		items, err := c.Query(ctx, db, store.Query{Text: text}, opts)
+		var pe *router.PartialError
+		require.ErrorAs(t, err, &pe, text)
+		assert.ErrorIs(t, err, router.ErrPartialResults)
+		assert.ErrorIs(t, pe.Failed["dbs/app/colls/u1"], store.ErrUnavailable)
+		assert.Len(t, pe.Failed, 1)
+		assert.Contains(t, err.Error(), "dbs/app/colls/u1")
+		if strings.Contains(text, "COUNT") {
+			assert.Equal(t, fmt.Sprint(60-inU1), string(items[0]), "the healthy collections' count")
+		} else {
+			assert.Len(t, items, 60-inU1, text)
+		}
+		// Page by page from tokens: once a page names the failed
+		// collection, every later one does (a streamed page may come
+		// before the failure is seen).
+		var got []json.RawMessage
+		tok, named := "", false
+		for i := 0; ; i++ {
+			require.Less(t, i, 100)
+			opts.Continuation = tok
+			page, err := c.NewQueryPager(db, store.Query{Text: text}, opts).NextPage(ctx)
+			if named || err != nil {
+				require.ErrorAs(t, err, &pe)
+				require.Contains(t, page.Failed, "dbs/app/colls/u1")
+				named = true
+			}
+			got = append(got, page.Items...)
+			if tok = page.Continuation; tok == "" {
+				break
+			}
+		}
+		assert.True(t, named)
+		assert.ElementsMatch(t, items, got, text)
+	}
+}
+
+func TestHooks(t *testing.T) {
+	var width, docs, calls, queryCalls atomic.Int32
+	c := setup(t, 5, nil, &router.Options{MaxDegreeOfParallelism: -1, Hooks: router.Hooks{
+		FanOut:    func(_ string, w int) { width.Store(int32(w)) },
+		Documents: func(_ string, n int) { docs.Add(int32(n)) },
+		Call: func(l, op string, d time.Duration, err error) {
+			calls.Add(1)
+			if op == "query" {
+				queryCalls.Add(1)
+				assert.True(t, strings.HasPrefix(l, "dbs/app/colls/u"), l)
+			}
+			assert.GreaterOrEqual(t, d, time.Duration(0))
+		},
+	}})
+	addUsers(t, c, 20, func(i int) string { return fmt.Sprint("k", i) })
+	assert.EqualValues(t, 20+5, calls.Load(), "one call per create and per collection created")
+	items, err := c.Query(ctx, db, store.Query{Text: "SELECT * FROM c"}, nil)
+	require.NoError(t, err)
+	assert.Len(t, items, 20)
+	assert.EqualValues(t, 5, width.Load())
+	assert.EqualValues(t, 20, docs.Load())
+	assert.EqualValues(t, 5, queryCalls.Load(), "one page per collection")
+}
+
+func TestKeyedQueryNarrowsFanOut(t *testing.T) {
+	var width atomic.Int32
+	st := newMem(t)
+	c := router.New(st, &router.Options{Hooks: router.Hooks{FanOut: func(_ string, w int) { width.Store(int32(w)) }}})
+	ten, err := lookup.New(resolver.MustKeyDef("/userId"), map[string]resolver.Target{
+		"vip": resolver.LinkTarget("dbs/app/colls/vip"),
+	}, resolver.ResolverTarget(ring(t, 4)))
+	require.NoError(t, err)
+	require.NoError(t, c.Register(db, ten))
+	_, err = c.EnsureCollections(ctx, db, nil)
+	require.NoError(t, err)
+	for i := 0; i < 30; i++ {
+		key := fmt.Sprint("k", i%5)
+		if i%3 == 0 {
+			key = "vip"
+		}
+		_, err := c.Create(ctx, db, user{ID: fmt.Sprint(i), UserID: key}, nil)
+		require.NoError(t, err)
+	}
+	items, err := c.Query(ctx, db, store.Query{Text: "SELECT VALUE c.userId FROM c"}, &router.QueryOptions{PartitionKey: "vip"})
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, width.Load())
+	assert.Len(t, items, 10)
+	for _, it := range items {
+		assert.JSONEq(t, `"vip"`, string(it))
+	}
+	// A key sharing a collection with others sees only its own documents.
+	items, err = c.Query(ctx, db, store.Query{Text: "SELECT VALUE c.userId FROM c"}, &router.QueryOptions{PartitionKey: "k1"})
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, width.Load())
+	assert.Len(t, items, 4)
+	items, err = c.Query(ctx, db, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, nil)
+	require.NoError(t, err)
+	assert.EqualValues(t, 5, width.Load())
+	assert.Equal(t, "30", string(items[0]))
+}
+
+func TestEmptyFanOut(t *testing.T) {
+	c := router.New(newMem(t), nil)
+	rr, err := rangeresolver.New(resolver.MustKeyDef("/n"), []rangeresolver.Entry[float64]{
+		{Range: rangeresolver.Range[float64]{Low: 0, High: 9}, Target: resolver.LinkTarget("dbs/app/colls/low")},
+	}, resolver.Target{})
+	require.NoError(t, err)
+	require.NoError(t, c.Register(db, rr))
+	_, err = c.EnsureCollections(ctx, db, nil)
+	require.NoError(t, err)
+	outside := &router.QueryOptions{PartitionKey: rangeresolver.Range[float64]{Low: 100, High: 200}}
+	items, err := c.Query(ctx, db, store.Query{Text: "SELECT * FROM c"}, outside)
+	require.NoError(t, err)
+	assert.Empty(t, items, "no collection may hold the range: no results")
+	items, err = c.Query(ctx, db, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, outside)
+	require.NoError(t, err)
+	assert.Equal(t, []json.RawMessage{json.RawMessage("0")}, items, "as one empty collection would answer")
+}
+
+func TestParallelismBound(t *testing.T) {
+	fs := &faulty{Store: newMem(t)}
+	fs.delay.Store(int64(2 * time.Millisecond))
+	c := setup(t, 12, fs, nil)
+	addUsers(t, c, 240, func(i int) string { return fmt.Sprint("k", i) })
+	for _, tc := range []struct{ par, want int }{{0, 1}, {1, 1}, {3, 3}, {-1, 12}, {100, 12}} {
+		for _, text := range []string{"SELECT * FROM c", "SELECT * FROM c ORDER BY c.age", "SELECT VALUE AVG(c.age) FROM c", "SELECT DISTINCT VALUE c.age FROM c"} {
+			fs.peak.Store(0)
+			items, err := c.Query(ctx, db, store.Query{Text: text}, &router.QueryOptions{MaxDegreeOfParallelism: tc.par, MaxBufferedItemCount: 120})
+			require.NoError(t, err)
+			require.NotEmpty(t, items)
+			if tc.want == 1 || !strings.Contains(text, "DISTINCT") {
+				assert.EqualValues(t, tc.want, fs.peak.Load(), "%s, MaxDegreeOfParallelism %d", text, tc.par)
+			} else {
+				assert.LessOrEqual(t, fs.peak.Load(), int32(tc.want), "%s, MaxDegreeOfParallelism %d", text, tc.par)
+			}
+		}
+	}
+}
+
+func TestBufferBound(t *testing.T) {
+	c := setup(t, 8, nil, nil)
+	addUsers(t, c, 2000, func(i int) string { return fmt.Sprint("k", i) })
+	for _, buf := range []int{16, 100, 1000} {
+		for _, text := range []string{"SELECT c.id FROM c ORDER BY c.age, c.id", "SELECT c.id FROM c"} {
+			p := c.NewQueryPager(db, store.Query{Text: text}, &router.QueryOptions{MaxDegreeOfParallelism: -1, MaxBufferedItemCount: buf, PageSize: 50})
+			n := 0
+			for p.More() {
+				page, err := p.NextPage(ctx)
+				require.NoError(t, err)
+				n += len(page.Items)
+				assert.LessOrEqual(t, p.BufferedRows(), buf)
+			}
+			assert.Equal(t, 2000, n)
+			assert.LessOrEqual(t, p.PeakBufferedRows(), buf, "%s with MaxBufferedItemCount %d", text, buf)
+			assert.Greater(t, p.PeakBufferedRows(), buf/4, "reads ahead up to the bound")
+		}
+	}
+}
+
+func TestContextCancellation(t *testing.T) {
+	fs := &faulty{Store: newMem(t)}
+	c := setup(t, 6, fs, nil)
+	addUsers(t, c, 300, func(i int) string { return fmt.Sprint("k", i) })
+	q := store.Query{Text: "SELECT c.id FROM c ORDER BY c.age, c.id"}
+	want, err := c.Query(ctx, db, q, &router.QueryOptions{MaxDegreeOfParallelism: -1})
+	require.NoError(t, err)
+
+	fs.delay.Store(int64(200 * time.Millisecond))
+	short, cancel := ctxTimeout(20 * time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = c.Query(short, db, q, &router.QueryOptions{MaxDegreeOfParallelism: -1})
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 150*time.Millisecond, "the context ends the query, not the store")
+
+	// A context per page, cancelled once the page is back: read-ahead
+	// started under it is cancelled too, and simply made again.
+	fs.delay.Store(int64(time.Millisecond))
+	p := c.NewQueryPager(db, q, &router.QueryOptions{MaxDegreeOfParallelism: -1, MaxBufferedItemCount: 60, PageSize: 13})
+	var got []json.RawMessage
+	for p.More() {
+		pctx, cancel := context.WithCancel(ctx)
+		page, err := p.NextPage(pctx)
+		cancel()
+		require.NoError(t, err)
+		got = append(got, page.Items...)
+	}
+	assert.Equal(t, want, got)
+}
+
+func TestPageSizes(t *testing.T) {
+	c := setup(t, 3, nil, nil)
+	addUsers(t, c, 250, func(i int) string { return fmt.Sprint("k", i) })
+	for _, tc := range []struct{ size, pages int }{{-1, 1}, {0, 3}, {100, 3}, {250, 1}, {249, 2}, {1000, 1}} {
+		p := c.NewQueryPager(db, store.Query{Text: "SELECT * FROM c ORDER BY c.id"}, &router.QueryOptions{PageSize: tc.size, MaxDegreeOfParallelism: -1})
+		pages, n := 0, 0
+		for p.More() {
+			page, err := p.NextPage(ctx)
+			require.NoError(t, err)
+			pages++
+			n += len(page.Items)
+		}
+		assert.Equal(t, 250, n)
+		assert.Equal(t, tc.pages, pages, "page size %d", tc.size)
+	}
+	p := c.NewQueryPager(db, store.Query{Text: "SELECT * FROM c"}, &router.QueryOptions{MaxDegreeOfParallelism: -1})
+	assert.Equal(t, links(3), p.Collections())
+}
+
+// ExampleClient_NewQueryPager reads a cross-collection ORDER BY page by
+// page; any page's continuation token resumes the query, here or in
+// another process.
+func ExampleClient_NewQueryPager() {
+	st := memstore.New(nil)
+	defer st.Close()
+	client := router.New(st, nil)
+	ring, err := hashring.New([]string{"dbs/shop/colls/o0", "dbs/shop/colls/o1", "dbs/shop/colls/o2"},
+		&hashring.Options{PartitionKey: resolver.MustKeyDef("/customer")})
+	if err != nil {
+		panic(err)
+	}
+	if err := client.Register("dbs/shop", ring); err != nil {
+		panic(err)
+	}
+	if _, err := client.EnsureCollections(ctx, "dbs/shop", nil); err != nil {
+		panic(err)
+	}
+	for i := 1; i <= 9; i++ {
+		doc := fmt.Sprintf(`{"id":"o%d","customer":"c%d","total":%d}`, i, i%4, i*10)
+		if _, err := client.Create(ctx, "dbs/shop", []byte(doc), nil); err != nil {
+			panic(err)
+		}
+	}
+	q := store.Query{Text: "SELECT c.id, c.total FROM c WHERE c.total > @min ORDER BY c.total DESC", Parameters: []store.Param{{Name: "@min", Value: 20}}}
+	pager := client.NewQueryPager("dbs/shop", q, &router.QueryOptions{PageSize: 4, MaxDegreeOfParallelism: -1})
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%d results, more: %v\n", len(page.Items), page.Continuation != "")
+		for _, it := range page.Items {
+			fmt.Println(" ", string(it))
+		}
+	}
+	total, err := client.Query(ctx, "dbs/shop", store.Query{Text: "SELECT VALUE SUM(c.total) FROM c"}, nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("sum:", string(total[0]))
+	// Output:
+	// 4 results, more: true
+	//   {"id":"o9","total":90}
+	//   {"id":"o8","total":80}
+	//   {"id":"o7","total":70}
+	//   {"id":"o6","total":60}
+	// 3 results, more: false
+	//   {"id":"o5","total":50}
+	//   {"id":"o4","total":40}
+	//   {"id":"o3","total":30}
+	// sum: 450
+}
