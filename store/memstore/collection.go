@@ -81,7 +81,7 @@ type collection struct {
 	dropped bool
 
 	nextSeq    atomic.Uint64
-	nextExpiry atomic.Int64 // expireAt of the heap's top; never when empty
+	nextExpiry atomic.Int64  // expireAt of the heap's top; never when empty
 	version    atomic.Uint64 // changes (under mu) whenever order does
 	snap       atomic.Pointer[snapshot]
 }
