@@ -27,12 +27,16 @@ type createEntry struct {
 	link string
 }
 
+// readEntry is where point operations on one key look. One allocation
+// holds it all, and it is shared by every call on the key: nothing in it
+// is modified once published, the links are never handed out, and the
+// store only reads the options.
 type readEntry struct {
 	key   string
-	links []string            // shared: never modified, never handed out
-	ro    *store.ReadOptions  // shared: the store only reads it
-	wo    *store.WriteOptions // shared: for unconditional deletes and replaces
-	store any                 // the key as the store gets it
+	links []string
+	store any                // the key as the store gets it
+	ro    store.ReadOptions  // for reads
+	wo    store.WriteOptions // for unconditional replaces and deletes
 }
 
 func newRouteCache(n int) *routeCache {
@@ -45,10 +49,14 @@ func newRouteCache(n int) *routeCache {
 	}
 }
 
+// slot returns the slot of a key given as bytes in both tables
+// (maphash.Bytes and maphash.String agree on equal contents).
+func (rc *routeCache) slot(key []byte) uint64 { return maphash.Bytes(rc.seed, key) & rc.mask }
+
 // createLink returns the cached create placement of a string key given as
-// bytes (maphash.Bytes and maphash.String agree on equal contents).
-func (rc *routeCache) createLink(key []byte) (string, bool) {
-	if e := rc.create[maphash.Bytes(rc.seed, key)&rc.mask].Load(); e != nil && e.key == string(key) {
+// bytes, in its slot.
+func (rc *routeCache) createLink(slot uint64, key []byte) (string, bool) {
+	if e := rc.create[slot].Load(); e != nil && e.key == string(key) {
 		return e.link, true
 	}
 	return "", false
@@ -73,6 +81,14 @@ func (rc *routeCache) readSlot(key string) *atomic.Pointer[readEntry] {
 // readRoute returns the cached read placement of a string key.
 func (rc *routeCache) readRoute(key string) *readEntry {
 	if e := rc.readSlot(key).Load(); e != nil && e.key == key {
+		return e
+	}
+	return nil
+}
+
+// readRouteBytes is readRoute for a key held as bytes, in its slot.
+func (rc *routeCache) readRouteBytes(slot uint64, key []byte) *readEntry {
+	if e := rc.read[slot].Load(); e != nil && e.key == string(key) {
 		return e
 	}
 	return nil

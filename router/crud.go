@@ -129,6 +129,36 @@ func (c *Client) place(e *dbEntry, doc any) (body []byte, key any, target string
 	return
 }
 
+// stringKey returns the key of raw JSON when the route cache can place it:
+// a string at the resolver's one key path, its text appended to buf. The
+// document is scanned in place, only as far as the key.
+func stringKey(e *dbEntry, raw, buf []byte) ([]byte, bool) {
+	if e.cache == nil || e.kd.IsZero() || e.kd.Composite() {
+		return nil, false
+	}
+	var vals [1]resolver.RawValue
+	rv, err := e.kd.ExtractRaw(raw, vals[:0])
+	if err != nil || rv[0].Kind() != resolver.ValueString {
+		return nil, false
+	}
+	return rv[0].AppendText(buf), true
+}
+
+// createLink places a string key held as bytes through the route cache
+// (slot is e.cache.slot(text)); only a key placed for the first time is
+// copied.
+func (c *Client) createLink(e *dbEntry, slot uint64, text []byte) (string, error) {
+	if l, ok := e.cache.createLink(slot, text); ok {
+		return l, nil
+	}
+	key := string(text)
+	l, err := e.r.ResolveForCreate(key)
+	if err == nil {
+		e.cache.putCreate(key, l)
+	}
+	return l, err
+}
+
 // placeNew finds where a new document goes. Raw JSON under a resolver that
 // reads a key path is scanned in place: a string key already placed is
 // found in the route cache without allocating; otherwise the key is read
@@ -139,21 +169,10 @@ func (c *Client) placeNew(e *dbEntry, doc any) (string, []byte, error) {
 		body, _, target, err := c.place(e, doc)
 		return target, body, err
 	}
-	if e.cache != nil && !e.kd.Composite() {
-		var vals [1]resolver.RawValue
-		if rv, err := e.kd.ExtractRaw(raw, vals[:0]); err == nil && rv[0].Kind() == resolver.ValueString {
-			var buf [64]byte
-			text := rv[0].AppendText(buf[:0])
-			if l, ok := e.cache.createLink(text); ok {
-				return l, raw, nil
-			}
-			key := string(text)
-			l, err := e.r.ResolveForCreate(key)
-			if err == nil {
-				e.cache.putCreate(key, l)
-			}
-			return l, raw, err
-		}
+	var buf [64]byte
+	if text, ok := stringKey(e, raw, buf[:0]); ok {
+		l, err := c.createLink(e, e.cache.slot(text), text)
+		return l, raw, err
 	}
 	key, err := e.kd.ExtractBorrowed(raw)
 	if err != nil {
@@ -233,7 +252,7 @@ func (c *Client) route(e *dbEntry, key any) (*readEntry, error) {
 		return nil, err
 	}
 	sk := storeKey(key)
-	re := &readEntry{key: s, links: links, store: sk, ro: &store.ReadOptions{PartitionKey: sk}, wo: &store.WriteOptions{PartitionKey: sk}}
+	re := &readEntry{key: s, links: links, store: sk, ro: store.ReadOptions{PartitionKey: sk}, wo: store.WriteOptions{PartitionKey: sk}}
 	if isString && e.cache != nil {
 		e.cache.putRead(re)
 	}
@@ -251,7 +270,7 @@ func (c *Client) find(ctx context.Context, rt *readEntry, id string) (string, *s
 		var err error
 		for {
 			start := r.begin(c)
-			d, err = c.st.Read(ctx, l, id, rt.ro)
+			d, err = c.st.Read(ctx, l, id, &rt.ro)
 			if !r.again(ctx, c, l, "read", start, &err) {
 				break
 			}
@@ -312,15 +331,41 @@ func (c *Client) Replace(ctx context.Context, dbLink, id string, doc any, opts *
 	if err != nil {
 		return nil, err
 	}
-	body, key, target, err := c.place(e, doc)
-	if err != nil {
-		return nil, err
+	var (
+		body   []byte
+		key    any
+		target string
+		newRt  *readEntry
+		buf    [64]byte
+	)
+	var text []byte
+	raw, isRaw := rawDoc(doc)
+	if isRaw {
+		text, isRaw = stringKey(e, raw, buf[:0])
 	}
-	if got := gjson.GetBytes(body, "id"); got.Type != gjson.String || got.Str != id {
-		return nil, &store.Error{Kind: store.ErrBadRequest, Op: "replace", ID: id, Message: fmt.Sprintf("the document's \"id\" (%s) must equal the id replaced", orMissing(got.Raw))}
+	if isRaw {
+		// Raw JSON with a string key: placed through the route cache,
+		// allocating nothing for a key seen before.
+		body = raw
+		slot := e.cache.slot(text)
+		if target, err = c.createLink(e, slot, text); err != nil {
+			return nil, err
+		}
+		if newRt = e.cache.readRouteBytes(slot, text); newRt == nil {
+			if newRt, err = c.route(e, string(text)); err != nil {
+				return nil, err
+			}
+		}
+		key = newRt.store
+	} else {
+		if body, key, target, err = c.place(e, doc); err != nil {
+			return nil, err
+		}
+		if newRt, err = c.route(e, key); err != nil {
+			return nil, err
+		}
 	}
-	newRt, err := c.route(e, key)
-	if err != nil {
+	if err := checkID(body, id); err != nil {
 		return nil, err
 	}
 	oldKey, sameKey := key, true
@@ -333,8 +378,18 @@ func (c *Client) Replace(ctx context.Context, dbLink, id string, doc any, opts *
 	if sameKey && len(newRt.links) == 1 && newRt.links[0] == target {
 		// The common case: one place to look, and it is where the
 		// document stays.
-		d, err := c.replaceAt(ctx, target, id, body, newRt.store, o.IfMatch)
-		return d, oldKeyHint(err, o)
+		wo := &newRt.wo
+		if o.IfMatch != "" {
+			wo = &store.WriteOptions{PartitionKey: newRt.store, IfMatch: o.IfMatch}
+		}
+		var r retrier
+		for {
+			start := r.begin(c)
+			d, err := c.st.Replace(ctx, target, id, body, wo)
+			if !r.again(ctx, c, target, "replace", start, &err) {
+				return d, oldKeyHint(err, o)
+			}
+		}
 	}
 	oldRt := newRt
 	if !sameKey {
@@ -367,6 +422,22 @@ func oldKeyHint(err error, o ReplaceOptions) error {
 		return fmt.Errorf("%w (if the replacement changes the document's partition key, give the old one as ReplaceOptions.OldKey)", err)
 	}
 	return err
+}
+
+// idPath reads a document's "id" in place.
+var idPath = resolver.MustKeyDef("/id")
+
+// checkID verifies that the replacement's "id" is the id replaced. The
+// body is scanned in place, as far as the id; nothing is allocated unless
+// it is wrong.
+func checkID(body []byte, id string) error {
+	var vals [1]resolver.RawValue
+	var buf [64]byte
+	if rv, err := idPath.ExtractRaw(body, vals[:0]); err == nil && rv[0].Kind() == resolver.ValueString && string(rv[0].AppendText(buf[:0])) == id {
+		return nil
+	}
+	got := gjson.GetBytes(body, "id")
+	return &store.Error{Kind: store.ErrBadRequest, Op: "replace", ID: id, Message: fmt.Sprintf("the document's \"id\" (%s) must equal the id replaced", orMissing(got.Raw))}
 }
 
 func orMissing(raw string) string {
@@ -478,7 +549,7 @@ func (c *Client) Delete(ctx context.Context, dbLink, id string, key any, opts *W
 	deleted := false
 	var last error
 	for _, l := range rt.links {
-		wo := rt.wo
+		wo := &rt.wo
 		if !deleted && ifMatch != "" {
 			wo = &store.WriteOptions{PartitionKey: rt.store, IfMatch: ifMatch}
 		}
