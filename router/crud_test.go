@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -579,4 +580,56 @@ func TestStorePanicIsAnError(t *testing.T) {
 	assert.Contains(t, err.Error(), "boom")
 	assert.Contains(t, err.Error(), "dbs/app/colls/u1")
 	assert.False(t, errors.Is(err, router.ErrPartialResults))
+}
+
+// TestReplaceRawJSON drives Replace with raw JSON, which the router places
+// through its route cache and checks in place: escapes in the id and key,
+// a wrong or missing id, conditional replaces and a moved key behave as
+// with structs, on a warm cache and a cold one.
+func TestReplaceRawJSON(t *testing.T) {
+	for _, size := range []int{0, -1} {
+		t.Run(fmt.Sprintf("cache=%d", size), func(t *testing.T) {
+			fs := &faulty{Store: newMem(t)}
+			c := setup(t, 8, fs, &router.Options{RouteCacheSize: size})
+			from, to := keysIn(t, ring(t, 8))
+			created, err := c.Create(ctx, db, []byte(`{"id":"a\"b","userId":"`+from+`","n":1}`), nil)
+			require.NoError(t, err)
+
+			// The id and the key written with escapes are the same strings.
+			esc := func(s string) string {
+				var b strings.Builder
+				for _, r := range s {
+					fmt.Fprintf(&b, `\u%04x`, r)
+				}
+				return b.String()
+			}
+			d, err := c.Replace(ctx, db, `a"b`, []byte(`{"id":"a\u0022b","userId":"`+esc(from)+`","n":2}`), &router.ReplaceOptions{IfMatch: created.ETag})
+			require.NoError(t, err)
+			assert.NotEqual(t, created.ETag, d.ETag)
+
+			_, err = c.Replace(ctx, db, `a"b`, []byte(`{"id":"a\"b","userId":"`+from+`","n":3}`), &router.ReplaceOptions{IfMatch: created.ETag})
+			assert.ErrorIs(t, err, store.ErrPreconditionFailed, "a stale ETag")
+
+			calls := fs.calls.Load()
+			for _, tc := range []struct{ body, want string }{
+				{`{"id":"ab","userId":"` + from + `"}`, `"ab"`},
+				{`{"userId":"` + from + `"}`, "missing"},
+				{`{"id":7,"userId":"` + from + `"}`, "7"},
+			} {
+				_, err = c.Replace(ctx, db, `a"b`, []byte(tc.body), nil)
+				require.ErrorIs(t, err, store.ErrBadRequest, tc.body)
+				assert.Contains(t, err.Error(), tc.want)
+			}
+			assert.Equal(t, calls, fs.calls.Load(), "no bad replace reached the store")
+
+			_, err = c.Replace(ctx, db, `a"b`, json.RawMessage(`{"id":"a\"b","userId":"`+to+`","n":4}`), &router.ReplaceOptions{OldKey: from})
+			require.NoError(t, err)
+			got, err := c.Read(ctx, db, `a"b`, to)
+			require.NoError(t, err)
+			assert.Contains(t, string(got.Body), `"n":4`)
+			_, err = c.Read(ctx, db, `a"b`, from)
+			assert.ErrorIs(t, err, store.ErrNotFound, "moved")
+			assert.Equal(t, 1, countDocs(t, fs, `a"b`))
+		})
+	}
 }
