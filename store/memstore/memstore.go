@@ -56,7 +56,8 @@ type Store struct {
 	seed    maphash.Seed
 	locks   [1024]sync.Mutex // document write locks, by hash of (collection, key, id)
 	cursors *cursor.Cache[[]json.RawMessage]
-	disk    *disk // nil in memory
+	progs   *programs // compiled queries by text
+	disk    *disk     // nil in memory
 }
 
 var _ store.Store = (*Store)(nil)
@@ -86,6 +87,7 @@ func New(opts *Options) *Store {
 		etagPfx: randomHex(4),
 		seed:    maphash.MakeSeed(),
 		cursors: cursor.NewCache[[]json.RawMessage](o.Cursors),
+		progs:   newPrograms(256),
 	}
 }
 

@@ -2,10 +2,12 @@ package memstore
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
+	"math/bits"
 	"runtime"
 	"sort"
 	"strconv"
@@ -43,21 +45,63 @@ func badToken(op, l, s, why string) error {
 	return store.Errorf(store.ErrBadRequest, op, l, "", "continuation token %q: %s", s, why)
 }
 
-// queryHash binds a token to what it was issued for.
+// queryHash binds a token to what it was issued for: FNV-128a over the
+// collection incarnation, text, parameters (as JSON, sorted by name) and
+// key, each prefixed with its length. Tokens outlive the process in
+// durable mode, so the hash is stable (no random seed). Without
+// parameters it allocates only the result.
 func queryHash(uid string, q store.Query, pk string) (string, error) {
-	params := append([]store.Param(nil), q.Parameters...)
-	sort.SliceStable(params, func(i, j int) bool { return params[i].Name < params[j].Name })
-	pj, err := json.Marshal(params)
-	if err != nil {
-		return "", err
+	pj := "null"
+	if len(q.Parameters) > 0 {
+		params := append([]store.Param(nil), q.Parameters...)
+		sort.SliceStable(params, func(i, j int) bool { return params[i].Name < params[j].Name })
+		b, err := json.Marshal(params)
+		if err != nil {
+			return "", err
+		}
+		pj = string(b)
 	}
-	h := fnv.New128a()
-	for _, part := range []string{uid, q.Text, string(pj), pk} {
-		h.Write([]byte(strconv.Itoa(len(part))))
-		h.Write([]byte{':'})
-		h.Write([]byte(part))
+	h := newFNV128a()
+	var buf [20]byte
+	for _, part := range [...]string{uid, q.Text, pj, pk} {
+		h.write(strconv.AppendInt(buf[:0], int64(len(part)), 10))
+		h.writeString(":")
+		h.writeString(part)
 	}
-	return fmt.Sprintf("%x", h.Sum(nil)), nil
+	return h.hex(), nil
+}
+
+// fnv128a is FNV-1a with 128 bits, as hash/fnv computes it, written out
+// so strings are hashed without copying them to byte slices.
+type fnv128a [2]uint64 // high, low
+
+func newFNV128a() fnv128a { return fnv128a{0x6c62272e07bb0142, 0x62b821756295c58d} }
+
+// step mixes one byte in: xor, then multiply by the FNV prime 2^88+0x13b.
+func (h *fnv128a) step(c byte) {
+	h[1] ^= uint64(c)
+	hi, lo := bits.Mul64(0x13b, h[1])
+	h[0], h[1] = hi+h[1]<<24+0x13b*h[0], lo
+}
+
+func (h *fnv128a) write(b []byte) {
+	for _, c := range b {
+		h.step(c)
+	}
+}
+
+func (h *fnv128a) writeString(s string) {
+	for i := 0; i < len(s); i++ {
+		h.step(s[i])
+	}
+}
+
+// hex returns the hash as 32 hex digits, big-endian.
+func (h *fnv128a) hex() string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], h[0])
+	binary.BigEndian.PutUint64(b[8:], h[1])
+	return hex.EncodeToString(b[:])
 }
 
 // Query runs Cosmos DB SQL over one collection with package query; see
@@ -118,7 +162,7 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	}
 	results, cached := s.cursors.Get(tok.Cursor, hash)
 	if !cached {
-		prog, err := query.Prepare(q.Text, params)
+		prog, err := s.progs.prepare(q.Text, params)
 		if err != nil {
 			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 		}
