@@ -71,6 +71,13 @@ func TestPlan(t *testing.T) {
 	assert.Contains(t, out, "dbs/app/colls/users3")
 	assert.Contains(t, out, "█")
 	assert.Regexp(t, `moved: \d+ of 20000 keys \(2\d\.\d\d%\)`, out, "about a quarter of the keys move to the fourth collection")
+	assert.Regexp(t, `exact, from the rings' points: largest 1\.\d\d× the mean now, 1\.\d\d× next; 2\d\.\d\d% of the hash space moves`, out)
+
+	// Rings of different flavours compare only by the sample.
+	murmur := writeFile(t, dir, "murmur.json", `{"kind":"hash","hash":"murmur3","partitionKey":"/userId","collections":["dbs/app/colls/users0","dbs/app/colls/users1"]}`)
+	code, out, errOut = runCLI(t, "", "plan", "-c", cfg, "--next", murmur, "--keys", "1000")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "exact")
 
 	// Keys taken from documents.
 	code, out, errOut = runCLI(t, `{"id":"1","userId":"a"}

@@ -9,11 +9,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/docshard/docshard/config"
+	"github.com/docshard/docshard/hashring"
 	"github.com/docshard/docshard/resolver"
 )
 
@@ -27,7 +29,9 @@ func newPlanCmd(g *globals) *cobra.Command {
 		Long: `plan places N sample keys under the database's current resolver (-c FILE) and under
 the next one (--next FILE2: a configuration file with the same database, or a file holding one
 resolver in JSON), prints the load of every collection under both with a bar each, and the
-fraction of keys whose collection changes.
+fraction of keys whose collection changes. When both are hash rings it also prints the exact
+figures, computed from the rings' points rather than sampled: the largest collection's share of
+the hash space against the mean, and the share of the hash space that moves.
 
 Sample keys are random strings (deterministic for a --seed); with --sample PATH they are the
 partition keys of the JSON-lines documents in PATH ("-" for standard input).`,
@@ -167,6 +171,40 @@ type planReport struct {
 	current placement
 	next    placement
 	moved   int
+	exact   *exactFigures // nil unless both resolvers are hash rings
+}
+
+// exactFigures are what two hash rings place, computed from their points
+// (hashring.Ring.Shares and hashring.Moved) instead of sampled.
+type exactFigures struct {
+	currentMax, nextMax float64 // the largest share against the mean
+	moved               float64 // the share of the hash space that moves
+}
+
+// ringOf returns r's ring when r is a hash resolver.
+func ringOf(r resolver.Resolver) *hashring.Ring {
+	if h, ok := r.(*hashring.Resolver); ok {
+		return h.Ring()
+	}
+	return nil
+}
+
+// exactPlacement computes exactFigures for two rings whose key positions
+// compare (the same key hash); nil otherwise.
+func exactPlacement(cur, next resolver.Resolver) *exactFigures {
+	a, b := ringOf(cur), ringOf(next)
+	if a == nil || b == nil {
+		return nil
+	}
+	moved, err := hashring.Moved(a, b)
+	if err != nil {
+		return nil // different flavours: only the sample compares them
+	}
+	maxShare := func(g *hashring.Ring) float64 {
+		shares := g.Shares()
+		return slices.Max(shares) * float64(len(shares))
+	}
+	return &exactFigures{currentMax: maxShare(a), nextMax: maxShare(b), moved: moved}
 }
 
 func comparePlacement(cur, next resolver.Resolver, sample []any) (*planReport, error) {
@@ -195,6 +233,7 @@ func comparePlacement(cur, next resolver.Resolver, sample []any) (*planReport, e
 			rep.moved++
 		}
 	}
+	rep.exact = exactPlacement(cur, next)
 	return rep, nil
 }
 
@@ -228,4 +267,7 @@ func (r *planReport) print(w io.Writer, dbLink string) {
 		}
 	}
 	fmt.Fprintf(w, "\nmoved: %d of %d keys (%.2f%%)\n", r.moved, r.keys, 100*float64(r.moved)/float64(r.keys))
+	if e := r.exact; e != nil {
+		fmt.Fprintf(w, "exact, from the rings' points: largest %.2f× the mean now, %.2f× next; %.2f%% of the hash space moves\n", e.currentMax, e.nextMax, 100*e.moved)
+	}
 }
