@@ -37,15 +37,22 @@ func benchColl(b *testing.B, s *Store) string {
 	return l
 }
 
-func BenchmarkPointRead(b *testing.B) {
-	s := New(nil)
-	ctx := context.Background()
+// filledColl returns the benchmark collection holding n documents of
+// about 1 KB.
+func filledColl(b *testing.B, s *Store, n int) string {
 	l := benchColl(b, s)
-	for i := 0; i < 10000; i++ {
-		if _, err := s.Create(ctx, l, doc1K(fmt.Sprint(i)), nil); err != nil {
+	for i := 0; i < n; i++ {
+		if _, err := s.Create(context.Background(), l, doc1K(fmt.Sprint(i)), nil); err != nil {
 			b.Fatal(err)
 		}
 	}
+	return l
+}
+
+func BenchmarkPointRead(b *testing.B) {
+	s := New(nil)
+	ctx := context.Background()
+	l := filledColl(b, s, 10000)
 	opts := &store.ReadOptions{PartitionKey: "user-4242"}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -182,12 +189,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 func BenchmarkQuery100K(b *testing.B) {
 	s := New(nil)
 	ctx := context.Background()
-	l := benchColl(b, s)
-	for i := 0; i < 100_000; i++ {
-		if _, err := s.Create(ctx, l, doc1K(fmt.Sprint(i)), nil); err != nil {
-			b.Fatal(err)
-		}
-	}
+	l := filledColl(b, s, 100_000)
 	q := store.Query{Text: `SELECT c.id, c.price FROM c WHERE c.category = "garden"`}
 	// Warm: decode every document once, as a live store has.
 	if _, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: -1}); err != nil {
@@ -290,4 +292,57 @@ func BenchmarkFirstQuery100K(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkOrderByPaged sorts 100,000 documents of about 1 KB: the first
+// page of 100 alone, and every page of 1,000. cursor-KB is the heap a
+// paged query's cursor keeps between pages (measured once, after a
+// collection, with the first page's cursor live).
+func BenchmarkOrderByPaged(b *testing.B) {
+	s := New(nil)
+	ctx := context.Background()
+	l := filledColl(b, s, 100_000)
+	q := store.Query{Text: `SELECT c.id, c.userId, c.price FROM c ORDER BY c.userId DESC, c.id`}
+	if _, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 10}); err != nil { // decode every document once
+		b.Fatal(err)
+	}
+	b.Run("first-page", func(b *testing.B) {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		page, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 100})
+		if err != nil || len(page.Items) != 100 {
+			b.Fatalf("%v", err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(page)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if _, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 100}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/1024, "cursor-KB")
+	})
+	b.Run("all-pages", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			n, tok := 0, ""
+			for {
+				page, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 1000, Continuation: tok})
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += len(page.Items)
+				if tok = page.Continuation; tok == "" {
+					break
+				}
+			}
+			if n != 100_000 {
+				b.Fatalf("%d results", n)
+			}
+		}
+	})
 }

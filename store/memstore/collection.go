@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
@@ -93,6 +94,9 @@ type collection struct {
 type snapshot struct {
 	version uint64
 	items   []snapItem
+
+	idxOnce sync.Once
+	idx     map[unsafe.Pointer]int32 // see index
 }
 
 type snapItem struct {

@@ -55,7 +55,7 @@ type Store struct {
 	etagSeq atomic.Uint64
 	seed    maphash.Seed
 	locks   [1024]sync.Mutex // document write locks, by hash of (collection, key, id)
-	cursors *cursor.Cache[[]json.RawMessage]
+	cursors *cursor.Cache[*resultSet]
 	progs   *programs // compiled queries by text
 	disk    *disk     // nil in memory
 }
@@ -86,7 +86,7 @@ func New(opts *Options) *Store {
 		colls:   map[string]*collection{},
 		etagPfx: randomHex(4),
 		seed:    maphash.MakeSeed(),
-		cursors: cursor.NewCache[[]json.RawMessage](o.Cursors),
+		cursors: cursor.NewCache[*resultSet](o.Cursors),
 		progs:   newPrograms(256),
 	}
 }

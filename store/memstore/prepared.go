@@ -2,7 +2,9 @@ package memstore
 
 import (
 	"container/list"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/docshard/docshard/query"
 )
@@ -11,8 +13,8 @@ import (
 // page of a fan-out, a polling caller) skips the parser. A compiled
 // query.Program has its parameters bound and is safe for concurrent use;
 // a parsed query.Query is only read by Compile. So an entry holds the
-// parsed tree, compiled once per run when the query has parameters, and
-// the program itself when it has none.
+// parsed trees, compiled once per run when the query has parameters, and
+// the programs themselves when it has none.
 
 // maxPreparedText is the longest query text kept: a longer one (a huge IN
 // list) is parsed on every run rather than pinned in memory.
@@ -22,7 +24,17 @@ const maxPreparedText = 16 << 10
 type prepared struct {
 	text string
 	tree *query.Query
-	prog *query.Program // compiled without parameters
+	// keys and page split an ORDER BY query for lazy projection (nil
+	// when its shape does not allow it): keys returns the documents
+	// themselves in result order, page projects given documents.
+	keys, page *query.Query
+	compiled   atomic.Pointer[plan] // without parameters, once compiled
+}
+
+// plan is a query compiled with its parameters.
+type plan struct {
+	prog       *query.Program
+	keys, page *query.Program // nil: no lazy projection
 }
 
 // programs is a bounded LRU of prepared queries, safe for concurrent use.
@@ -56,9 +68,7 @@ func (c *programs) put(p *prepared) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.items[p.text]; ok {
-		el.Value = p
-		c.lru.MoveToFront(el)
+	if _, ok := c.items[p.text]; ok {
 		return
 	}
 	c.items[p.text] = c.lru.PushFront(p)
@@ -69,10 +79,10 @@ func (c *programs) put(p *prepared) {
 	}
 }
 
-// prepare returns the program of text with params bound: from the cache
-// when text was seen before (compiling it again only when it has
-// parameters), else parsed, compiled and cached. Errors are not cached.
-func (c *programs) prepare(text string, params map[string]any) (*query.Program, error) {
+// prepare returns the plan of text with params bound: from the cache when
+// text was seen before (compiling it again only when it has parameters),
+// else parsed, compiled and cached. Errors are not cached.
+func (c *programs) prepare(text string, params map[string]any) (*plan, error) {
 	p := c.get(text)
 	if p == nil {
 		tree, err := query.Parse(text)
@@ -80,29 +90,67 @@ func (c *programs) prepare(text string, params map[string]any) (*query.Program, 
 			return nil, err
 		}
 		p = &prepared{text: text, tree: tree}
-		if len(params) > 0 {
-			// Cache the tree; the program depends on the parameters.
-			c.put(p)
-			return query.Compile(tree, params)
-		}
-		prog, err := query.Compile(tree, nil)
-		if err != nil {
-			return nil, err
-		}
-		p.prog = prog
+		p.keys, p.page = splitOrderBy(text, tree)
 		c.put(p)
-		return prog, nil
 	}
 	if len(params) == 0 {
-		if p.prog != nil {
-			return p.prog, nil
+		if pl := p.compiled.Load(); pl != nil {
+			return pl, nil
 		}
-		prog, err := query.Compile(p.tree, nil)
-		if err != nil {
-			return nil, err
-		}
-		c.put(&prepared{text: text, tree: p.tree, prog: prog})
-		return prog, nil
 	}
-	return query.Compile(p.tree, params)
+	prog, err := query.Compile(p.tree, params)
+	if err != nil {
+		return nil, err
+	}
+	pl := &plan{prog: prog}
+	if p.keys != nil {
+		keys, errK := query.Compile(p.keys, params)
+		page, errP := query.Compile(p.page, params)
+		if errK == nil && errP == nil {
+			pl.keys, pl.page = keys, page
+		}
+	}
+	if len(params) == 0 {
+		p.compiled.Store(pl)
+	}
+	return pl, nil
+}
+
+// splitOrderBy returns, for an ORDER BY query whose results can be
+// projected after sorting, one result per document, the two queries that
+// do it: keys is the query returning the documents themselves (SELECT
+// VALUE of the FROM alias, same WHERE, ORDER BY, TOP, OFFSET and LIMIT),
+// page is the projection alone (no WHERE, ORDER BY or limits), run later
+// over the sorted documents of one page. It returns nils for any other
+// query: without ORDER BY, with DISTINCT, GROUP BY, JOIN, FROM x IN or a
+// FROM path (rows are not documents then), or a SELECT VALUE that may be
+// undefined (undefined rows are dropped, so the projection decides which
+// documents are results). A query calling RAND is left alone too: its
+// values would be drawn per page instead of once.
+func splitOrderBy(text string, q *query.Query) (keys, page *query.Query) {
+	if len(q.OrderBy) == 0 || q.Distinct || len(q.GroupBy) > 0 || len(q.Joins) > 0 || q.From == nil || q.From.In {
+		return nil, nil
+	}
+	if _, ok := q.From.Source.(*query.Ident); !ok {
+		return nil, nil
+	}
+	if q.Value && !q.Star {
+		if len(q.Items) != 1 {
+			return nil, nil
+		}
+		switch q.Items[0].X.(type) {
+		case *query.ObjectLit, *query.ArrayLit:
+		default:
+			return nil, nil
+		}
+	}
+	if strings.Contains(strings.ToUpper(text), "RAND") {
+		return nil, nil
+	}
+	k := *q
+	k.Star, k.Value = false, true
+	k.Items = []query.SelectItem{{X: &query.Ident{Name: q.From.Alias}}}
+	p := *q
+	p.Where, p.OrderBy, p.Top, p.Offset, p.Limit = nil, nil, nil, nil, nil
+	return &k, &p
 }

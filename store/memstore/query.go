@@ -111,13 +111,20 @@ func (h *fnv128a) hex() string {
 // (the documents that exist and have not expired, in feed order; with a
 // partition key, only those with that key) and keeps the results in a
 // cursor when they do not fit one page; later pages are slices of it, so a
-// paged query sees one consistent snapshot. A token whose cursor was
-// evicted (Options.Cursors) re-runs the query and resumes at the same
-// offset, which is exact unless documents changed in between. Documents
-// are decoded on their first query and kept decoded (the first query after
-// many writes pays for decoding them, spread over GOMAXPROCS goroutines).
-// Tokens are bound to the collection, text, parameters and key: another
-// query's token is an error wrapping store.ErrBadRequest.
+// paged query sees one consistent snapshot. An ORDER BY query whose rows
+// are its documents (no JOIN, FROM x IN, DISTINCT or GROUP BY, and a
+// projection that is never undefined, as the router's rewritten queries
+// are) is sorted without being projected: its cursor keeps the sorted
+// positions in the snapshot, 4 bytes a result, and each page projects its
+// own documents, with the same results, pages and tokens. Such a cursor
+// keeps its snapshot alive, documents replaced since included. A token
+// whose cursor was evicted (Options.Cursors) re-runs the query and resumes
+// at the same offset, which is exact unless documents changed in between.
+// Compiled queries are cached by text (parameters are bound per run).
+// Documents are decoded on their first query and kept decoded (the first
+// query after many writes pays for decoding them, spread over GOMAXPROCS
+// goroutines). Tokens are bound to the collection, text, parameters and
+// key: another query's token is an error wrapping store.ErrBadRequest.
 func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.QueryOptions) (*store.Page, error) {
 	const op = "query"
 	c, err := s.collection(ctx, op, l)
@@ -162,21 +169,21 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	}
 	results, cached := s.cursors.Get(tok.Cursor, hash)
 	if !cached {
-		prog, err := s.progs.prepare(q.Text, params)
+		pl, err := s.progs.prepare(q.Text, params)
 		if err != nil {
 			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 		}
-		if results, err = s.run(ctx, c, prog, scoped, pk); err != nil {
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				return nil, &store.Error{Op: op, Link: l, Err: err}
-			}
-			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
+		if results, err = s.run(ctx, c, pl, scoped, pk); err != nil {
+			return nil, queryErr(op, l, err)
 		}
 	}
-	start := min(tok.Offset, len(results))
-	end := s.pageEnd(results, start, o.PageSize)
-	page := &store.Page{Items: results[start:end:end]}
-	if end < len(results) {
+	start := min(tok.Offset, results.len())
+	items, err := results.pageOf(ctx, start, o.PageSize, s.opts.PageSize, s.opts.MaxPageBytes)
+	if err != nil {
+		return nil, queryErr(op, l, err)
+	}
+	page := &store.Page{Items: items}
+	if end := start + len(items); end < results.len() {
 		if !cached {
 			tok.Cursor = s.cursors.Put(hash, results)
 		}
@@ -186,29 +193,17 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	return page, nil
 }
 
-// pageEnd returns where a page starting at start ends: after the page
-// size (the default for 0, unbounded for -1) or the byte cap, whichever
-// comes first, and after at least one item.
-func (s *Store) pageEnd(items []json.RawMessage, start, size int) int {
-	switch {
-	case size == 0:
-		size = s.opts.PageSize
-	case size < 0:
-		size = len(items)
+// queryErr reports a failed run: the caller's context, or the query.
+func queryErr(op, l string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &store.Error{Op: op, Link: l, Err: err}
 	}
-	end, bytes := start, 0
-	for end < len(items) && end-start < size {
-		bytes += len(items[end])
-		if bytes > s.opts.MaxPageBytes && end > start {
-			break
-		}
-		end++
-	}
-	return end
+	return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 }
 
-// run executes a program over c's current snapshot.
-func (s *Store) run(ctx context.Context, c *collection, prog *query.Program, scoped bool, pk string) ([]json.RawMessage, error) {
+// run executes a plan over c's current snapshot: lazily (positions of the
+// sorted documents) when the plan allows it, else every result as JSON.
+func (s *Store) run(ctx context.Context, c *collection, pl *plan, scoped bool, pk string) (*resultSet, error) {
 	now := s.clock().Unix()
 	s.purge(c, now)
 	sn, err := c.snapshot()
@@ -216,7 +211,7 @@ func (s *Store) run(ctx context.Context, c *collection, prog *query.Program, sco
 		return nil, err
 	}
 	h := keyHash(pk)
-	return prog.Execute(ctx, func(yield func(query.Doc) bool) {
+	docs := func(yield func(query.Doc) bool) {
 		for i := range sn.items {
 			it := &sn.items[i]
 			if it.expireAt <= now || scoped && (it.pkHash != h || it.pk != pk) {
@@ -226,7 +221,18 @@ func (s *Store) run(ctx context.Context, c *collection, prog *query.Program, sco
 				return
 			}
 		}
-	})
+	}
+	if pl.keys != nil {
+		rs, ok, err := runLazy(ctx, sn, pl, docs)
+		if err != nil || ok {
+			return rs, err
+		}
+	}
+	rows, err := pl.prog.Execute(ctx, docs)
+	if err != nil {
+		return nil, err
+	}
+	return &resultSet{rows: rows}, nil
 }
 
 // snapshot returns the collection's current snapshot, building it (and

@@ -7,12 +7,14 @@ import (
 	"hash/fnv"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docshard/docshard/internal/cursor"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
@@ -121,7 +123,7 @@ func TestProgramCacheConcurrent(t *testing.T) {
 				if !assert.NoError(t, err) {
 					return
 				}
-				out, err := prog.Values(ctx, func(func(query.Doc) bool) {})
+				out, err := prog.prog.Values(ctx, func(func(query.Doc) bool) {})
 				if assert.NoError(t, err) && assert.Len(t, out, 1) {
 					assert.Equal(t, float64(g+i%3), out[0])
 				}
@@ -129,4 +131,207 @@ func TestProgramCacheConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// lazyDocs fills a collection with documents that tie, miss sort keys,
+// vary in size and span three key values.
+func lazyDocs(t *testing.T, s *Store) string {
+	l := newColl(t, s, &store.CollectionSpec{PartitionKeyPath: "/pk"})
+	for i := range 1200 {
+		doc := map[string]any{"id": fmt.Sprintf("d%04d", i), "pk": fmt.Sprint("p", i%3), "n": i % 7, "s": strings.Repeat("x", i%40)}
+		if i%11 == 0 {
+			delete(doc, "n")
+		}
+		if i%13 == 0 {
+			doc["n"] = fmt.Sprint(i)
+		}
+		b, err := json.Marshal(doc)
+		require.NoError(t, err)
+		_, err = s.Create(ctx, l, b, nil)
+		require.NoError(t, err)
+	}
+	return l
+}
+
+// TestLazyOrderByPages checks every page of ORDER BY queries, lazily
+// projected or not, against the engine's whole answer over the same
+// documents cut by the documented page rule (size, byte cap, at least one
+// item), for several page sizes and byte caps, with and without a key.
+func TestLazyOrderByPages(t *testing.T) {
+	queries := []struct {
+		text   string
+		lazy   bool
+		params []store.Param
+	}{
+		{`SELECT VALUE {"k": [{"v": c.n}, {"v": c.id}], "p": {"id": c.id, "n": c.n}} FROM c AS c ORDER BY c.n DESC, c.id ASC`, true, nil},
+		{`SELECT c.id, c.n, c.s FROM c WHERE c.n > 2 ORDER BY c.n`, true, nil},
+		{`SELECT * FROM c ORDER BY c.n DESC`, true, nil},
+		{`SELECT TOP @top r.id FROM root r WHERE r.pk != @pk ORDER BY r.n, r.id DESC`, true, []store.Param{{Name: "@top", Value: 50}, {Name: "@pk", Value: "p1"}}},
+		{`SELECT [c.id, c.missing] FROM c ORDER BY c.s OFFSET 7 LIMIT 100`, true, nil},
+		{`SELECT VALUE [c.n, c.id] FROM c ORDER BY c.id DESC`, true, nil},
+		{`SELECT VALUE c.n FROM c ORDER BY c.id`, false, nil},
+		{`SELECT DISTINCT VALUE {"n": c.n} FROM c ORDER BY c.n`, false, nil},
+		{`SELECT VALUE {"n": c.n, "r": RAND() >= 0} FROM c ORDER BY c.n`, false, nil},
+		{`SELECT c.id FROM c ORDER BY c.n, c.id`, true, nil},
+	}
+	type cfg struct {
+		pageSize, maxBytes int
+		pk                 any
+	}
+	cfgs := []cfg{
+		{7, 1 << 20, nil}, {-1, 900, nil}, {0, 1 << 20, nil}, {50, 300, "p2"}, {3, 1, nil}, {100, 2000, "p0"},
+		{700, 1 << 20, nil}, {-1, 40_000, nil}, {2000, 30_000, "p1"}, // pages of several chunks
+		{-1, 512 * len(`{"id":"d0000"}`), nil}, // the cap falls on a chunk's end
+	}
+	for _, c := range cfgs {
+		s := New(&Options{MaxPageBytes: c.maxBytes, PageSize: 40})
+		l := lazyDocs(t, s)
+		for _, q := range queries {
+			t.Run(fmt.Sprintf("%s/size=%d/bytes=%d/pk=%v", q.text, c.pageSize, c.maxBytes, c.pk), func(t *testing.T) {
+				want := engineAnswer(t, s, l, q.text, q.params, c.pk)
+				var got [][]string
+				tok := ""
+				for {
+					page, err := s.Query(ctx, l, store.Query{Text: q.text, Parameters: q.params},
+						&store.QueryOptions{PageSize: c.pageSize, Continuation: tok, PartitionKey: c.pk})
+					require.NoError(t, err)
+					if tok == "" {
+						rs := lastCursor(t, s, page.Continuation)
+						if rs != nil {
+							assert.Equal(t, q.lazy, rs.page != nil, "lazy projection")
+						}
+					}
+					var items []string
+					for _, it := range page.Items {
+						items = append(items, string(it))
+					}
+					got = append(got, items)
+					if tok = page.Continuation; tok == "" {
+						break
+					}
+				}
+				assert.Equal(t, cutPages(want, c.pageSize, 40, c.maxBytes), got)
+			})
+		}
+	}
+}
+
+// engineAnswer runs text with package query alone over the collection's
+// documents (under key pk, if any) in feed order.
+func engineAnswer(t *testing.T, s *Store, l, text string, params []store.Param, key any) []string {
+	pk := ""
+	if key != nil {
+		var err error
+		pk, err = store.KeyText(key)
+		require.NoError(t, err)
+	}
+	pm := map[string]any{}
+	for _, p := range params {
+		pm[p.Name] = p.Value
+	}
+	prog, err := query.Prepare(text, pm)
+	require.NoError(t, err)
+	c := s.colls[l]
+	var docs []query.Doc
+	for _, e := range c.order {
+		if !e.dead && (key == nil || e.pk == pk) {
+			d, err := e.decoded()
+			require.NoError(t, err)
+			docs = append(docs, *d)
+		}
+	}
+	rows, err := prog.Execute(ctx, func(yield func(query.Doc) bool) {
+		for _, d := range docs {
+			if !yield(d) {
+				return
+			}
+		}
+	})
+	require.NoError(t, err)
+	var out []string
+	for _, r := range rows {
+		out = append(out, string(r))
+	}
+	return out
+}
+
+// cutPages splits results into pages as Store.Query documents it.
+func cutPages(rows []string, size, defSize, maxBytes int) [][]string {
+	switch {
+	case size == 0:
+		size = defSize
+	case size < 0:
+		size = len(rows) + 1
+	}
+	pages := [][]string{}
+	for start := 0; ; {
+		var page []string
+		bytes := 0
+		for start < len(rows) && len(page) < size {
+			if bytes += len(rows[start]); bytes > maxBytes && len(page) > 0 {
+				break
+			}
+			page = append(page, rows[start])
+			start++
+		}
+		pages = append(pages, page)
+		if start == len(rows) {
+			return pages
+		}
+	}
+}
+
+// lastCursor returns the result set a continuation token points to.
+func lastCursor(t *testing.T, s *Store, token string) *resultSet {
+	if token == "" {
+		return nil
+	}
+	var tok queryToken
+	require.NoError(t, cursor.Decode(token, &tok))
+	s.cursors.Get(tok.Cursor, tok.Hash)
+	rs, ok := s.cursors.Get(tok.Cursor, tok.Hash)
+	require.True(t, ok)
+	return rs
+}
+
+// TestLazyPagesKeepTheirSnapshot: documents written, replaced or deleted
+// after the first page do not change the later pages of a lazily
+// projected query, and an evicted cursor re-runs the query on the
+// current documents.
+func TestLazyPagesKeepTheirSnapshot(t *testing.T) {
+	s := New(&Options{Cursors: 2})
+	l := newColl(t, s, nil)
+	for i := range 30 {
+		_, err := s.Create(ctx, l, fmt.Appendf(nil, `{"id":"d%02d","n":%d}`, i, i), nil)
+		require.NoError(t, err)
+	}
+	q := store.Query{Text: "SELECT c.id, c.n FROM c ORDER BY c.n DESC"}
+	first, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 10})
+	require.NoError(t, err)
+	require.NotNil(t, lastCursor(t, s, first.Continuation).page, "lazy")
+	_, err = s.Upsert(ctx, l, []byte(`{"id":"d15","n":-1}`), nil)
+	require.NoError(t, err)
+	require.NoError(t, s.Delete(ctx, l, "d18", nil))
+	_, err = s.Create(ctx, l, []byte(`{"id":"d99","n":15.5}`), nil)
+	require.NoError(t, err)
+	second, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 10, Continuation: first.Continuation})
+	require.NoError(t, err)
+	var ids []string
+	for _, it := range second.Items {
+		ids = append(ids, string(it))
+	}
+	assert.Equal(t, `{"id":"d19","n":19}`, ids[0])
+	assert.Contains(t, ids, `{"id":"d15","n":15}`, "the replaced document as it was")
+	assert.Contains(t, ids, `{"id":"d18","n":18}`, "the deleted document as it was")
+
+	// Evict the cursor: the token re-runs the query over today's documents.
+	for range 2 {
+		_, err := s.Query(ctx, l, store.Query{Text: "SELECT c.id FROM c ORDER BY c.id"}, &store.QueryOptions{PageSize: 1})
+		require.NoError(t, err)
+	}
+	again, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 3, Continuation: first.Continuation})
+	require.NoError(t, err)
+	require.Len(t, again.Items, 3)
+	assert.Equal(t, []string{`{"id":"d19","n":19}`, `{"id":"d17","n":17}`, `{"id":"d16","n":16}`}, []string{string(again.Items[0]), string(again.Items[1]), string(again.Items[2])},
+		"offset 10 of the new order (d29 to d20, d19, d17, d16, d99 with 15.5)")
 }
