@@ -212,12 +212,17 @@ func (s *Store) run(ctx context.Context, c *collection, pl *plan, scoped bool, p
 	}
 	h := keyHash(pk)
 	docs := func(yield func(query.Doc) bool) {
-		for i := range sn.items {
-			it := &sn.items[i]
-			if it.expireAt <= now || scoped && (it.pkHash != h || it.pk != pk) {
-				continue
+		items := sn.items
+		if !scoped {
+			for i := range items {
+				if it := &items[i]; it.expireAt > now && !yield(*it.doc) {
+					return
+				}
 			}
-			if !yield(*it.doc) {
+			return
+		}
+		for i := range items {
+			if it := &items[i]; it.pkHash == h && it.expireAt > now && it.pk == pk && !yield(*it.doc) {
 				return
 			}
 		}
