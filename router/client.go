@@ -119,8 +119,23 @@ type Options struct {
 type Client struct {
 	st    store.Store
 	opts  Options
-	dbs   atomic.Pointer[map[string]*dbEntry] // immutable once published
-	regMu sync.Mutex                          // serialises Register/Unregister
+	dbs   atomic.Pointer[registry] // immutable once published
+	regMu sync.Mutex               // serialises Register/Unregister
+}
+
+// registry is the set of registrations, immutable once published: a
+// change publishes a new registry.
+type registry struct {
+	byLink map[string]*dbEntry
+	list   []*dbEntry // the same entries: a few are found faster by a scan than by hashing
+}
+
+func newRegistry(m map[string]*dbEntry) *registry {
+	r := &registry{byLink: m}
+	for _, e := range m {
+		r.list = append(r.list, e)
+	}
+	return r
 }
 
 // dbEntry is one registration: a resolver and what the router derived from
@@ -153,8 +168,7 @@ func New(st store.Store, opts *Options) *Client {
 	if c.opts.RouteCacheSize == 0 {
 		c.opts.RouteCacheSize = 4096
 	}
-	empty := map[string]*dbEntry{}
-	c.dbs.Store(&empty)
+	c.dbs.Store(newRegistry(map[string]*dbEntry{}))
 	return c
 }
 
@@ -197,13 +211,13 @@ func (c *Client) Register(dbLink string, r resolver.Resolver) error {
 	}
 	c.regMu.Lock()
 	defer c.regMu.Unlock()
-	old := *c.dbs.Load()
+	old := c.dbs.Load().byLink
 	next := make(map[string]*dbEntry, len(old)+1)
 	for k, v := range old {
 		next[k] = v
 	}
 	next[key] = e
-	c.dbs.Store(&next)
+	c.dbs.Store(newRegistry(next))
 	return nil
 }
 
@@ -216,19 +230,19 @@ func (c *Client) Unregister(dbLink string) {
 	}
 	c.regMu.Lock()
 	defer c.regMu.Unlock()
-	old := *c.dbs.Load()
+	old := c.dbs.Load().byLink
 	next := make(map[string]*dbEntry, len(old))
 	for k, v := range old {
 		if k != key {
 			next[k] = v
 		}
 	}
-	c.dbs.Store(&next)
+	c.dbs.Store(newRegistry(next))
 }
 
 // Databases returns the registered database links, sorted.
 func (c *Client) Databases() []string {
-	dbs := *c.dbs.Load()
+	dbs := c.dbs.Load().byLink
 	out := make([]string, 0, len(dbs))
 	for k := range dbs {
 		out = append(out, k)
@@ -248,12 +262,19 @@ func (c *Client) Resolver(dbLink string) (resolver.Resolver, error) {
 }
 
 // entry returns a database's registration. The canonical "dbs/{db}" form
-// needs no parsing.
+// needs no parsing, and a few registrations are scanned rather than hashed.
 func (c *Client) entry(dbLink string) (*dbEntry, error) {
-	dbs := *c.dbs.Load()
-	if e, ok := dbs[dbLink]; ok {
+	reg := c.dbs.Load()
+	if len(reg.list) <= 8 {
+		for _, e := range reg.list {
+			if e.link == dbLink {
+				return e, nil
+			}
+		}
+	} else if e, ok := reg.byLink[dbLink]; ok {
 		return e, nil
 	}
+	dbs := reg.byLink
 	key, err := dbKey(dbLink)
 	if err != nil {
 		return nil, err
