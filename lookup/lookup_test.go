@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -381,4 +382,41 @@ func TestConcurrentUse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestDeepTrees: a tree nested as deep as MaxNesting allows decodes and
+// places keys; a deeper one is refused at once, before any nested
+// resolver is decoded (each level re-reads its own text, so an unbounded
+// depth would cost time quadratic in the document's size).
+func TestDeepTrees(t *testing.T) {
+	tree := func(levels int) string {
+		level := `{"kind":"lookup","partitionKey":"/t","entries":{"a%d":"dbs/x/colls/a%d"},"default":`
+		var b strings.Builder
+		for i := range levels {
+			fmt.Fprintf(&b, level, i, i)
+		}
+		b.WriteString(`"dbs/x/colls/last"`)
+		b.WriteString(strings.Repeat("}", levels))
+		return b.String()
+	}
+	// Each lookup level nests one object (its default); its entries one
+	// more at the bottom.
+	r, err := resolver.Unmarshal([]byte(tree(resolver.MaxNesting - 1)))
+	require.NoError(t, err)
+	l, err := r.ResolveForCreate("a40")
+	require.NoError(t, err)
+	assert.Equal(t, "dbs/x/colls/a40", l)
+	l, err = r.ResolveForCreate("zzz")
+	require.NoError(t, err)
+	assert.Equal(t, "dbs/x/colls/last", l)
+
+	_, err = resolver.Unmarshal([]byte(tree(resolver.MaxNesting + 1)))
+	require.ErrorIs(t, err, resolver.ErrInvalid)
+	assert.Contains(t, err.Error(), "levels deep")
+
+	// 20,000 levels (1.6 MB) took minutes to decode before the bound;
+	// now the depth is measured first, in one pass.
+	_, err = resolver.Unmarshal([]byte(tree(20000)))
+	require.ErrorIs(t, err, resolver.ErrInvalid)
+	assert.Contains(t, err.Error(), "20001 levels deep")
 }

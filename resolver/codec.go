@@ -54,13 +54,25 @@ func Kinds() []string {
 	return out
 }
 
+// MaxNesting is how deeply objects and arrays may nest in a resolver's
+// JSON. Real trees are a few levels deep (each nested resolver adds one to
+// three levels). Every nested resolver is decoded from its own part of the
+// text, so without a bound a deep tree costs time quadratic in its size: a
+// shared state document of a few hundred kilobytes would keep every router
+// that reads it busy for seconds.
+const MaxNesting = 64
+
 // Unmarshal decodes a resolver tree from its JSON form. The "kind" member
 // selects the decoder among the registered kinds. Malformed JSON, an unknown
-// kind, an unknown field or a bad setting yields an error wrapping ErrInvalid
-// (a *ConfigError naming the field).
+// kind, an unknown field, a bad setting or nesting deeper than MaxNesting
+// yields an error wrapping ErrInvalid (a *ConfigError naming the field).
+// Cost: linear in len(data) for each level of nested resolvers.
 func Unmarshal(data []byte) (Resolver, error) {
 	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] != '{' {
 		return nil, Invalid("", nil, "a resolver is a JSON object with a \"kind\"")
+	}
+	if d := nesting(data); d > MaxNesting {
+		return nil, Invalid("", nil, fmt.Sprintf("objects and arrays nest %d levels deep; at most %d are allowed", d, MaxNesting))
 	}
 	if !json.Valid(data) {
 		var v any
@@ -89,6 +101,29 @@ func Unmarshal(data []byte) (Resolver, error) {
 		return nil, &ConfigError{Err: err}
 	}
 	return r, nil
+}
+
+// nesting returns how deeply objects and arrays nest in data, skipping
+// strings; on malformed JSON its answer is only an estimate (the caller
+// validates the text afterwards).
+func nesting(data []byte) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '{', '[':
+			depth++
+			deepest = max(deepest, depth)
+		case '}', ']':
+			depth--
+		case '"':
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+		}
+	}
+	return deepest
 }
 
 // Marshal encodes a resolver tree to its JSON form: compact, "kind" first,

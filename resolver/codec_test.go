@@ -3,6 +3,7 @@ package resolver
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -258,4 +259,24 @@ func (badJSON) MarshalJSON() ([]byte, error) { return []byte(`{"kind":`), nil }
 func TestMarshalRejectsBrokenJSON(t *testing.T) {
 	_, err := Marshal(badJSON{})
 	assert.ErrorContains(t, err, "produced invalid JSON")
+}
+
+func TestNesting(t *testing.T) {
+	for _, tc := range []struct {
+		json string
+		want int
+	}{
+		{`{}`, 1},
+		{`{"a":[1,{"b":[]}]}`, 4},
+		{`{"a":"[[[{{{"}`, 1},
+		{`{"a":"\"[[","b":["\\",{}]}`, 3},
+		{`[[[`, 3},
+		{`"unterminated [`, 0},
+	} {
+		assert.Equal(t, tc.want, nesting([]byte(tc.json)), tc.json)
+	}
+	deep := `{"kind":"codectest-fixed","link":"dbs/a/colls/b","x":` + strings.Repeat("[", MaxNesting) + strings.Repeat("]", MaxNesting) + `}`
+	_, err := Unmarshal([]byte(deep))
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), "65 levels deep; at most 64")
 }
