@@ -16,7 +16,7 @@
 // resolver names from a template, partitioned by the resolver's key path.
 //
 // Resolvers are swapped whole (Register again) under live traffic: the
-// registry is an immutable map behind an atomic pointer, each call reads it
+// registry is immutable, behind an atomic pointer; each call reads it
 // once, so no call sees half of a change and none is lost. Resolvers are
 // pure values, so each registration memoises the placement of string keys
 // (Options.RouteCacheSize): a point operation on a key placed before costs
