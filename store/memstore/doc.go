@@ -54,9 +54,11 @@
 // documents under it). Each document is decoded the first time a query
 // reads it and the decoded form is kept beside its text and shared by
 // every later query, so a create stays cheap and queries never re-parse.
-// A paged query keeps its results in a cursor (Options.Cursors); a sorted
-// query over whole documents keeps only their sorted positions and
-// projects each page when it is read. Its continuation token is bound to
+// A paged query keeps a cursor (Options.Cursors): a query whose rows each
+// come from one document (filters, projections, JOINs) is read as its scan
+// goes, a page running over only the documents it needs; a sorted query
+// over whole documents keeps only their sorted positions and projects each
+// page when it is read; any other query keeps its results. Its continuation token is bound to
 // the collection, query text, parameters and key; see Store.Query.
 //
 // The read feed walks documents in order of creation (a replace keeps a

@@ -28,13 +28,18 @@ type prepared struct {
 	// when its shape does not allow it): keys returns the documents
 	// themselves in result order, page projects given documents.
 	keys, page *query.Query
-	compiled   atomic.Pointer[plan] // without parameters, once compiled
+	// streams: the query's results over consecutive runs of documents
+	// concatenate to its results over all of them, so pages can be read
+	// as the scan goes (see stream). 0 until known, then 1 no, 2 yes.
+	streams  atomic.Int32
+	compiled atomic.Pointer[plan] // without parameters, once compiled
 }
 
 // plan is a query compiled with its parameters.
 type plan struct {
 	prog       *query.Program
 	keys, page *query.Program // nil: no lazy projection
+	streams    bool
 }
 
 // programs is a bounded LRU of prepared queries, safe for concurrent use.
@@ -102,7 +107,17 @@ func (c *programs) prepare(text string, params map[string]any) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	pl := &plan{prog: prog}
+	if p.streams.Load() == 0 {
+		// Parameters only supply values here (TOP, OFFSET and LIMIT,
+		// which they could size, rule streaming out), so the answer
+		// holds for every run.
+		if streams(p.tree, params) {
+			p.streams.Store(2)
+		} else {
+			p.streams.Store(1)
+		}
+	}
+	pl := &plan{prog: prog, streams: p.streams.Load() == 2}
 	if p.keys != nil {
 		keys, errK := query.Compile(p.keys, params)
 		page, errP := query.Compile(p.page, params)
@@ -153,4 +168,19 @@ func splitOrderBy(text string, q *query.Query) (keys, page *query.Query) {
 	p := *q
 	p.Where, p.OrderBy, p.Top, p.Offset, p.Limit = nil, nil, nil, nil, nil
 	return &k, &p
+}
+
+// streams reports whether q's results over consecutive runs of documents
+// concatenate to its results over all of them, in order: a query whose
+// every row comes from one document, evaluated alone (filters,
+// projections, JOINs, subqueries over the document), with nothing that
+// looks across documents: no ORDER BY, aggregate, GROUP BY, DISTINCT, TOP,
+// OFFSET or LIMIT. The fan-out planner answers the same question for
+// collections (a Stream plan merges by concatenation), so it decides.
+func streams(q *query.Query, params map[string]any) bool {
+	if q.From == nil || q.Top != nil || q.Offset != nil || q.Limit != nil || q.Distinct || len(q.OrderBy) > 0 || len(q.GroupBy) > 0 {
+		return false
+	}
+	pl, err := query.PlanFanOut(q, params)
+	return err == nil && pl.Kind == query.Stream && !pl.Distinct && pl.Offset == 0 && pl.Limit < 0 && !pl.SingleCollection
 }

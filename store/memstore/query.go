@@ -107,11 +107,17 @@ func (h *fnv128a) hex() string {
 // Query runs Cosmos DB SQL over one collection with package query; see
 // store.Querier.
 //
-// The first page runs the whole query over a snapshot of the collection
-// (the documents that exist and have not expired, in feed order; with a
-// partition key, only those with that key) and keeps the results in a
-// cursor when they do not fit one page; later pages are slices of it, so a
-// paged query sees one consistent snapshot. An ORDER BY query whose rows
+// Every page of a query reads one snapshot of the collection (the
+// documents that exist and have not expired, in feed order; with a
+// partition key, only those with that key), taken by its first page, so a
+// paged query sees one consistent state. A query whose rows each come from
+// one document, with nothing across documents (no ORDER BY, aggregate,
+// GROUP BY, DISTINCT, TOP, OFFSET or LIMIT: filters, projections, JOINs),
+// is read as its scan goes: a page runs the query over only as many
+// documents as it needs, and its cursor holds the snapshot, a position and
+// the rows of the last run of documents not yet returned. Other queries
+// run whole on the first page and keep their results in a cursor when
+// they do not fit one page; later pages are slices of it. An ORDER BY query whose rows
 // are its documents (no JOIN, FROM x IN, DISTINCT or GROUP BY, and a
 // projection that is never undefined, as the router's rewritten queries
 // are) is sorted without being projected: its cursor keeps the sorted
@@ -177,17 +183,16 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 			return nil, queryErr(op, l, err)
 		}
 	}
-	start := min(tok.Offset, results.len())
-	items, err := results.pageOf(ctx, start, o.PageSize, s.opts.PageSize, s.opts.MaxPageBytes)
+	items, more, err := results.next(ctx, tok.Offset, o.PageSize, s.opts.PageSize, s.opts.MaxPageBytes)
 	if err != nil {
 		return nil, queryErr(op, l, err)
 	}
 	page := &store.Page{Items: items}
-	if end := start + len(items); end < results.len() {
+	if more {
 		if !cached {
 			tok.Cursor = s.cursors.Put(hash, results)
 		}
-		tok.Offset = end
+		tok.Offset += len(items)
 		page.Continuation = cursor.Encode(tok)
 	}
 	return page, nil
@@ -210,23 +215,11 @@ func (s *Store) run(ctx context.Context, c *collection, pl *plan, scoped bool, p
 	if err != nil {
 		return nil, err
 	}
-	h := keyHash(pk)
-	docs := func(yield func(query.Doc) bool) {
-		items := sn.items
-		if !scoped {
-			for i := range items {
-				if it := &items[i]; it.expireAt > now && !yield(*it.doc) {
-					return
-				}
-			}
-			return
-		}
-		for i := range items {
-			if it := &items[i]; it.pkHash == h && it.expireAt > now && it.pk == pk && !yield(*it.doc) {
-				return
-			}
-		}
+	sc := scope{now: now, scoped: scoped, pk: pk, pkHash: keyHash(pk)}
+	if pl.streams {
+		return &resultSet{stream: newStream(pl.prog, sn, sc)}, nil
 	}
+	docs := sc.docs(sn.items)
 	if pl.keys != nil {
 		rs, ok, err := runLazy(ctx, sn, pl, docs)
 		if err != nil || ok {
@@ -238,6 +231,34 @@ func (s *Store) run(ctx context.Context, c *collection, pl *plan, scoped bool, p
 		return nil, err
 	}
 	return &resultSet{rows: rows}, nil
+}
+
+// scope says which documents of a snapshot a query reads: those not
+// expired at now, and with a key, only those with that key.
+type scope struct {
+	now    int64
+	scoped bool
+	pk     string
+	pkHash uint64
+}
+
+// docs returns the documents of items in scope, in order.
+func (sc scope) docs(items []snapItem) func(func(query.Doc) bool) {
+	return func(yield func(query.Doc) bool) {
+		if !sc.scoped {
+			for i := range items {
+				if it := &items[i]; it.expireAt > sc.now && !yield(*it.doc) {
+					return
+				}
+			}
+			return
+		}
+		for i := range items {
+			if it := &items[i]; it.pkHash == sc.pkHash && it.expireAt > sc.now && it.pk == sc.pk && !yield(*it.doc) {
+				return
+			}
+		}
+	}
 }
 
 // snapshot returns the collection's current snapshot, building it (and

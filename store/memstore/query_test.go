@@ -135,10 +135,17 @@ func TestProgramCacheConcurrent(t *testing.T) {
 
 // lazyDocs fills a collection with documents that tie, miss sort keys,
 // vary in size and span three key values.
-func lazyDocs(t *testing.T, s *Store) string {
+// pagedDocs fills a collection for the paging tests: mixed types,
+// missing fields, tag arrays of 0 to 4 elements, three keys.
+func pagedDocs(t *testing.T, s *Store) string {
 	l := newColl(t, s, &store.CollectionSpec{PartitionKeyPath: "/pk"})
-	for i := range 1200 {
+	for i := range 1500 {
 		doc := map[string]any{"id": fmt.Sprintf("d%04d", i), "pk": fmt.Sprint("p", i%3), "n": i % 7, "s": strings.Repeat("x", i%40)}
+		tags := []any{}
+		for j := range i % 5 {
+			tags = append(tags, fmt.Sprint("t", (i+j)%6))
+		}
+		doc["tags"] = tags
 		if i%11 == 0 {
 			delete(doc, "n")
 		}
@@ -153,40 +160,30 @@ func lazyDocs(t *testing.T, s *Store) string {
 	return l
 }
 
-// TestLazyOrderByPages checks every page of ORDER BY queries, lazily
-// projected or not, against the engine's whole answer over the same
+// pagingCase is one query of the paging tests and the cursor mode its
+// first page must leave (mode reports it of a cursor).
+type pagingCase struct {
+	text   string
+	want   bool
+	params []store.Param
+}
+
+// pagingConfig is a page size, a byte cap and a partition key.
+type pagingConfig struct {
+	pageSize, maxBytes int
+	pk                 any
+}
+
+// checkPages reads every query page by page under every configuration
+// and compares the pages with the engine's whole answer over the same
 // documents cut by the documented page rule (size, byte cap, at least one
-// item), for several page sizes and byte caps, with and without a key.
-func TestLazyOrderByPages(t *testing.T) {
-	queries := []struct {
-		text   string
-		lazy   bool
-		params []store.Param
-	}{
-		{`SELECT VALUE {"k": [{"v": c.n}, {"v": c.id}], "p": {"id": c.id, "n": c.n}} FROM c AS c ORDER BY c.n DESC, c.id ASC`, true, nil},
-		{`SELECT c.id, c.n, c.s FROM c WHERE c.n > 2 ORDER BY c.n`, true, nil},
-		{`SELECT * FROM c ORDER BY c.n DESC`, true, nil},
-		{`SELECT TOP @top r.id FROM root r WHERE r.pk != @pk ORDER BY r.n, r.id DESC`, true, []store.Param{{Name: "@top", Value: 50}, {Name: "@pk", Value: "p1"}}},
-		{`SELECT [c.id, c.missing] FROM c ORDER BY c.s OFFSET 7 LIMIT 100`, true, nil},
-		{`SELECT VALUE [c.n, c.id] FROM c ORDER BY c.id DESC`, true, nil},
-		{`SELECT VALUE c.n FROM c ORDER BY c.id`, false, nil},
-		{`SELECT DISTINCT VALUE {"n": c.n} FROM c ORDER BY c.n`, false, nil},
-		{`SELECT VALUE {"n": c.n, "r": RAND() >= 0} FROM c ORDER BY c.n`, false, nil},
-		{`SELECT c.id FROM c ORDER BY c.n, c.id`, true, nil},
-	}
-	type cfg struct {
-		pageSize, maxBytes int
-		pk                 any
-	}
-	cfgs := []cfg{
-		{7, 1 << 20, nil}, {-1, 900, nil}, {0, 1 << 20, nil}, {50, 300, "p2"}, {3, 1, nil}, {100, 2000, "p0"},
-		{700, 1 << 20, nil}, {-1, 40_000, nil}, {2000, 30_000, "p1"}, // pages of several chunks
-		{-1, 512 * len(`{"id":"d0000"}`), nil}, // the cap falls on a chunk's end
-	}
+// item); mode says whether a first page's cursor is of the kind a case
+// wants.
+func checkPages(t *testing.T, cases []pagingCase, cfgs []pagingConfig, mode func(*resultSet) bool) {
 	for _, c := range cfgs {
 		s := New(&Options{MaxPageBytes: c.maxBytes, PageSize: 40})
-		l := lazyDocs(t, s)
-		for _, q := range queries {
+		l := pagedDocs(t, s)
+		for _, q := range cases {
 			t.Run(fmt.Sprintf("%s/size=%d/bytes=%d/pk=%v", q.text, c.pageSize, c.maxBytes, c.pk), func(t *testing.T) {
 				want := engineAnswer(t, s, l, q.text, q.params, c.pk)
 				var got [][]string
@@ -195,11 +192,8 @@ func TestLazyOrderByPages(t *testing.T) {
 					page, err := s.Query(ctx, l, store.Query{Text: q.text, Parameters: q.params},
 						&store.QueryOptions{PageSize: c.pageSize, Continuation: tok, PartitionKey: c.pk})
 					require.NoError(t, err)
-					if tok == "" {
-						rs := lastCursor(t, s, page.Continuation)
-						if rs != nil {
-							assert.Equal(t, q.lazy, rs.page != nil, "lazy projection")
-						}
+					if rs := lastCursor(t, s, page.Continuation); tok == "" && rs != nil {
+						assert.Equal(t, q.want, mode(rs), "cursor kind")
 					}
 					var items []string
 					for _, it := range page.Items {
@@ -216,8 +210,29 @@ func TestLazyOrderByPages(t *testing.T) {
 	}
 }
 
-// engineAnswer runs text with package query alone over the collection's
-// documents (under key pk, if any) in feed order.
+// TestLazyOrderByPages checks every page of ORDER BY queries, lazily
+// projected or not, against the engine's whole answer over the same
+// documents cut by the documented page rule (size, byte cap, at least one
+// item), for several page sizes and byte caps, with and without a key.
+func TestLazyOrderByPages(t *testing.T) {
+	checkPages(t, []pagingCase{
+		{`SELECT VALUE {"k": [{"v": c.n}, {"v": c.id}], "p": {"id": c.id, "n": c.n}} FROM c AS c ORDER BY c.n DESC, c.id ASC`, true, nil},
+		{`SELECT c.id, c.n, c.s FROM c WHERE c.n > 2 ORDER BY c.n`, true, nil},
+		{`SELECT * FROM c ORDER BY c.n DESC`, true, nil},
+		{`SELECT TOP @top r.id FROM root r WHERE r.pk != @pk ORDER BY r.n, r.id DESC`, true, []store.Param{{Name: "@top", Value: 50}, {Name: "@pk", Value: "p1"}}},
+		{`SELECT [c.id, c.missing] FROM c ORDER BY c.s OFFSET 7 LIMIT 100`, true, nil},
+		{`SELECT VALUE [c.n, c.id] FROM c ORDER BY c.id DESC`, true, nil},
+		{`SELECT VALUE c.n FROM c ORDER BY c.id`, false, nil},
+		{`SELECT DISTINCT VALUE {"n": c.n} FROM c ORDER BY c.n`, false, nil},
+		{`SELECT VALUE {"n": c.n, "r": RAND() >= 0} FROM c ORDER BY c.n`, false, nil},
+		{`SELECT c.id FROM c ORDER BY c.n, c.id`, true, nil},
+	}, []pagingConfig{
+		{7, 1 << 20, nil}, {-1, 900, nil}, {0, 1 << 20, nil}, {50, 300, "p2"}, {3, 1, nil}, {100, 2000, "p0"},
+		{700, 1 << 20, nil}, {-1, 40_000, nil}, {2000, 30_000, "p1"}, // pages of several chunks
+		{-1, 512 * len(`{"id":"d0000"}`), nil}, // the cap falls on a chunk's end
+	}, func(rs *resultSet) bool { return rs.page != nil })
+}
+
 func engineAnswer(t *testing.T, s *Store, l, text string, params []store.Param, key any) []string {
 	pk := ""
 	if key != nil {
@@ -334,4 +349,107 @@ func TestLazyPagesKeepTheirSnapshot(t *testing.T) {
 	require.Len(t, again.Items, 3)
 	assert.Equal(t, []string{`{"id":"d19","n":19}`, `{"id":"d17","n":17}`, `{"id":"d16","n":16}`}, []string{string(again.Items[0]), string(again.Items[1]), string(again.Items[2])},
 		"offset 10 of the new order (d29 to d20, d19, d17, d16, d99 with 15.5)")
+}
+
+// TestStreamedPages checks every page of queries read as their scan goes
+// (no ORDER BY, aggregate, DISTINCT, TOP or LIMIT) against the engine's
+// whole answer cut by the documented page rule, for several page sizes,
+// byte caps and keys, and that the other shapes are not streamed.
+func TestStreamedPages(t *testing.T) {
+	checkPages(t, []pagingCase{
+		{`SELECT * FROM c`, true, nil},
+		{`SELECT c.id, c.n FROM c WHERE c.n > @min`, true, []store.Param{{Name: "@min", Value: 3}}},
+		{`SELECT VALUE c.id FROM c WHERE c.id = "d1499"`, true, nil}, // one match, at the very end
+		{`SELECT VALUE c.id FROM c WHERE c.id = "nothing"`, true, nil},
+		{`SELECT c.id, t FROM c JOIN t IN c.tags WHERE t != "t3"`, true, nil},
+		{`SELECT VALUE t FROM t IN c.tags`, true, nil},
+		{`SELECT VALUE c.missing FROM c`, true, nil},
+		{`SELECT c.id, ARRAY(SELECT VALUE x FROM x IN c.tags WHERE x > "t2") AS big FROM c WHERE IS_NUMBER(c.n)`, true, nil},
+		{`SELECT VALUE COUNT(1) FROM c`, false, nil},
+		{`SELECT DISTINCT VALUE c.n FROM c`, false, nil},
+		{`SELECT TOP 30 c.id FROM c`, false, nil},
+		{`SELECT c.id FROM c OFFSET 5 LIMIT 900`, false, nil},
+		{`SELECT c.n, COUNT(1) AS k FROM c GROUP BY c.n`, false, nil},
+	}, []pagingConfig{
+		{7, 1 << 20, nil}, {-1, 1 << 20, nil}, {-1, 900, nil}, {0, 1 << 20, nil}, {50, 300, "p2"}, {3, 1, nil},
+		{700, 1 << 20, nil}, {2000, 30_000, "p1"}, {128, 1 << 20, nil}, // pages across runs of documents
+	}, func(rs *resultSet) bool { return rs.stream != nil })
+}
+
+// TestStreamedTokensReused: a token read again (a retry, a second reader,
+// an older page) returns the same page, sequentially and concurrently;
+// writes after the first page do not change later pages; an evicted
+// cursor re-runs the query on the current documents.
+func TestStreamedTokensReused(t *testing.T) {
+	s := New(&Options{Cursors: 2})
+	l := newColl(t, s, nil)
+	for i := range 600 {
+		_, err := s.Create(ctx, l, fmt.Appendf(nil, `{"id":"d%03d","n":%d}`, i, i), nil)
+		require.NoError(t, err)
+	}
+	q := store.Query{Text: "SELECT VALUE c.n FROM c WHERE c.n % 2 = 0"}
+	opts := func(tok string) *store.QueryOptions { return &store.QueryOptions{PageSize: 50, Continuation: tok} }
+	var tokens []string
+	var pages [][]json.RawMessage
+	tok := ""
+	for {
+		page, err := s.Query(ctx, l, q, opts(tok))
+		require.NoError(t, err)
+		pages = append(pages, page.Items)
+		if tok == "" {
+			require.NotNil(t, lastCursor(t, s, page.Continuation).stream, "streamed")
+			_, err = s.Upsert(ctx, l, []byte(`{"id":"d100","n":-1}`), nil)
+			require.NoError(t, err)
+			require.NoError(t, s.Delete(ctx, l, "d200", nil))
+		}
+		if page.Continuation == "" {
+			break
+		}
+		tok = page.Continuation
+		tokens = append(tokens, tok)
+	}
+	require.Len(t, pages, 6)
+	assert.JSONEq(t, "100", string(pages[1][0]), "the replaced document as it was")
+	assert.JSONEq(t, "200", string(pages[2][0]), "the deleted document as it was")
+	assert.JSONEq(t, "598", string(pages[5][49]))
+
+	// Older tokens, in any order, and the same token from many goroutines.
+	for _, i := range []int{3, 0, 4, 4, 1} {
+		page, err := s.Query(ctx, l, q, opts(tokens[i]))
+		require.NoError(t, err)
+		assert.Equal(t, pages[i+1], page.Items, "token %d again", i)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			i := g % len(tokens)
+			page, err := s.Query(ctx, l, q, opts(tokens[i]))
+			if assert.NoError(t, err) {
+				assert.Equal(t, pages[i+1], page.Items, "token %d concurrently", i)
+			}
+		})
+	}
+	wg.Wait()
+
+	// A token read twice in a row, one result a page: the cursor has just
+	// served it, and must step back one.
+	one := func(tok string) *store.QueryOptions { return &store.QueryOptions{PageSize: 1, Continuation: tok} }
+	first, err := s.Query(ctx, l, q, one(""))
+	require.NoError(t, err)
+	second, err := s.Query(ctx, l, q, one(first.Continuation))
+	require.NoError(t, err)
+	again, err := s.Query(ctx, l, q, one(first.Continuation))
+	require.NoError(t, err)
+	assert.Equal(t, second.Items, again.Items)
+	assert.JSONEq(t, "2", string(again.Items[0]))
+
+	// Evict the cursor: the token re-runs the query over today's documents
+	// (d100 now has n = -1 and d200 is gone, so offset 50 starts at 102).
+	for range 2 {
+		_, err := s.Query(ctx, l, store.Query{Text: "SELECT c.id FROM c"}, &store.QueryOptions{PageSize: 1})
+		require.NoError(t, err)
+	}
+	page, err := s.Query(ctx, l, q, opts(tokens[0]))
+	require.NoError(t, err)
+	assert.JSONEq(t, "102", string(page.Items[0]))
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"sync"
 	"unsafe"
 
 	"github.com/docshard/docshard/query"
@@ -22,6 +23,8 @@ type resultSet struct {
 	sn   *snapshot // lazy: the snapshot the query ran on (never modified)
 	pos  []int32   // lazy: result documents, as indexes into sn.items
 	page *query.Program
+
+	stream *stream // a query read as its scan goes
 }
 
 func (r *resultSet) len() int {
@@ -29,6 +32,29 @@ func (r *resultSet) len() int {
 		return len(r.pos)
 	}
 	return len(r.rows)
+}
+
+// next returns the page starting at result start (see pageOf) and whether
+// results follow it.
+func (r *resultSet) next(ctx context.Context, start, size, defSize, maxBytes int) ([]json.RawMessage, bool, error) {
+	if r.stream != nil {
+		return r.stream.page(ctx, start, pageSize(size, defSize, -1), maxBytes)
+	}
+	start = min(start, r.len())
+	items, err := r.pageOf(ctx, start, size, defSize, maxBytes)
+	return items, start+len(items) < r.len(), err
+}
+
+// pageSize resolves a requested page size: the default for 0, unbounded
+// (all) for -1.
+func pageSize(size, defSize, all int) int {
+	switch {
+	case size == 0:
+		return defSize
+	case size < 0:
+		return all
+	}
+	return size
 }
 
 // pageOf returns the page starting at start: at most size results (the
@@ -39,12 +65,7 @@ func (r *resultSet) len() int {
 // most a chunk more when the byte cap ends it.
 func (r *resultSet) pageOf(ctx context.Context, start, size, defSize, maxBytes int) ([]json.RawMessage, error) {
 	n := r.len()
-	switch {
-	case size == 0:
-		size = defSize
-	case size < 0:
-		size = n
-	}
+	size = pageSize(size, defSize, n)
 	start = min(start, n)
 	if r.page == nil {
 		end := pageEnd(r.rows, start, size, maxBytes)
@@ -162,4 +183,144 @@ func (sn *snapshot) index() map[unsafe.Pointer]int32 {
 		sn.idx = idx
 	})
 	return sn.idx
+}
+
+// stream reads a query whose rows come from single documents (see
+// streams) page by page as it scans the snapshot, instead of running it
+// over every document first: a page costs the documents it needs, and a
+// cursor holds the snapshot, a position and the rows of the last run of
+// documents that the page did not take. The snapshot never changes, so
+// any offset can be found again exactly by scanning from the start: a
+// page asked for at another offset than the cursor stands at (a retried
+// or repeated token) rescans. Safe for concurrent use.
+type stream struct {
+	mu     sync.Mutex
+	prog   *query.Program
+	sn     *snapshot
+	scope  scope             // the documents the query reads
+	next   int               // the snapshot position of the next document to run
+	held   []json.RawMessage // rows run but not yet returned
+	served int               // the results returned so far: the offset held starts at
+	run    int               // documents per run, growing
+	pos    []int32           // the positions of the run being executed
+}
+
+const (
+	streamFirstRun = 128
+	streamMaxRun   = 8192
+)
+
+func newStream(prog *query.Program, sn *snapshot, sc scope) *stream {
+	return &stream{prog: prog, sn: sn, scope: sc, run: streamFirstRun}
+}
+
+// page returns up to size results from offset start, ended early once
+// their JSON passes maxBytes (always at least one result), and whether
+// more follow.
+func (s *stream) page(ctx context.Context, start, size, maxBytes int) ([]json.RawMessage, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if start < s.served {
+		s.next, s.held, s.served, s.run = 0, nil, 0, streamFirstRun
+	}
+	for s.served < start { // skip to start
+		if len(s.held) == 0 {
+			if done, err := s.fill(ctx); err != nil || done {
+				return nil, false, err
+			}
+			continue
+		}
+		k := min(len(s.held), start-s.served)
+		s.held, s.served = s.held[k:], s.served+k
+	}
+	if size < 0 {
+		s.run = len(s.sn.items) // everything is wanted: one run
+	}
+	var out []json.RawMessage
+	bytes := 0
+	for size < 0 || len(out) < size {
+		if len(s.held) == 0 {
+			done, err := s.fill(ctx)
+			if err != nil {
+				return nil, false, err
+			}
+			if done {
+				break
+			}
+			continue
+		}
+		// Take as much of held as the page allows, in one piece.
+		k, full := 0, false
+		for ; k < len(s.held) && (size < 0 || len(out)+k < size); k++ {
+			if bytes += len(s.held[k]); bytes > maxBytes && len(out)+k > 0 {
+				full = true
+				break
+			}
+		}
+		if out == nil {
+			out = s.held[:k:k]
+		} else {
+			out = append(out, s.held[:k]...)
+		}
+		s.held = s.held[k:]
+		if full {
+			break
+		}
+	}
+	s.served += len(out)
+	// Say whether results follow only once one is there: a selective
+	// filter may leave none in the rest of the snapshot.
+	for len(s.held) == 0 {
+		done, err := s.fill(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		if done {
+			return out, false, nil
+		}
+	}
+	return out, true, nil
+}
+
+// fill runs the query over the next run of documents into held; done
+// when the snapshot is exhausted.
+func (s *stream) fill(ctx context.Context) (done bool, err error) {
+	items := s.sn.items
+	if s.next >= len(items) {
+		return true, nil
+	}
+	var docs func(func(query.Doc) bool)
+	from, end, sc := s.next, s.next, &s.scope
+	if sc.scoped {
+		// A run is s.run documents with the key, which may be sparse:
+		// finding them is cheap, running the engine is not.
+		s.pos = s.pos[:0]
+		for ; end < len(items) && len(s.pos) < s.run; end++ {
+			if it := &items[end]; it.pkHash == sc.pkHash && it.expireAt > sc.now && it.pk == sc.pk {
+				s.pos = append(s.pos, int32(end))
+			}
+		}
+		if len(s.pos) == 0 {
+			s.next = end
+			return true, nil
+		}
+		docs = func(yield func(query.Doc) bool) {
+			for _, p := range s.pos {
+				if !yield(*items[p].doc) {
+					return
+				}
+			}
+		}
+	} else {
+		end = min(from+s.run, len(items))
+		docs = sc.docs(items[from:end])
+	}
+	s.next, s.run = end, max(s.run, min(2*s.run, streamMaxRun))
+	rows, err := s.prog.Execute(ctx, docs)
+	if err != nil {
+		s.next, s.held, s.served, s.run = 0, nil, 0, streamFirstRun // start over if asked again
+		return false, err
+	}
+	s.held = rows
+	return false, nil
 }
