@@ -94,6 +94,15 @@ func BenchmarkPointOps(b *testing.B) {
 			}
 		}
 	})
+	b.Run("read/cold/router-no-cache", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			j := (i * 7919) % n
+			if _, err := nc.Read(ctx, db, ids[j], keys[j]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	replace := benchDoc(4242)
 	b.Run("replace/store", func(b *testing.B) {
 		b.ReportAllocs()
