@@ -74,16 +74,14 @@ func (rc *routeCache) putCreate(key, l string) {
 	rc.create[maphash.String(rc.seed, key)&rc.mask].Store(&createEntry{key: key, link: l})
 }
 
-func (rc *routeCache) readSlot(key string) *atomic.Pointer[readEntry] {
-	return &rc.read[maphash.String(rc.seed, key)&rc.mask]
-}
-
-// readRoute returns the cached read placement of a string key.
-func (rc *routeCache) readRoute(key string) *readEntry {
-	if e := rc.readSlot(key).Load(); e != nil && e.key == key {
-		return e
+// readRoute returns the cached read placement of a string key, or nil and
+// the slot the key's placement goes to.
+func (rc *routeCache) readRoute(key string) (*readEntry, *atomic.Pointer[readEntry]) {
+	slot := &rc.read[maphash.String(rc.seed, key)&rc.mask]
+	if e := slot.Load(); e != nil && e.key == key {
+		return e, nil
 	}
-	return nil
+	return nil, slot
 }
 
 // readRouteBytes is readRoute for a key held as bytes, in its slot.
@@ -94,4 +92,3 @@ func (rc *routeCache) readRouteBytes(slot uint64, key []byte) *readEntry {
 	return nil
 }
 
-func (rc *routeCache) putRead(e *readEntry) { rc.readSlot(e.key).Store(e) }

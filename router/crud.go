@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tidwall/gjson"
 
@@ -242,8 +243,10 @@ func (c *Client) route(e *dbEntry, key any) (*readEntry, error) {
 		return nil, errPointNeedsKey
 	}
 	s, isString := key.(string)
+	var slot *atomic.Pointer[readEntry]
 	if isString && e.cache != nil {
-		if re := e.cache.readRoute(s); re != nil {
+		var re *readEntry
+		if re, slot = e.cache.readRoute(s); re != nil {
 			return re, nil
 		}
 	}
@@ -253,8 +256,8 @@ func (c *Client) route(e *dbEntry, key any) (*readEntry, error) {
 	}
 	sk := storeKey(key)
 	re := &readEntry{key: s, links: links, store: sk, ro: store.ReadOptions{PartitionKey: sk}, wo: store.WriteOptions{PartitionKey: sk}}
-	if isString && e.cache != nil {
-		e.cache.putRead(re)
+	if slot != nil {
+		slot.Store(re)
 	}
 	return re, nil
 }
