@@ -52,11 +52,13 @@ const (
 	// flavours, as their SDKs had it ("murmur3", "dotnet-x64",
 	// "dotnet-x86").
 	DefaultVirtualNodesLegacy = 128
-	// MaxVirtualNodes is the most points per collection a resolver accepts.
-	// Balance stops improving visibly long before (the largest collection's
-	// excess falls as 1/sqrt(points): about 5% at 1000 points), while build
-	// time and memory grow linearly (20 bytes and one hash per point).
-	MaxVirtualNodes = 4096
+	// MaxVirtualNodes is the most points per collection a resolver accepts
+	// (MaxPoints bounds them over all collections). Balance stops improving
+	// visibly long before (the largest collection's excess falls as
+	// 1/sqrt(points): about 5% at 1000 points), while build time and memory
+	// grow linearly (20 bytes and one hash per point); the bound only turns
+	// away values no configuration means.
+	MaxVirtualNodes = 1 << 16
 	// MaxPoints caps points over all collections (collections × virtual
 	// nodes): about 80 MB of ring and a second or so of hashing.
 	MaxPoints = 1 << 22
