@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -454,20 +455,21 @@ func (p *program) pipeline(input func(func(*frame) bool), raw func() []byte, out
 		}
 		h := &sortHeap{desc: p.desc, keep: keep}
 		seq := 0
+		scratch := make([]any, len(p.orderBy)) // a row's keys until it enters the heap
 		input(func(fr *frame) bool {
-			keys := make([]any, len(p.orderBy))
 			for i, o := range p.orderBy {
-				keys[i] = o(fr)
+				scratch[i] = o(fr)
 			}
-			// A row that cannot enter a full heap is not projected at all.
-			if h.keep >= 0 && len(h.rows) >= h.keep && (h.keep == 0 || !h.less(sortRow{keys: keys, seq: seq}, h.rows[0])) {
+			// A row that cannot enter a full heap is not projected at all,
+			// and costs no allocation.
+			if h.keep >= 0 && len(h.rows) >= h.keep && (h.keep == 0 || !h.less(sortRow{keys: scratch, seq: seq}, h.rows[0])) {
 				return true
 			}
 			v := p.project(fr)
 			if isUndefined(v) {
 				return true
 			}
-			h.push(sortRow{keys: keys, val: v, raw: raw(), seq: seq})
+			h.push(sortRow{keys: slices.Clone(scratch), val: v, raw: raw(), seq: seq})
 			seq++
 			return true
 		})
@@ -579,8 +581,8 @@ func (h *sortHeap) less(a, b sortRow) bool {
 func (h *sortHeap) Len() int           { return len(h.rows) }
 func (h *sortHeap) Less(i, j int) bool { return h.less(h.rows[j], h.rows[i]) }
 func (h *sortHeap) Swap(i, j int)      { h.rows[i], h.rows[j] = h.rows[j], h.rows[i] }
-func (h *sortHeap) Push(x any)         { h.rows = append(h.rows, x.(sortRow)) }
-func (h *sortHeap) Pop() any {
+func (h *sortHeap) Push(x any)         { h.rows = append(h.rows, x.(sortRow)) } // unused: see push
+func (h *sortHeap) Pop() any { // unused
 	r := h.rows[len(h.rows)-1]
 	h.rows = h.rows[:len(h.rows)-1]
 	return r
@@ -596,7 +598,12 @@ func (h *sortHeap) push(r sortRow) {
 		return
 	}
 	if len(h.rows) < h.keep {
-		heap.Push(h, r)
+		if h.rows == nil {
+			h.rows = make([]sortRow, 0, min(h.keep, 1024))
+		}
+		// heap.Push would box r into an interface: append and sift up.
+		h.rows = append(h.rows, r)
+		heap.Fix(h, len(h.rows)-1)
 		return
 	}
 	if h.less(r, h.rows[0]) {
