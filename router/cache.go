@@ -91,4 +91,3 @@ func (rc *routeCache) readRouteBytes(slot uint64, key []byte) *readEntry {
 	}
 	return nil
 }
-
