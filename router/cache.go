@@ -39,6 +39,15 @@ type readEntry struct {
 	wo    store.WriteOptions // for unconditional replaces and deletes
 }
 
+// writeOptions returns the options of a write on the entry's key: the
+// shared unconditional ones, or a new conditional one for an ETag.
+func (e *readEntry) writeOptions(ifMatch string) *store.WriteOptions {
+	if ifMatch == "" {
+		return &e.wo
+	}
+	return &store.WriteOptions{PartitionKey: e.store, IfMatch: ifMatch}
+}
+
 func newRouteCache(n int) *routeCache {
 	size := 1 << bits.Len(uint(n-1)) // next power of two
 	return &routeCache{

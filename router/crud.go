@@ -334,39 +334,9 @@ func (c *Client) Replace(ctx context.Context, dbLink, id string, doc any, opts *
 	if err != nil {
 		return nil, err
 	}
-	var (
-		body   []byte
-		key    any
-		target string
-		newRt  *readEntry
-		buf    [64]byte
-	)
-	var text []byte
-	raw, isRaw := rawDoc(doc)
-	if isRaw {
-		text, isRaw = stringKey(e, raw, buf[:0])
-	}
-	if isRaw {
-		// Raw JSON with a string key: placed through the route cache,
-		// allocating nothing for a key seen before.
-		body = raw
-		slot := e.cache.slot(text)
-		if target, err = c.createLink(e, slot, text); err != nil {
-			return nil, err
-		}
-		if newRt = e.cache.readRouteBytes(slot, text); newRt == nil {
-			if newRt, err = c.route(e, string(text)); err != nil {
-				return nil, err
-			}
-		}
-		key = newRt.store
-	} else {
-		if body, key, target, err = c.place(e, doc); err != nil {
-			return nil, err
-		}
-		if newRt, err = c.route(e, key); err != nil {
-			return nil, err
-		}
+	body, key, target, newRt, err := c.placeReplacement(e, doc)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkID(body, id); err != nil {
 		return nil, err
@@ -381,18 +351,8 @@ func (c *Client) Replace(ctx context.Context, dbLink, id string, doc any, opts *
 	if sameKey && len(newRt.links) == 1 && newRt.links[0] == target {
 		// The common case: one place to look, and it is where the
 		// document stays.
-		wo := &newRt.wo
-		if o.IfMatch != "" {
-			wo = &store.WriteOptions{PartitionKey: newRt.store, IfMatch: o.IfMatch}
-		}
-		var r retrier
-		for {
-			start := r.begin(c)
-			d, err := c.st.Replace(ctx, target, id, body, wo)
-			if !r.again(ctx, c, target, "replace", start, &err) {
-				return d, oldKeyHint(err, o)
-			}
-		}
+		d, err := c.replaceAt(ctx, target, id, body, newRt.writeOptions(o.IfMatch))
+		return d, oldKeyHint(err, o)
 	}
 	oldRt := newRt
 	if !sameKey {
@@ -414,9 +374,38 @@ func (c *Client) Replace(ctx context.Context, dbLink, id string, doc any, opts *
 	if source == target && samePartition {
 		// Same collection and logical partition (a composite key may
 		// change in a part collections are not partitioned by).
-		return c.replaceAt(ctx, target, id, body, newRt.store, old.ETag)
+		return c.replaceAt(ctx, target, id, body, newRt.writeOptions(old.ETag))
 	}
 	return c.move(ctx, id, body, source, target, oldRt.store, newRt.store, old.ETag)
+}
+
+// placeReplacement finds a replacement's body, key, the collection it
+// belongs in and where documents with its key are looked for. Raw JSON
+// with a string key is placed through the route cache, allocating nothing
+// for a key seen before.
+func (c *Client) placeReplacement(e *dbEntry, doc any) (body []byte, key any, target string, rt *readEntry, err error) {
+	var buf [64]byte
+	if raw, ok := rawDoc(doc); ok {
+		if text, ok := stringKey(e, raw, buf[:0]); ok {
+			slot := e.cache.slot(text)
+			if target, err = c.createLink(e, slot, text); err != nil {
+				return nil, nil, "", nil, err
+			}
+			if rt = e.cache.readRouteBytes(slot, text); rt == nil {
+				if rt, err = c.route(e, string(text)); err != nil {
+					return nil, nil, "", nil, err
+				}
+			}
+			return raw, rt.store, target, rt, nil
+		}
+	}
+	if body, key, target, err = c.place(e, doc); err != nil {
+		return nil, nil, "", nil, err
+	}
+	if rt, err = c.route(e, key); err != nil {
+		return nil, nil, "", nil, err
+	}
+	return body, key, target, rt, nil
 }
 
 // oldKeyHint explains a replace that found nothing under the new key.
@@ -450,13 +439,15 @@ func orMissing(raw string) string {
 	return raw
 }
 
-func (c *Client) replaceAt(ctx context.Context, l, id string, body []byte, sk any, ifMatch string) (*store.Document, error) {
-	var out *store.Document
-	err := c.call(ctx, l, "replace", func() (err error) {
-		out, err = c.st.Replace(ctx, l, id, body, &store.WriteOptions{PartitionKey: sk, IfMatch: ifMatch})
-		return err
-	})
-	return out, err
+func (c *Client) replaceAt(ctx context.Context, l, id string, body []byte, wo *store.WriteOptions) (*store.Document, error) {
+	var r retrier // the loop inline: no closure to allocate on this hot path
+	for {
+		start := r.begin(c)
+		d, err := c.st.Replace(ctx, l, id, body, wo)
+		if !r.again(ctx, c, l, "replace", start, &err) {
+			return d, err
+		}
+	}
 }
 
 // move creates the new version at target, then deletes the old one at
@@ -553,8 +544,8 @@ func (c *Client) Delete(ctx context.Context, dbLink, id string, key any, opts *W
 	var last error
 	for _, l := range rt.links {
 		wo := &rt.wo
-		if !deleted && ifMatch != "" {
-			wo = &store.WriteOptions{PartitionKey: rt.store, IfMatch: ifMatch}
+		if !deleted {
+			wo = rt.writeOptions(ifMatch)
 		}
 		var r retrier
 		for {
