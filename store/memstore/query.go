@@ -110,27 +110,29 @@ func (h *fnv128a) hex() string {
 // Every page of a query reads one snapshot of the collection (the
 // documents that exist and have not expired, in feed order; with a
 // partition key, only those with that key), taken by its first page, so a
-// paged query sees one consistent state. A query whose rows each come from
-// one document, with nothing across documents (no ORDER BY, aggregate,
-// GROUP BY, DISTINCT, TOP, OFFSET or LIMIT: filters, projections, JOINs),
-// is read as its scan goes: a page runs the query over only as many
-// documents as it needs, and its cursor holds the snapshot, a position and
-// the rows of the last run of documents not yet returned. Other queries
-// run whole on the first page and keep their results in a cursor when
-// they do not fit one page; later pages are slices of it. An ORDER BY query whose rows
-// are its documents (no JOIN, FROM x IN, DISTINCT or GROUP BY, and a
-// projection that is never undefined, as the router's rewritten queries
-// are) is sorted without being projected: its cursor keeps the sorted
-// positions in the snapshot, 4 bytes a result, and each page projects its
-// own documents, with the same results, pages and tokens. Such a cursor
-// keeps its snapshot alive, documents replaced since included. A token
-// whose cursor was evicted (Options.Cursors) re-runs the query and resumes
-// at the same offset, which is exact unless documents changed in between.
-// Compiled queries are cached by text (parameters are bound per run).
-// Documents are decoded on their first query and kept decoded (the first
-// query after many writes pays for decoding them, spread over GOMAXPROCS
-// goroutines). Tokens are bound to the collection, text, parameters and
-// key: another query's token is an error wrapping store.ErrBadRequest.
+// paged query sees one consistent state. What its cursor keeps between
+// pages depends on the query's shape (see resultSet):
+//   - a query whose rows each come from one document, with nothing across
+//     documents (filters, projections, JOINs; no ORDER BY, aggregate,
+//     GROUP BY, DISTINCT, TOP, OFFSET or LIMIT) is read as its scan goes:
+//     a page runs the query over only as many documents as it needs;
+//   - an ORDER BY query whose rows are its documents (no JOIN, FROM x IN,
+//     DISTINCT or GROUP BY, and a projection that is never undefined, as
+//     the router's rewritten queries are) is sorted without being
+//     projected: the cursor keeps the sorted positions, 4 bytes a result,
+//     and each page projects its own documents;
+//   - any other query runs whole on the first page and its cursor keeps
+//     the results.
+//
+// Results, pages and tokens are the same whichever way. A cursor keeps its
+// snapshot alive, documents replaced since included. A token whose cursor
+// was evicted (Options.Cursors) re-runs the query and resumes at the same
+// offset, which is exact unless documents changed in between. Compiled
+// queries are cached by text (parameters are bound per run). Documents are
+// decoded on their first query and kept decoded (the first query after
+// many writes pays for decoding them, spread over GOMAXPROCS goroutines).
+// Tokens are bound to the collection, text, parameters and key: another
+// query's token is an error wrapping store.ErrBadRequest.
 func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.QueryOptions) (*store.Page, error) {
 	const op = "query"
 	c, err := s.collection(ctx, op, l)
@@ -206,8 +208,9 @@ func queryErr(op, l string, err error) error {
 	return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 }
 
-// run executes a plan over c's current snapshot: lazily (positions of the
-// sorted documents) when the plan allows it, else every result as JSON.
+// run starts a plan over c's current snapshot: as a stream, lazily
+// (positions of the sorted documents), or else every result as JSON, as
+// the plan allows (see Query).
 func (s *Store) run(ctx context.Context, c *collection, pl *plan, scoped bool, pk string) (*resultSet, error) {
 	now := s.clock().Unix()
 	s.purge(c, now)
@@ -242,6 +245,12 @@ type scope struct {
 	pkHash uint64
 }
 
+// hasKey reports whether it is in a scoped query's scope: not expired,
+// with the key.
+func (sc *scope) hasKey(it *snapItem) bool {
+	return it.pkHash == sc.pkHash && it.expireAt > sc.now && it.pk == sc.pk
+}
+
 // docs returns the documents of items in scope, in order.
 func (sc scope) docs(items []snapItem) func(func(query.Doc) bool) {
 	return func(yield func(query.Doc) bool) {
@@ -254,7 +263,7 @@ func (sc scope) docs(items []snapItem) func(func(query.Doc) bool) {
 			return
 		}
 		for i := range items {
-			if it := &items[i]; it.pkHash == sc.pkHash && it.expireAt > sc.now && it.pk == sc.pk && !yield(*it.doc) {
+			if it := &items[i]; sc.hasKey(it) && !yield(*it.doc) {
 				return
 			}
 		}

@@ -11,12 +11,12 @@ import (
 	"github.com/docshard/docshard/query"
 )
 
-// resultSet is what a query's cursor holds between pages: either every
-// result as JSON (rows), or, for an ORDER BY query whose projection can
-// wait, the sorted positions of the result documents in an immutable
-// snapshot and the program that projects them, so a cursor over 100,000
-// sorted documents holds 100,000 int32s instead of 100,000 projected
-// rows, and each page projects only its own documents.
+// resultSet is what a query's cursor holds between pages, by the query's
+// shape: every result as JSON (rows); for an ORDER BY query whose
+// projection can wait, the sorted positions of the result documents in an
+// immutable snapshot and the program that projects them, so a cursor over
+// 100,000 sorted documents holds 100,000 int32s and each page projects
+// only its own documents; or a stream, for a query read as its scan goes.
 type resultSet struct {
 	rows []json.RawMessage
 
@@ -45,6 +45,17 @@ func (r *resultSet) next(ctx context.Context, start, size, defSize, maxBytes int
 	return items, start+len(items) < r.len(), err
 }
 
+// docsAt returns the documents at positions pos of items, in that order.
+func docsAt(items []snapItem, pos []int32) func(func(query.Doc) bool) {
+	return func(yield func(query.Doc) bool) {
+		for _, p := range pos {
+			if !yield(*items[p].doc) {
+				return
+			}
+		}
+	}
+}
+
 // pageSize resolves a requested page size: the default for 0, unbounded
 // (all) for -1.
 func pageSize(size, defSize, all int) int {
@@ -68,8 +79,8 @@ func (r *resultSet) pageOf(ctx context.Context, start, size, defSize, maxBytes i
 	size = pageSize(size, defSize, n)
 	start = min(start, n)
 	if r.page == nil {
-		end := pageEnd(r.rows, start, size, maxBytes)
-		return r.rows[start:end:end], nil
+		k, _, _ := take(r.rows[start:min(n, start+size)], 0, 0, maxBytes)
+		return r.rows[start : start+k : start+k], nil
 	}
 	want := min(size, n-start)
 	var out []json.RawMessage
@@ -80,12 +91,8 @@ func (r *resultSet) pageOf(ctx context.Context, start, size, defSize, maxBytes i
 		if err != nil {
 			return nil, err
 		}
-		cut := 0
-		for ; cut < len(rows); cut++ {
-			if bytes += len(rows[cut]); bytes > maxBytes && len(out)+cut > 0 {
-				break
-			}
-		}
+		cut, b, _ := take(rows, len(out), bytes, maxBytes)
+		bytes = b
 		if out == nil && cut == want {
 			return rows[:cut:cut], nil // the usual page: one chunk, not copied
 		}
@@ -104,33 +111,25 @@ func (r *resultSet) pageOf(ctx context.Context, start, size, defSize, maxBytes i
 
 // project runs the page program over the documents at pos, in order.
 func (r *resultSet) project(ctx context.Context, pos []int32) ([]json.RawMessage, error) {
-	items := r.sn.items
-	rows, err := r.page.Execute(ctx, func(yield func(query.Doc) bool) {
-		for _, p := range pos {
-			if !yield(*items[p].doc) {
-				return
-			}
-		}
-	})
+	rows, err := r.page.Execute(ctx, docsAt(r.sn.items, pos))
 	if err == nil && len(rows) != len(pos) {
 		err = errors.New("memstore: internal error: a lazily projected page lost rows")
 	}
 	return rows, err
 }
 
-// pageEnd returns where a page of items starting at start ends: after
-// size items or once their total length passes maxBytes, whichever comes
-// first, and after at least one item (when there is one).
-func pageEnd(items []json.RawMessage, start, size, maxBytes int) int {
-	end, bytes := start, 0
-	for end < len(items) && end-start < size {
-		bytes += len(items[end])
-		if bytes > maxBytes && end > start {
-			break
+// take returns how many of rows a page can still take: all of them,
+// unless one carries the page's JSON past maxBytes — then those before it,
+// but always one for an empty page. held and bytes are the page's rows so
+// far and their size; bytes comes back updated, and full reports that the
+// byte cap ended the page.
+func take(rows []json.RawMessage, held, bytes, maxBytes int) (k, newBytes int, full bool) {
+	for ; k < len(rows); k++ {
+		if bytes += len(rows[k]); bytes > maxBytes && held+k > 0 {
+			return k, bytes, true
 		}
-		end++
 	}
-	return end
+	return k, bytes, false
 }
 
 // runLazy runs pl's keys program over the snapshot and returns the
@@ -224,11 +223,8 @@ func (s *stream) page(ctx context.Context, start, size, maxBytes int) ([]json.Ra
 		s.next, s.held, s.served, s.run = 0, nil, 0, streamFirstRun
 	}
 	for s.served < start { // skip to start
-		if len(s.held) == 0 {
-			if done, err := s.fill(ctx); err != nil || done {
-				return nil, false, err
-			}
-			continue
+		if ok, err := s.ready(ctx); err != nil || !ok {
+			return nil, false, err
 		}
 		k := min(len(s.held), start-s.served)
 		s.held, s.served = s.held[k:], s.served+k
@@ -239,26 +235,19 @@ func (s *stream) page(ctx context.Context, start, size, maxBytes int) ([]json.Ra
 	var out []json.RawMessage
 	bytes := 0
 	for size < 0 || len(out) < size {
-		if len(s.held) == 0 {
-			done, err := s.fill(ctx)
-			if err != nil {
-				return nil, false, err
-			}
-			if done {
-				break
-			}
-			continue
+		if ok, err := s.ready(ctx); err != nil {
+			return nil, false, err
+		} else if !ok {
+			break
 		}
-		// Take as much of held as the page allows, in one piece.
-		k, full := 0, false
-		for ; k < len(s.held) && (size < 0 || len(out)+k < size); k++ {
-			if bytes += len(s.held[k]); bytes > maxBytes && len(out)+k > 0 {
-				full = true
-				break
-			}
+		room := s.held
+		if size >= 0 {
+			room = room[:min(len(room), size-len(out))]
 		}
+		k, b, full := take(room, len(out), bytes, maxBytes)
+		bytes = b
 		if out == nil {
-			out = s.held[:k:k]
+			out = s.held[:k:k] // the usual page: one run, not copied
 		} else {
 			out = append(out, s.held[:k]...)
 		}
@@ -270,16 +259,22 @@ func (s *stream) page(ctx context.Context, start, size, maxBytes int) ([]json.Ra
 	s.served += len(out)
 	// Say whether results follow only once one is there: a selective
 	// filter may leave none in the rest of the snapshot.
+	more, err := s.ready(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	return out, more, nil
+}
+
+// ready runs the query over further documents until rows are held, and
+// reports whether there are any (false: the snapshot is exhausted).
+func (s *stream) ready(ctx context.Context) (bool, error) {
 	for len(s.held) == 0 {
-		done, err := s.fill(ctx)
-		if err != nil {
-			return nil, false, err
-		}
-		if done {
-			return out, false, nil
+		if done, err := s.fill(ctx); err != nil || done {
+			return false, err
 		}
 	}
-	return out, true, nil
+	return true, nil
 }
 
 // fill runs the query over the next run of documents into held; done
@@ -296,7 +291,7 @@ func (s *stream) fill(ctx context.Context) (done bool, err error) {
 		// finding them is cheap, running the engine is not.
 		s.pos = s.pos[:0]
 		for ; end < len(items) && len(s.pos) < s.run; end++ {
-			if it := &items[end]; it.pkHash == sc.pkHash && it.expireAt > sc.now && it.pk == sc.pk {
+			if sc.hasKey(&items[end]) {
 				s.pos = append(s.pos, int32(end))
 			}
 		}
@@ -304,13 +299,7 @@ func (s *stream) fill(ctx context.Context) (done bool, err error) {
 			s.next = end
 			return true, nil
 		}
-		docs = func(yield func(query.Doc) bool) {
-			for _, p := range s.pos {
-				if !yield(*items[p].doc) {
-					return
-				}
-			}
-		}
+		docs = docsAt(items, s.pos)
 	} else {
 		end = min(from+s.run, len(items))
 		docs = sc.docs(items[from:end])
