@@ -78,7 +78,8 @@ const (
 	SkipReadFeed                 = "ReadFeed"
 	SkipFeedStableUnderWrites    = "ReadFeedStableUnderWrites"
 	SkipConcurrentWriters        = "ConcurrentWriters"
-	SkipUsage                    = "Usage" // CollectionInfo's document count and bytes
+	SkipAtomicUpsert             = "AtomicUpsert" // concurrent upserts of one stored document, read throughout
+	SkipUsage                    = "Usage"        // CollectionInfo's document count and bytes
 	SkipTTL                      = "TTL"
 	SkipUseAfterClose            = "UseAfterClose"
 	SkipContextCanceled          = "ContextCanceled"
@@ -142,6 +143,7 @@ var cases = []testCase{
 	{SkipReadFeed, (*suite).readFeed},
 	{SkipFeedStableUnderWrites, (*suite).readFeedStable},
 	{SkipConcurrentWriters, (*suite).concurrentWriters},
+	{SkipAtomicUpsert, (*suite).atomicUpsert},
 	{SkipUsage, (*suite).usage},
 	{SkipTTL, (*suite).ttl},
 	{SkipUseAfterClose, (*suite).useAfterClose},
