@@ -1,6 +1,7 @@
 package query
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"encoding/json"
@@ -8,7 +9,6 @@ import (
 	"iter"
 	"math"
 	"slices"
-	"sort"
 )
 
 // Doc is a document as the engine reads it: its JSON text and its decoded
@@ -82,7 +82,11 @@ func Prepare(text string, params map[string]any) (*Program, error) {
 func (pr *Program) Execute(ctx context.Context, docs iter.Seq[Doc]) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	var encErr error
-	err := pr.p.runTop(ctx, docs, func(v any, raw []byte) bool {
+	var rw *rowWriter
+	if pr.p.write != nil && !pr.p.distinct {
+		rw = &rowWriter{w: pr.p.write}
+	}
+	err := pr.p.runTop(ctx, docs, rw, func(v any, raw []byte) bool {
 		if raw != nil {
 			out = append(out, raw)
 			return true
@@ -98,6 +102,9 @@ func (pr *Program) Execute(ctx context.Context, docs iter.Seq[Doc]) ([]json.RawM
 	if err == nil {
 		err = encErr
 	}
+	if err == nil && rw != nil {
+		err = rw.err
+	}
 	return out, err
 }
 
@@ -105,12 +112,17 @@ func (pr *Program) Execute(ctx context.Context, docs iter.Seq[Doc]) ([]json.RawM
 // values.
 func (pr *Program) Values(ctx context.Context, docs iter.Seq[Doc]) ([]any, error) {
 	var out []any
-	err := pr.p.runTop(ctx, docs, func(v any, _ []byte) bool {
+	err := pr.p.runTop(ctx, docs, nil, func(v any, _ []byte) bool {
 		out = append(out, v)
 		return true
 	})
 	return out, err
 }
+
+// MaxResults returns the most results the program can return, from its
+// TOP or LIMIT (OFFSET does not add to it), or -1 when nothing bounds them.
+// It costs nothing: the bound is fixed when the program is compiled.
+func (pr *Program) MaxResults() int { return pr.p.limit }
 
 type program struct {
 	top      bool   // a whole query, not a subquery
@@ -123,7 +135,8 @@ type program struct {
 	joins    []evalFn
 	where    evalFn
 
-	project  evalFn // non-grouped projection; Undefined drops the row
+	project  evalFn  // non-grouped projection; Undefined drops the row
+	write    writeFn // the same projection written as JSON (top level, not SELECT *)
 	orderBy  []evalFn
 	desc     []bool
 	distinct bool
@@ -278,6 +291,11 @@ func compileQuery(q *Query, params map[string]any, outer *scope, top bool) (*pro
 	if p.project, err = c.projection(q, s); err != nil {
 		return nil, err
 	}
+	if top {
+		if p.write, err = c.projectionWriter(q, s); err != nil {
+			return nil, err
+		}
+	}
 	for _, o := range q.OrderBy {
 		fn, err := c.expr(o.X, s)
 		if err != nil {
@@ -371,10 +389,11 @@ func (p *program) joinRows(fr *frame, j int, emit func(*frame) bool) bool {
 	return true
 }
 
-// runTop runs a whole query over documents. A panic while evaluating (a
-// bug in the engine) is returned as an error rather than crashing the
-// store that runs the query.
-func (p *program) runTop(ctx context.Context, docs iter.Seq[Doc], out func(v any, raw []byte) bool) (err error) {
+// runTop runs a whole query over documents, writing results as JSON with
+// rw when it is not nil (see pipeline). A panic while evaluating (a bug in
+// the engine) is returned as an error rather than crashing the store that
+// runs the query.
+func (p *program) runTop(ctx context.Context, docs iter.Seq[Doc], rw *rowWriter, out func(v any, raw []byte) bool) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("query: internal error while evaluating the query: %v", r)
@@ -411,7 +430,7 @@ func (p *program) runTop(ctx context.Context, docs iter.Seq[Doc], out func(v any
 		}
 		return nil
 	}
-	p.pipeline(input, raw, out)
+	p.pipeline(input, raw, rw, out)
 	return ctxErr
 }
 
@@ -425,12 +444,15 @@ func (p *program) rows(outer *frame, yield func(any) bool) {
 		}
 		p.rowsOf(fr, p.source(outer), emit)
 	}
-	p.pipeline(input, func() []byte { return nil }, func(v any, _ []byte) bool { return yield(v) })
+	p.pipeline(input, func() []byte { return nil }, nil, func(v any, _ []byte) bool { return yield(v) })
 }
 
 // pipeline projects, sorts, groups, deduplicates and limits the rows of
-// input, handing each result to out until it returns false.
-func (p *program) pipeline(input func(func(*frame) bool), raw func() []byte, out func(any, []byte) bool) {
+// input, handing each result to out until it returns false. With rw (a
+// query that is not grouped and has no DISTINCT, whose results are wanted
+// as JSON) each result reaches out as its JSON, written without building
+// its value; rw.err then says why the rows stopped early, if they did.
+func (p *program) pipeline(input func(func(*frame) bool), raw func() []byte, rw *rowWriter, out func(any, []byte) bool) {
 	emitter := newLimiter(p.distinct, p.offset, p.limit, out)
 	if p.limit == 0 {
 		return
@@ -440,6 +462,20 @@ func (p *program) pipeline(input func(func(*frame) bool), raw func() []byte, out
 		g := newGrouper(p)
 		input(func(fr *frame) bool { g.add(p, fr); return true })
 		g.results(p, func(v any) bool { return emitter.emit(v, nil) })
+	case len(p.orderBy) == 0 && rw != nil:
+		input(func(fr *frame) bool {
+			b, ok := rw.write(fr)
+			switch {
+			case rw.err != nil:
+				return false
+			case !ok:
+				return true
+			case emitter.skip > 0: // OFFSET: written to learn it is defined, not kept
+				emitter.skip--
+				return true
+			}
+			return emitter.emit(nil, rw.keep(b))
+		})
 	case len(p.orderBy) == 0:
 		input(func(fr *frame) bool {
 			v := p.project(fr)
@@ -461,15 +497,38 @@ func (p *program) pipeline(input func(func(*frame) bool), raw func() []byte, out
 				scratch[i] = o(fr)
 			}
 			// A row that cannot enter a full heap is not projected at all,
-			// and costs no allocation.
-			if h.keep >= 0 && len(h.rows) >= h.keep && (h.keep == 0 || !h.less(sortRow{keys: scratch, seq: seq}, h.rows[0])) {
+			// and costs no allocation; one that enters it takes the place,
+			// and the memory, of the row it pushes out.
+			full := h.keep >= 0 && len(h.rows) >= h.keep
+			if full && (h.keep == 0 || !h.less(sortRow{keys: scratch, seq: seq}, h.rows[0])) {
 				return true
 			}
-			v := p.project(fr)
-			if isUndefined(v) {
-				return true
+			r := sortRow{seq: seq}
+			if rw != nil {
+				b, ok := rw.write(fr)
+				if rw.err != nil {
+					return false
+				} else if !ok {
+					return true
+				}
+				if full {
+					r.raw = rw.reuse(h.rows[0].raw, b)
+				} else {
+					r.raw = rw.keep(b)
+				}
+			} else {
+				if r.val = p.project(fr); isUndefined(r.val) {
+					return true
+				}
+				r.raw = raw()
 			}
-			h.push(sortRow{keys: slices.Clone(scratch), val: v, raw: raw(), seq: seq})
+			if full {
+				r.keys = append(h.rows[0].keys[:0], scratch...)
+				h.replaceTop(r)
+			} else {
+				r.keys = slices.Clone(scratch)
+				h.push(r)
+			}
 			seq++
 			return true
 		})
@@ -607,12 +666,23 @@ func (h *sortHeap) push(r sortRow) {
 		return
 	}
 	if h.less(r, h.rows[0]) {
-		h.rows[0] = r
-		heap.Fix(h, 0)
+		h.replaceTop(r)
 	}
 }
 
+// replaceTop puts r, known to be less, in the place of the worst row of a
+// full bounded heap.
+func (h *sortHeap) replaceTop(r sortRow) {
+	h.rows[0] = r
+	heap.Fix(h, 0)
+}
+
 func (h *sortHeap) sorted() []sortRow {
-	sort.Slice(h.rows, func(i, j int) bool { return h.less(h.rows[i], h.rows[j]) })
+	slices.SortFunc(h.rows, func(a, b sortRow) int {
+		if c := compareKeys(a.keys, b.keys, h.desc); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
 	return h.rows
 }

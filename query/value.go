@@ -369,6 +369,11 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 
 // appendFloat writes a number as encoding/json does (ECMAScript style).
 func appendFloat(b []byte, f float64) []byte {
+	if i := int64(f); float64(i) == f && i > -1<<53 && i < 1<<53 && (i != 0 || !math.Signbit(f)) {
+		// An integer, as most numbers in documents are: the same digits,
+		// several times faster than the shortest-form search.
+		return strconv.AppendInt(b, i, 10)
+	}
 	abs := math.Abs(f)
 	format := byte('f')
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {

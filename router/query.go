@@ -8,9 +8,6 @@ import (
 	"hash/fnv"
 	"math"
 	"slices"
-	"unsafe"
-
-	"github.com/tidwall/gjson"
 
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
@@ -805,40 +802,21 @@ func (p *Pager) decode(f *fetched, items []json.RawMessage) error {
 	case modeOrdered:
 		f.rows = make([]json.RawMessage, len(items))
 		f.keys = make([][]any, len(items))
+		slab := make([]any, len(items)*p.nkeys) // every row's keys in one allocation
 		if p.plan.Distinct {
 			f.dkeys = make([]string, len(items))
 		}
 		for i, it := range items {
-			if len(it) == 0 {
-				return errors.New("an empty row")
-			}
-			// The rows are read-only (store.Page), so strings and slices
-			// taken from them may alias their bytes.
-			row := gjson.Parse(unsafe.String(&it[0], len(it)))
-			if !row.IsObject() {
-				return fmt.Errorf("an ORDER BY row is an object, got %.40s", it)
-			}
-			var k, pl gjson.Result
-			row.ForEach(func(name, v gjson.Result) bool {
-				switch name.Str {
-				case "k":
-					k = v
-				case "p":
-					pl = v
-				}
-				return true
-			})
-			keys, err := sortKeys(k, p.nkeys)
+			// The rows are read-only (store.Page), so strings taken from
+			// them may alias their bytes.
+			keys := slab[i*p.nkeys : (i+1)*p.nkeys : (i+1)*p.nkeys]
+			payload, err := orderedRow(it, keys)
 			if err != nil {
 				return err
 			}
-			f.keys[i] = keys
-			if !pl.Exists() {
-				continue // undefined: no result
-			}
-			f.rows[i] = it[pl.Index : pl.Index+len(pl.Raw) : pl.Index+len(pl.Raw)]
-			if p.plan.Distinct {
-				v, err := decodeJSON(f.rows[i])
+			f.keys[i], f.rows[i] = keys, payload
+			if payload != nil && p.plan.Distinct {
+				v, err := decodeJSON(payload)
 				if err != nil {
 					return err
 				}
@@ -847,51 +825,6 @@ func (p *Pager) decode(f *fetched, items []json.RawMessage) error {
 		}
 	}
 	return nil
-}
-
-// sortKeys reads the planner's [{"v": key}, ...] (an absent "v" is
-// undefined) without reflection for scalar keys.
-func sortKeys(k gjson.Result, n int) ([]any, error) {
-	if !k.IsArray() {
-		return nil, errors.New("an ORDER BY row lacks its sort keys")
-	}
-	keys := make([]any, 0, n)
-	var err error
-	k.ForEach(func(_, w gjson.Result) bool {
-		if !w.IsObject() {
-			err = errors.New("a sort key is not wrapped in an object")
-			return false
-		}
-		var v any
-		if v, err = scalar(w.Get("v")); err != nil {
-			return false
-		}
-		keys = append(keys, v)
-		return true
-	})
-	if err == nil && len(keys) != n {
-		err = fmt.Errorf("an ORDER BY row has %d sort keys, the query %d", len(keys), n)
-	}
-	return keys, err
-}
-
-func scalar(v gjson.Result) (any, error) {
-	switch v.Type {
-	case gjson.Null:
-		if !v.Exists() {
-			return query.Undefined, nil
-		}
-		return nil, nil
-	case gjson.False:
-		return false, nil
-	case gjson.True:
-		return true, nil
-	case gjson.Number:
-		return v.Num, nil
-	case gjson.String:
-		return v.Str, nil
-	}
-	return decodeJSON([]byte(v.Raw))
 }
 
 func decodeJSON(b []byte) (any, error) {

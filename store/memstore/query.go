@@ -181,7 +181,7 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 		if err != nil {
 			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 		}
-		if results, err = s.run(ctx, c, pl, scoped, pk); err != nil {
+		if results, err = s.run(ctx, c, pl, scoped, pk, pageSize(o.PageSize, s.opts.PageSize, -1)); err != nil {
 			return nil, queryErr(op, l, err)
 		}
 	}
@@ -210,8 +210,11 @@ func queryErr(op, l string, err error) error {
 
 // run starts a plan over c's current snapshot: as a stream, lazily
 // (positions of the sorted documents), or else every result as JSON, as
-// the plan allows (see Query).
-func (s *Store) run(ctx context.Context, c *collection, pl *plan, scoped bool, pk string) (*resultSet, error) {
+// the plan allows (see Query). A sorted query is read lazily only when its
+// results may not fit the first page (size, -1 for all): otherwise every
+// result is projected at once anyway, and running the query whole is
+// cheaper than sorting positions first.
+func (s *Store) run(ctx context.Context, c *collection, pl *plan, scoped bool, pk string, size int) (*resultSet, error) {
 	now := s.clock().Unix()
 	s.purge(c, now)
 	sn, err := c.snapshot()
@@ -223,7 +226,7 @@ func (s *Store) run(ctx context.Context, c *collection, pl *plan, scoped bool, p
 		return &resultSet{stream: newStream(pl.prog, sn, sc)}, nil
 	}
 	docs := sc.docs(sn.items)
-	if pl.keys != nil {
+	if most := pl.prog.MaxResults(); pl.keys != nil && size >= 0 && (most < 0 || most > size) {
 		rs, ok, err := runLazy(ctx, sn, pl, docs)
 		if err != nil || ok {
 			return rs, err

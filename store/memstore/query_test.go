@@ -166,6 +166,7 @@ type pagingCase struct {
 	text   string
 	want   bool
 	params []store.Param
+	most   int // the query's TOP or LIMIT (0: none)
 }
 
 // pagingConfig is a page size, a byte cap and a partition key.
@@ -178,13 +179,18 @@ type pagingConfig struct {
 // and compares the pages with the engine's whole answer over the same
 // documents cut by the documented page rule (size, byte cap, at least one
 // item); mode says whether a first page's cursor is of the kind a case
-// wants.
-func checkPages(t *testing.T, cases []pagingCase, cfgs []pagingConfig, mode func(*resultSet) bool) {
+// wants, and want (nil: the case's want) which kind that is for a
+// configuration.
+func checkPages(t *testing.T, cases []pagingCase, cfgs []pagingConfig, mode func(*resultSet) bool, want func(pagingConfig, pagingCase) bool) {
 	for _, c := range cfgs {
 		s := New(&Options{MaxPageBytes: c.maxBytes, PageSize: 40})
 		l := pagedDocs(t, s)
 		for _, q := range cases {
 			t.Run(fmt.Sprintf("%s/size=%d/bytes=%d/pk=%v", q.text, c.pageSize, c.maxBytes, c.pk), func(t *testing.T) {
+				wantMode := q.want
+				if want != nil {
+					wantMode = want(c, q)
+				}
 				want := engineAnswer(t, s, l, q.text, q.params, c.pk)
 				var got [][]string
 				tok := ""
@@ -193,7 +199,7 @@ func checkPages(t *testing.T, cases []pagingCase, cfgs []pagingConfig, mode func
 						&store.QueryOptions{PageSize: c.pageSize, Continuation: tok, PartitionKey: c.pk})
 					require.NoError(t, err)
 					if rs := lastCursor(t, s, page.Continuation); tok == "" && rs != nil {
-						assert.Equal(t, q.want, mode(rs), "cursor kind")
+						assert.Equal(t, wantMode, mode(rs), "cursor kind")
 					}
 					var items []string
 					for _, it := range page.Items {
@@ -216,21 +222,28 @@ func checkPages(t *testing.T, cases []pagingCase, cfgs []pagingConfig, mode func
 // item), for several page sizes and byte caps, with and without a key.
 func TestLazyOrderByPages(t *testing.T) {
 	checkPages(t, []pagingCase{
-		{`SELECT VALUE {"k": [{"v": c.n}, {"v": c.id}], "p": {"id": c.id, "n": c.n}} FROM c AS c ORDER BY c.n DESC, c.id ASC`, true, nil},
-		{`SELECT c.id, c.n, c.s FROM c WHERE c.n > 2 ORDER BY c.n`, true, nil},
-		{`SELECT * FROM c ORDER BY c.n DESC`, true, nil},
-		{`SELECT TOP @top r.id FROM root r WHERE r.pk != @pk ORDER BY r.n, r.id DESC`, true, []store.Param{{Name: "@top", Value: 50}, {Name: "@pk", Value: "p1"}}},
-		{`SELECT [c.id, c.missing] FROM c ORDER BY c.s OFFSET 7 LIMIT 100`, true, nil},
-		{`SELECT VALUE [c.n, c.id] FROM c ORDER BY c.id DESC`, true, nil},
-		{`SELECT VALUE c.n FROM c ORDER BY c.id`, false, nil},
-		{`SELECT DISTINCT VALUE {"n": c.n} FROM c ORDER BY c.n`, false, nil},
-		{`SELECT VALUE {"n": c.n, "r": RAND() >= 0} FROM c ORDER BY c.n`, false, nil},
-		{`SELECT c.id FROM c ORDER BY c.n, c.id`, true, nil},
+		{`SELECT VALUE {"k": [{"v": c.n}, {"v": c.id}], "p": {"id": c.id, "n": c.n}} FROM c AS c ORDER BY c.n DESC, c.id ASC`, true, nil, 0},
+		{`SELECT c.id, c.n, c.s FROM c WHERE c.n > 2 ORDER BY c.n`, true, nil, 0},
+		{`SELECT * FROM c ORDER BY c.n DESC`, true, nil, 0},
+		{`SELECT TOP @top r.id FROM root r WHERE r.pk != @pk ORDER BY r.n, r.id DESC`, true, []store.Param{{Name: "@top", Value: 50}, {Name: "@pk", Value: "p1"}}, 50},
+		{`SELECT [c.id, c.missing] FROM c ORDER BY c.s OFFSET 7 LIMIT 100`, true, nil, 100},
+		{`SELECT VALUE [c.n, c.id] FROM c ORDER BY c.id DESC`, true, nil, 0},
+		{`SELECT VALUE c.n FROM c ORDER BY c.id`, false, nil, 0},
+		{`SELECT DISTINCT VALUE {"n": c.n} FROM c ORDER BY c.n`, false, nil, 0},
+		{`SELECT VALUE {"n": c.n, "r": RAND() >= 0} FROM c ORDER BY c.n`, false, nil, 0},
+		{`SELECT c.id FROM c ORDER BY c.n, c.id`, true, nil, 0},
 	}, []pagingConfig{
 		{7, 1 << 20, nil}, {-1, 900, nil}, {0, 1 << 20, nil}, {50, 300, "p2"}, {3, 1, nil}, {100, 2000, "p0"},
 		{700, 1 << 20, nil}, {-1, 40_000, nil}, {2000, 30_000, "p1"}, // pages of several chunks
 		{-1, 512 * len(`{"id":"d0000"}`), nil}, // the cap falls on a chunk's end
-	}, func(rs *resultSet) bool { return rs.page != nil })
+	}, func(rs *resultSet) bool { return rs.page != nil }, func(c pagingConfig, q pagingCase) bool {
+		// Lazy only where the results may not fit the first page.
+		size := c.pageSize
+		if size == 0 {
+			size = 40
+		}
+		return q.want && size >= 0 && (q.most == 0 || q.most > size)
+	})
 }
 
 func engineAnswer(t *testing.T, s *Store, l, text string, params []store.Param, key any) []string {
@@ -357,23 +370,23 @@ func TestLazyPagesKeepTheirSnapshot(t *testing.T) {
 // byte caps and keys, and that the other shapes are not streamed.
 func TestStreamedPages(t *testing.T) {
 	checkPages(t, []pagingCase{
-		{`SELECT * FROM c`, true, nil},
-		{`SELECT c.id, c.n FROM c WHERE c.n > @min`, true, []store.Param{{Name: "@min", Value: 3}}},
-		{`SELECT VALUE c.id FROM c WHERE c.id = "d1499"`, true, nil}, // one match, at the very end
-		{`SELECT VALUE c.id FROM c WHERE c.id = "nothing"`, true, nil},
-		{`SELECT c.id, t FROM c JOIN t IN c.tags WHERE t != "t3"`, true, nil},
-		{`SELECT VALUE t FROM t IN c.tags`, true, nil},
-		{`SELECT VALUE c.missing FROM c`, true, nil},
-		{`SELECT c.id, ARRAY(SELECT VALUE x FROM x IN c.tags WHERE x > "t2") AS big FROM c WHERE IS_NUMBER(c.n)`, true, nil},
-		{`SELECT VALUE COUNT(1) FROM c`, false, nil},
-		{`SELECT DISTINCT VALUE c.n FROM c`, false, nil},
-		{`SELECT TOP 30 c.id FROM c`, false, nil},
-		{`SELECT c.id FROM c OFFSET 5 LIMIT 900`, false, nil},
-		{`SELECT c.n, COUNT(1) AS k FROM c GROUP BY c.n`, false, nil},
+		{`SELECT * FROM c`, true, nil, 0},
+		{`SELECT c.id, c.n FROM c WHERE c.n > @min`, true, []store.Param{{Name: "@min", Value: 3}}, 0},
+		{`SELECT VALUE c.id FROM c WHERE c.id = "d1499"`, true, nil, 0}, // one match, at the very end
+		{`SELECT VALUE c.id FROM c WHERE c.id = "nothing"`, true, nil, 0},
+		{`SELECT c.id, t FROM c JOIN t IN c.tags WHERE t != "t3"`, true, nil, 0},
+		{`SELECT VALUE t FROM t IN c.tags`, true, nil, 0},
+		{`SELECT VALUE c.missing FROM c`, true, nil, 0},
+		{`SELECT c.id, ARRAY(SELECT VALUE x FROM x IN c.tags WHERE x > "t2") AS big FROM c WHERE IS_NUMBER(c.n)`, true, nil, 0},
+		{`SELECT VALUE COUNT(1) FROM c`, false, nil, 0},
+		{`SELECT DISTINCT VALUE c.n FROM c`, false, nil, 0},
+		{`SELECT TOP 30 c.id FROM c`, false, nil, 0},
+		{`SELECT c.id FROM c OFFSET 5 LIMIT 900`, false, nil, 0},
+		{`SELECT c.n, COUNT(1) AS k FROM c GROUP BY c.n`, false, nil, 0},
 	}, []pagingConfig{
 		{7, 1 << 20, nil}, {-1, 1 << 20, nil}, {-1, 900, nil}, {0, 1 << 20, nil}, {50, 300, "p2"}, {3, 1, nil},
 		{700, 1 << 20, nil}, {2000, 30_000, "p1"}, {128, 1 << 20, nil}, // pages across runs of documents
-	}, func(rs *resultSet) bool { return rs.stream != nil })
+	}, func(rs *resultSet) bool { return rs.stream != nil }, nil)
 }
 
 // TestStreamedTokensReused: a token read again (a retry, a second reader,
