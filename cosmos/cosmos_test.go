@@ -21,7 +21,9 @@ func TestMain(m *testing.M) {
 
 // cosmiumStore connects to the shared cosmium. cosmium's query engine is
 // not faithful, so queries are evaluated here (QueryLocal).
-func cosmiumStore(t *testing.T) store.Store {
+func cosmiumStore(t *testing.T) store.Store { return newCosmium(t) }
+
+func newCosmium(t testing.TB) store.Store {
 	srv := cosmostest.Shared(t)
 	s, err := cosmos.New(cosmostest.Context(t), &cosmos.Options{
 		Account:    cosmos.Account{Endpoint: srv.Endpoint, Key: cosmostest.Key},

@@ -23,6 +23,7 @@ type routeCache struct {
 }
 
 type createEntry struct {
+	hash uint64 // the key's hash: a probe for another key stops here
 	key  string
 	link string
 }
@@ -32,6 +33,7 @@ type createEntry struct {
 // is modified once published, the links are never handed out, and the
 // store only reads the options.
 type readEntry struct {
+	hash  uint64 // the key's hash: a probe for another key stops here
 	key   string
 	links []string
 	store any                // the key as the store gets it
@@ -58,14 +60,17 @@ func newRouteCache(n int) *routeCache {
 	}
 }
 
-// slot returns the slot of a key given as bytes in both tables
-// (maphash.Bytes and maphash.String agree on equal contents).
-func (rc *routeCache) slot(key []byte) uint64 { return maphash.Bytes(rc.seed, key) & rc.mask }
+// hash returns the hash of a key given as bytes, which picks its slot in
+// both tables (maphash.Bytes and maphash.String agree on equal contents).
+// Entries keep it, so a probe that finds another key's entry (every probe
+// for a key not seen lately) stops without reading that key's bytes: one
+// memory access fewer on a miss.
+func (rc *routeCache) hash(key []byte) uint64 { return maphash.Bytes(rc.seed, key) }
 
 // createLink returns the cached create placement of a string key given as
-// bytes, in its slot.
-func (rc *routeCache) createLink(slot uint64, key []byte) (string, bool) {
-	if e := rc.create[slot].Load(); e != nil && e.key == string(key) {
+// bytes, whose hash is h.
+func (rc *routeCache) createLink(h uint64, key []byte) (string, bool) {
+	if e := rc.create[h&rc.mask].Load(); e != nil && e.hash == h && e.key == string(key) {
 		return e.link, true
 	}
 	return "", false
@@ -73,29 +78,32 @@ func (rc *routeCache) createLink(slot uint64, key []byte) (string, bool) {
 
 // createLinkString is createLink for a key held as a string.
 func (rc *routeCache) createLinkString(key string) (string, bool) {
-	if e := rc.create[maphash.String(rc.seed, key)&rc.mask].Load(); e != nil && e.key == key {
+	h := maphash.String(rc.seed, key)
+	if e := rc.create[h&rc.mask].Load(); e != nil && e.hash == h && e.key == key {
 		return e.link, true
 	}
 	return "", false
 }
 
 func (rc *routeCache) putCreate(key, l string) {
-	rc.create[maphash.String(rc.seed, key)&rc.mask].Store(&createEntry{key: key, link: l})
+	h := maphash.String(rc.seed, key)
+	rc.create[h&rc.mask].Store(&createEntry{hash: h, key: key, link: l})
 }
 
-// readRoute returns the cached read placement of a string key, or nil and
-// the slot the key's placement goes to.
-func (rc *routeCache) readRoute(key string) (*readEntry, *atomic.Pointer[readEntry]) {
-	slot := &rc.read[maphash.String(rc.seed, key)&rc.mask]
-	if e := slot.Load(); e != nil && e.key == key {
-		return e, nil
+// readRoute returns the cached read placement of a string key, or nil,
+// the key's hash and the slot its placement goes to.
+func (rc *routeCache) readRoute(key string) (*readEntry, uint64, *atomic.Pointer[readEntry]) {
+	h := maphash.String(rc.seed, key)
+	slot := &rc.read[h&rc.mask]
+	if e := slot.Load(); e != nil && e.hash == h && e.key == key {
+		return e, h, nil
 	}
-	return nil, slot
+	return nil, h, slot
 }
 
-// readRouteBytes is readRoute for a key held as bytes, in its slot.
-func (rc *routeCache) readRouteBytes(slot uint64, key []byte) *readEntry {
-	if e := rc.read[slot].Load(); e != nil && e.key == string(key) {
+// readRouteBytes is readRoute for a key held as bytes, whose hash is h.
+func (rc *routeCache) readRouteBytes(h uint64, key []byte) *readEntry {
+	if e := rc.read[h&rc.mask].Load(); e != nil && e.hash == h && e.key == string(key) {
 		return e
 	}
 	return nil

@@ -146,10 +146,10 @@ func stringKey(e *dbEntry, raw, buf []byte) ([]byte, bool) {
 }
 
 // createLink places a string key held as bytes through the route cache
-// (slot is e.cache.slot(text)); only a key placed for the first time is
+// (h is e.cache.hash(text)); only a key placed for the first time is
 // copied.
-func (c *Client) createLink(e *dbEntry, slot uint64, text []byte) (string, error) {
-	if l, ok := e.cache.createLink(slot, text); ok {
+func (c *Client) createLink(e *dbEntry, h uint64, text []byte) (string, error) {
+	if l, ok := e.cache.createLink(h, text); ok {
 		return l, nil
 	}
 	key := string(text)
@@ -172,7 +172,7 @@ func (c *Client) placeNew(e *dbEntry, doc any) (string, []byte, error) {
 	}
 	var buf [64]byte
 	if text, ok := stringKey(e, raw, buf[:0]); ok {
-		l, err := c.createLink(e, e.cache.slot(text), text)
+		l, err := c.createLink(e, e.cache.hash(text), text)
 		return l, raw, err
 	}
 	key, err := e.kd.ExtractBorrowed(raw)
@@ -244,9 +244,10 @@ func (c *Client) route(e *dbEntry, key any) (*readEntry, error) {
 	}
 	s, isString := key.(string)
 	var slot *atomic.Pointer[readEntry]
+	var h uint64
 	if isString && e.cache != nil {
 		var re *readEntry
-		if re, slot = e.cache.readRoute(s); re != nil {
+		if re, h, slot = e.cache.readRoute(s); re != nil {
 			return re, nil
 		}
 	}
@@ -255,7 +256,7 @@ func (c *Client) route(e *dbEntry, key any) (*readEntry, error) {
 		return nil, err
 	}
 	sk := storeKey(key)
-	re := &readEntry{key: s, links: links, store: sk, ro: store.ReadOptions{PartitionKey: sk}, wo: store.WriteOptions{PartitionKey: sk}}
+	re := &readEntry{hash: h, key: s, links: links, store: sk, ro: store.ReadOptions{PartitionKey: sk}, wo: store.WriteOptions{PartitionKey: sk}}
 	if slot != nil {
 		slot.Store(re)
 	}
@@ -387,11 +388,11 @@ func (c *Client) placeReplacement(e *dbEntry, doc any) (body []byte, key any, ta
 	var buf [64]byte
 	if raw, ok := rawDoc(doc); ok {
 		if text, ok := stringKey(e, raw, buf[:0]); ok {
-			slot := e.cache.slot(text)
-			if target, err = c.createLink(e, slot, text); err != nil {
+			h := e.cache.hash(text)
+			if target, err = c.createLink(e, h, text); err != nil {
 				return nil, nil, "", nil, err
 			}
-			if rt = e.cache.readRouteBytes(slot, text); rt == nil {
+			if rt = e.cache.readRouteBytes(h, text); rt == nil {
 				if rt, err = c.route(e, string(text)); err != nil {
 					return nil, nil, "", nil, err
 				}

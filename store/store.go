@@ -54,7 +54,8 @@ type Documents interface {
 	// Read returns a document by id. A missing one is an error wrapping
 	// ErrNotFound.
 	Read(ctx context.Context, link, id string, opts *ReadOptions) (*Document, error)
-	// Replace overwrites an existing document; doc's "id" must equal id. A
+	// Replace overwrites an existing document; doc's "id" must equal id
+	// (else an error wrapping ErrBadRequest, and nothing is written). A
 	// missing document is an error wrapping ErrNotFound; a stale
 	// opts.IfMatch, ErrPreconditionFailed.
 	Replace(ctx context.Context, link, id string, doc []byte, opts *WriteOptions) (*Document, error)
