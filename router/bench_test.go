@@ -29,7 +29,9 @@ func benchDoc(i int) []byte {
 // BenchmarkPointOps compares point operations through the router with the
 // same calls on the store directly (the caller knowing the collection).
 // "hot" repeats one key, as a partition key shared by many documents is;
-// "cold" cycles through 20,000 keys, more than the route cache holds.
+// "cold" cycles through 20,000 keys, more than the route cache holds, and
+// is also compared with a caller that places each key itself
+// (store+placement: the ring's hash, then the store's read).
 func BenchmarkPointOps(b *testing.B) {
 	st := memstore.New(nil)
 	defer st.Close()
@@ -69,6 +71,21 @@ func BenchmarkPointOps(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			j := (i * 7919) % n
 			if _, err := st.Read(ctx, targets[j], ids[j], &store.ReadOptions{PartitionKey: keys[j]}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// What a caller that places keys itself must do for a key it has not
+	// seen: hash it onto the ring (the same resolver), then read.
+	b.Run("read/cold/store+placement", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			j := (i * 7919) % n
+			l, err := r.ResolveForCreate(keys[j])
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := st.Read(ctx, l, ids[j], &store.ReadOptions{PartitionKey: keys[j]}); err != nil {
 				b.Fatal(err)
 			}
 		}
