@@ -24,7 +24,12 @@
 // (SELECT * returns the stored text unchanged). Without ORDER BY results
 // keep document order and the scan stops as soon as TOP or LIMIT is met;
 // ORDER BY with TOP or LIMIT (and no DISTINCT) keeps at most offset+limit
-// rows in a heap. The context is checked every 256 documents.
+// rows in a heap. The context is checked every 256 documents. Execute
+// writes each result's JSON directly (object and array constructors append
+// their brackets and pre-quoted property names; only the values they hold
+// are encoded), so a result costs no Go map or slice, and rows share a few
+// memory chunks; the bytes are those of encoding the result's value.
+// Program.MaxResults reports what TOP or LIMIT bounds the results to.
 //
 // Semantics follow Cosmos DB's documentation: undefined is distinct from
 // null and never an error; comparing values of different types yields

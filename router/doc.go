@@ -34,7 +34,9 @@
 // sums and counts), DISTINCT applies again after the merge. Store calls run
 // in parallel up to MaxDegreeOfParallelism and read ahead within
 // MaxBufferedItemCount. A shape that cannot be merged exactly is refused
-// with the planner's error naming the construct.
+// with the planner's error naming the construct. An ORDER BY row is read in
+// one pass: its sort keys decoded in place (strings alias the store's
+// page), its payload passed on as the store wrote it.
 //
 // A Pager returns pages with a continuation token that spans collections:
 // per collection, the store continuation of the page being read, the page

@@ -89,3 +89,29 @@ func FuzzScanner(f *testing.F) {
 		require.Equal(t, d.ETag, m["_etag"])
 	})
 }
+
+// BenchmarkScan validates 1 KB documents: one of many short strings and
+// one holding a long text (where strings are skipped a word at a time).
+//
+//	go test -run '^$' -bench Scan -benchmem ./store/memstore
+func BenchmarkScan(b *testing.B) {
+	var short strings.Builder
+	short.WriteString(`{"id":"7d9f1c2e-5b7a-4e8b-9a61-2f0c3d4e5f60","type":"profile","name":{"first":"Ada","last":"Lovelace"},`)
+	for i := 0; short.Len() < 980; i++ {
+		short.WriteString(`"pref":{"on":true,"level":7,"label":"setting \"7\" é"},`)
+	}
+	short.WriteString(`"userId":"user-0012345"}`)
+	long := `{"id":"42","userId":"user-42","name":"User 42","age":42,"notes":"` + strings.Repeat("lorem ipsum ", 75) + `"}`
+	for _, tc := range []struct{ name, doc string }{{"short-strings", short.String()}, {"long-text", long}} {
+		doc := []byte(tc.doc)
+		require.NoError(b, scanAll(doc))
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			for i := 0; i < b.N; i++ {
+				if err := scanAll(doc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
