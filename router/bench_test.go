@@ -31,7 +31,8 @@ func benchDoc(i int) []byte {
 // "hot" repeats one key, as a partition key shared by many documents is;
 // "cold" cycles through 20,000 keys, more than the route cache holds, and
 // is also compared with a caller that places each key itself
-// (store+placement: the ring's hash, then the store's read).
+// (store+placement: the ring's hash, then the store's read). "router-alone"
+// runs the router over a store that answers at once: the router's own cost.
 func BenchmarkPointOps(b *testing.B) {
 	st := memstore.New(nil)
 	defer st.Close()
@@ -138,6 +139,30 @@ func BenchmarkPointOps(b *testing.B) {
 			}
 		}
 	})
+	// The router's own cost: the same calls over a store that answers at
+	// once with a fixed document, so what is left is routing.
+	nop := &nopStore{Store: st, doc: &store.Document{ID: ids[4242], Body: replace}}
+	onNop := router.New(nop, nil)
+	if err := onNop.Register(db, r); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("read/hot/router-alone", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, err := onNop.Read(ctx, db, ids[4242], keys[4242]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("replace/router-alone", func(b *testing.B) {
+		b.ReportAllocs()
+		var doc any = replace
+		for i := 0; i < b.N; i++ {
+			if _, err := onNop.Replace(ctx, db, ids[4242], doc, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	// Creates: each side gets a fresh store, so neither pays for the
 	// other's documents. Ten documents share each key.
 	createDocs := func(b *testing.B) ([]any, []string) {
@@ -175,6 +200,20 @@ func BenchmarkPointOps(b *testing.B) {
 			}
 		}
 	})
+}
+
+// nopStore answers point reads and replaces at once with one document.
+type nopStore struct {
+	store.Store
+	doc *store.Document
+}
+
+func (s *nopStore) Read(context.Context, string, string, *store.ReadOptions) (*store.Document, error) {
+	return s.doc, nil
+}
+
+func (s *nopStore) Replace(context.Context, string, string, []byte, *store.WriteOptions) (*store.Document, error) {
+	return s.doc, nil
 }
 
 // slow delays every query page by a fixed time, as a remote store would.
