@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -218,6 +219,10 @@ func TestSeveralAccounts(t *testing.T) {
 	require.NoError(t, err)
 	defer second.Stop()
 	ctx := cosmostest.Context(t)
+	// The shared server outlives the test (-count=N runs it again): the
+	// database is new each time.
+	db := fmt.Sprintf("dbs/big%d", time.Now().UnixNano())
+	overflowColl, mainColl := db+"/colls/overflow", db+"/colls/main"
 	// One HTTP client trusting both test certificates.
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(main.CertPEM)
@@ -225,19 +230,19 @@ func TestSeveralAccounts(t *testing.T) {
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 	st, err := cosmos.New(ctx, &cosmos.Options{
 		Account:    cosmos.Account{Endpoint: main.Endpoint, Key: cosmostest.Key},
-		Accounts:   map[string]cosmos.Account{"dbs/big/colls/overflow": {Endpoint: second.Endpoint, Key: cosmostest.Key}},
+		Accounts:   map[string]cosmos.Account{overflowColl: {Endpoint: second.Endpoint, Key: cosmostest.Key}},
 		HTTPClient: client,
 		QueryMode:  cosmos.QueryLocal,
 	})
 	require.NoError(t, err)
 	onSecond, err := cosmos.New(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: second.Endpoint, Key: cosmostest.Key}, HTTPClient: second.HTTPClient(), QueryMode: cosmos.QueryLocal})
 	require.NoError(t, err)
-	require.NoError(t, st.CreateCollection(ctx, "dbs/big/colls/overflow", &store.CollectionSpec{PartitionKeyPath: "/pk"}))
-	require.NoError(t, st.CreateCollection(ctx, "dbs/big/colls/main", &store.CollectionSpec{PartitionKeyPath: "/pk"}))
-	_, err = st.Create(ctx, "dbs/big/colls/overflow", []byte(`{"id":"o","pk":"x"}`), nil)
+	require.NoError(t, st.CreateCollection(ctx, overflowColl, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	require.NoError(t, st.CreateCollection(ctx, mainColl, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	_, err = st.Create(ctx, overflowColl, []byte(`{"id":"o","pk":"x"}`), nil)
 	require.NoError(t, err)
-	_, err = onSecond.Read(ctx, "dbs/big/colls/overflow", "o", &store.ReadOptions{PartitionKey: "x"})
+	_, err = onSecond.Read(ctx, overflowColl, "o", &store.ReadOptions{PartitionKey: "x"})
 	require.NoError(t, err, "the bound collection lives in the second account")
-	_, err = onSecond.CollectionInfo(ctx, "dbs/big/colls/main")
+	_, err = onSecond.CollectionInfo(ctx, mainColl)
 	assert.ErrorIs(t, err, store.ErrNotFound, "the unbound collection does not")
 }
