@@ -57,9 +57,10 @@
 // A paged query keeps a cursor (Options.Cursors): a query whose rows each
 // come from one document (filters, projections, JOINs) is read as its scan
 // goes, a page running over only the documents it needs; a sorted query
-// over whole documents keeps only their sorted positions and projects each
-// page when it is read; any other query keeps its results. Its continuation token is bound to
-// the collection, query text, parameters and key; see Store.Query.
+// over whole documents whose results may not fit the first page keeps only
+// their sorted positions and projects each page when it is read; any other
+// query keeps its results. Its continuation token is bound to the
+// collection, query text, parameters and key; see Store.Query.
 //
 // The read feed walks documents in order of creation (a replace keeps a
 // document's place), resumable from its token, which holds a position, not

@@ -118,9 +118,11 @@ func (h *fnv128a) hex() string {
 //     a page runs the query over only as many documents as it needs;
 //   - an ORDER BY query whose rows are its documents (no JOIN, FROM x IN,
 //     DISTINCT or GROUP BY, and a projection that is never undefined, as
-//     the router's rewritten queries are) is sorted without being
-//     projected: the cursor keeps the sorted positions, 4 bytes a result,
-//     and each page projects its own documents;
+//     the router's rewritten queries are), and whose results may not fit
+//     the first page (its TOP or LIMIT, if any, exceeds the page size), is
+//     sorted without being projected: the cursor keeps the sorted
+//     positions, 4 bytes a result, and each page projects its own
+//     documents;
 //   - any other query runs whole on the first page and its cursor keeps
 //     the results.
 //
