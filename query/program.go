@@ -470,8 +470,7 @@ func (p *program) pipeline(input func(func(*frame) bool), raw func() []byte, rw 
 				return false
 			case !ok:
 				return true
-			case emitter.skip > 0: // OFFSET: written to learn it is defined, not kept
-				emitter.skip--
+			case emitter.skipped(): // OFFSET: written to learn it is defined, not kept
 				return true
 			}
 			return emitter.emit(nil, rw.keep(b))
@@ -560,6 +559,16 @@ func newLimiter(distinct bool, offset, limit int, out func(any, []byte) bool) *l
 	return l
 }
 
+// skipped reports whether OFFSET takes the next result (counting it), so
+// it is not passed on.
+func (l *limiter) skipped() bool {
+	if l.skip > 0 {
+		l.skip--
+		return true
+	}
+	return false
+}
+
 // emit passes one result on; it returns false once no more are wanted.
 func (l *limiter) emit(v any, raw []byte) bool {
 	if l.stopped {
@@ -572,8 +581,7 @@ func (l *limiter) emit(v any, raw []byte) bool {
 		}
 		l.seen[k] = true
 	}
-	if l.skip > 0 {
-		l.skip--
+	if l.skipped() {
 		return true
 	}
 	if l.left == 0 {

@@ -145,11 +145,13 @@ func (c *compiler) projectionWriter(q *Query, s *scope) (writeFn, error) {
 	if err != nil {
 		return nil, err
 	}
-	vals := make([]writeFn, len(q.Items))
+	exprs := make([]Expr, len(q.Items))
 	for i, it := range q.Items {
-		if vals[i], err = c.writer(it.X, s, true); err != nil {
-			return nil, err
-		}
+		exprs[i] = it.X
+	}
+	vals, err := c.writers(exprs, s, true)
+	if err != nil {
+		return nil, err
 	}
 	return objectWriter(names, vals, true), nil
 }
@@ -184,7 +186,7 @@ func (rw *rowWriter) write(f *frame) (row []byte, ok bool) {
 // appending to it cannot reach the next row.
 func (rw *rowWriter) keep(row []byte) []byte {
 	if len(row) > rowChunk/4 {
-		return slices.Clip(append([]byte(nil), row...))
+		return own(row)
 	}
 	if cap(rw.chunk)-len(rw.chunk) < len(row) {
 		rw.chunk = make([]byte, 0, rowChunk)
@@ -200,5 +202,8 @@ func (rw *rowWriter) reuse(old, row []byte) []byte {
 	if cap(old) >= len(row) {
 		return append(old[:0], row...)
 	}
-	return slices.Clip(append([]byte(nil), row...))
+	return own(row)
 }
+
+// own copies row into memory of its own, exactly its size.
+func own(row []byte) []byte { return slices.Clip(append([]byte(nil), row...)) }

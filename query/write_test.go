@@ -153,3 +153,31 @@ func TestNumbersEncodeAsEncodingJSON(t *testing.T) {
 		require.Equal(t, string(want), string(appendFloat(nil, f)), "%v (%016x)", f, math.Float64bits(f))
 	}
 }
+
+// TestExecuteBuildsNoObjects: Execute really writes results instead of
+// building them: 400 results of object and array constructors, in document
+// order and through a TOP heap, cost under two allocations a result (the
+// heap keeps each row's sort keys, one allocation; building the results
+// would cost a map per object, and measured 11 to 14 a result).
+func TestExecuteBuildsNoObjects(t *testing.T) {
+	var docs []Doc
+	for i := 0; i < 400; i++ {
+		d, err := NewDoc([]byte(`{"id":"d` + strconv.Itoa(i) + `","n":` + strconv.Itoa((i*7919)%1000) + `}`))
+		require.NoError(t, err)
+		docs = append(docs, d)
+	}
+	for _, text := range []string{
+		`SELECT VALUE {"k": [{"v": c.n}, {"v": c.id}], "p": {"id": c.id, "n": c.n}} FROM c`,
+		`SELECT TOP 400 {"k": [{"v": c.n}, {"v": c.id}], "p": {"id": c.id, "n": c.n}} FROM c ORDER BY c.n DESC, c.id`,
+	} {
+		prog, err := Prepare(text, nil)
+		require.NoError(t, err)
+		allocs := testing.AllocsPerRun(5, func() {
+			rows, err := prog.Execute(context.Background(), seqOf(docs))
+			if err != nil || len(rows) != len(docs) {
+				t.Fatalf("%d rows, %v", len(rows), err)
+			}
+		})
+		assert.Less(t, allocs, float64(2*len(docs)), "%s: %v allocations for %d results", text, allocs, len(docs))
+	}
+}

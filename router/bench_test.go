@@ -42,14 +42,12 @@ func BenchmarkPointOps(b *testing.B) {
 	keys := make([]any, n) // boxed once: callers hold their keys as they like
 	ids := make([]string, n)
 	targets := make([]string, n)
-	ropts := make([]*store.ReadOptions, n)
 	for i := 0; i < n; i++ {
 		if _, err := c.Create(ctx, db, benchDoc(i), nil); err != nil {
 			b.Fatal(err)
 		}
 		keys[i], ids[i] = fmt.Sprint("user-", i), strconv.Itoa(i)
 		targets[i], _ = r.ResolveForCreate(keys[i])
-		ropts[i] = &store.ReadOptions{PartitionKey: keys[i]}
 	}
 	b.Run("read/hot/store", func(b *testing.B) {
 		b.ReportAllocs()

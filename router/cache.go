@@ -76,17 +76,19 @@ func (rc *routeCache) createLink(h uint64, key []byte) (string, bool) {
 	return "", false
 }
 
+// hashString is hash for a key held as a string.
+func (rc *routeCache) hashString(key string) uint64 { return maphash.String(rc.seed, key) }
+
 // createLinkString is createLink for a key held as a string.
-func (rc *routeCache) createLinkString(key string) (string, bool) {
-	h := maphash.String(rc.seed, key)
+func (rc *routeCache) createLinkString(h uint64, key string) (string, bool) {
 	if e := rc.create[h&rc.mask].Load(); e != nil && e.hash == h && e.key == key {
 		return e.link, true
 	}
 	return "", false
 }
 
-func (rc *routeCache) putCreate(key, l string) {
-	h := maphash.String(rc.seed, key)
+// putCreate caches the create placement of a key whose hash is h.
+func (rc *routeCache) putCreate(h uint64, key, l string) {
 	rc.create[h&rc.mask].Store(&createEntry{hash: h, key: key, link: l})
 }
 

@@ -118,11 +118,12 @@ func (c *Client) place(e *dbEntry, doc any) (body []byte, key any, target string
 		return
 	}
 	if s, ok := key.(string); ok && e.cache != nil {
-		if l, ok := e.cache.createLinkString(s); ok {
+		h := e.cache.hashString(s)
+		if l, ok := e.cache.createLinkString(h, s); ok {
 			return body, key, l, nil
 		}
 		if target, err = e.r.ResolveForCreate(key); err == nil {
-			e.cache.putCreate(s, target)
+			e.cache.putCreate(h, s, target)
 		}
 		return
 	}
@@ -155,7 +156,7 @@ func (c *Client) createLink(e *dbEntry, h uint64, text []byte) (string, error) {
 	key := string(text)
 	l, err := e.r.ResolveForCreate(key)
 	if err == nil {
-		e.cache.putCreate(key, l)
+		e.cache.putCreate(h, key, l)
 	}
 	return l, err
 }

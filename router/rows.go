@@ -26,43 +26,31 @@ import (
 // in use: string keys without escapes alias them.
 func orderedRow(row []byte, keys []any) (payload []byte, err error) {
 	r := rowScanner{b: row}
-	if !r.expect('{') {
+	if !r.at('{') {
 		return nil, fmt.Errorf("an ORDER BY row is an object, got %.40s", row)
 	}
 	sawKeys := false
-	for first := true; ; first = false {
-		if r.expect('}') {
-			break
-		}
-		if !first && !r.expect(',') {
-			return nil, r.fail("',' or '}'")
-		}
-		name, err := r.name()
-		if err != nil {
-			return nil, err
-		}
+	err = r.object(func(name string) error {
 		switch name {
 		case "k":
-			if err := r.sortKeys(keys); err != nil {
-				return nil, err
-			}
 			sawKeys = true
+			return r.sortKeys(keys)
 		case "p":
 			start := r.space()
 			if err := r.skip(); err != nil {
-				return nil, err
+				return err
 			}
 			payload = row[start:r.i:r.i]
-		default:
-			if err := r.skip(); err != nil {
-				return nil, err
-			}
+			return nil
 		}
-	}
-	if r.space() != len(row) {
+		return r.skip()
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case r.space() != len(row):
 		return nil, r.fail("the end of the row")
-	}
-	if !sawKeys {
+	case !sawKeys:
 		return nil, errors.New("an ORDER BY row lacks its sort keys")
 	}
 	return payload, nil
@@ -94,13 +82,37 @@ func (r *rowScanner) space() int {
 	return r.i
 }
 
+// at reports whether c comes next, after white space.
+func (r *rowScanner) at(c byte) bool { return r.space() < len(r.b) && r.b[r.i] == c }
+
 // expect consumes c, after white space, if it comes next.
 func (r *rowScanner) expect(c byte) bool {
-	if r.space() < len(r.b) && r.b[r.i] == c {
+	if r.at(c) {
 		r.i++
 		return true
 	}
 	return false
+}
+
+// object reads the object that comes next, handing each member's name to
+// member, which reads its value.
+func (r *rowScanner) object(member func(name string) error) error {
+	if !r.expect('{') {
+		return r.fail("'{'")
+	}
+	for first := true; !r.expect('}'); first = false {
+		if !first && !r.expect(',') {
+			return r.fail("',' or '}'")
+		}
+		name, err := r.name()
+		if err != nil {
+			return err
+		}
+		if err := member(name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // str reads the string whose quote is at r.i: its text, aliasing the row
@@ -224,30 +236,20 @@ func (r *rowScanner) sortKeys(keys []any) error {
 		if !first && !r.expect(',') {
 			return r.fail("',' or ']'")
 		}
-		if !r.expect('{') {
+		if !r.at('{') {
 			return errors.New("a sort key is not wrapped in an object")
 		}
 		var v any = query.Undefined
-		for firstMember := true; ; firstMember = false {
-			if r.expect('}') {
-				break
-			}
-			if !firstMember && !r.expect(',') {
-				return r.fail("',' or '}'")
-			}
-			name, err := r.name()
-			if err != nil {
-				return err
-			}
+		err := r.object(func(name string) error {
 			if name != "v" {
-				if err := r.skip(); err != nil {
-					return err
-				}
-				continue
+				return r.skip()
 			}
-			if v, err = r.scalar(); err != nil {
-				return err
-			}
+			var err error
+			v, err = r.scalar()
+			return err
+		})
+		if err != nil {
+			return err
 		}
 		if n < len(keys) {
 			keys[n] = v

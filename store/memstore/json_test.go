@@ -91,7 +91,7 @@ func FuzzScanner(f *testing.F) {
 }
 
 // BenchmarkScan validates 1 KB documents: one of many short strings and
-// one holding a long text (where strings are skipped a word at a time).
+// one holding a long text.
 //
 //	go test -run '^$' -bench Scan -benchmem ./store/memstore
 func BenchmarkScan(b *testing.B) {
