@@ -49,7 +49,8 @@ type QueryOptions struct {
 	// some fail, instead of failing the query: NextPage then returns the
 	// page and a *PartialError (wrapping ErrPartialResults) naming the
 	// failed collections; they stay out of the rest of the query, its
-	// continuation tokens included.
+	// continuation tokens included. Such a token resumes only with
+	// PartialResults set: without it, ErrBadContinuation.
 	PartialResults bool
 }
 
@@ -337,6 +338,9 @@ func (p *Pager) resume(tok string) error {
 	for i, st := range t.srcs {
 		s := p.srcs[i]
 		if st.state == srcFailed {
+			if !p.opts.PartialResults {
+				return badToken("it records a failed collection, %s, which only a query with PartialResults goes on past; resume it with PartialResults", s.link)
+			}
 			s.failed, s.end, s.pos = errFailedEarlier, true, st
 		}
 	}

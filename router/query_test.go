@@ -190,6 +190,13 @@ func TestPartialResults(t *testing.T) {
 				named = true
 			}
 			got = append(got, page.Items...)
+			if named && page.Continuation != "" {
+				// A caller that did not ask for partial results cannot
+				// go on from a token that skips a failed collection.
+				_, err := c.NewQueryPager(db, store.Query{Text: text}, &router.QueryOptions{Continuation: page.Continuation}).NextPage(ctx)
+				require.ErrorIs(t, err, router.ErrBadContinuation, text)
+				assert.Contains(t, err.Error(), "PartialResults")
+			}
 			if tok = page.Continuation; tok == "" {
 				break
 			}
