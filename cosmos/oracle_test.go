@@ -11,7 +11,7 @@ import (
 // 2 and 7 containers answer a generated corpus of queries alike, whole and
 // page by page from resumed tokens, through the real azcosmos client.
 func TestRouterOracleOnCosmium(t *testing.T) {
-	cfg := routertest.Config{Store: cosmiumStore, Docs: 150, Queries: 60, Splits: []int{2, 7}, PageSizes: []int{3, 17}, Seed: 7}
+	cfg := routertest.Config{Store: newCosmium, Docs: 150, Queries: 60, Splits: []int{2, 7}, PageSizes: []int{3, 17}, Seed: 7}
 	if testing.Short() {
 		cfg.Queries = 20
 	}

@@ -39,7 +39,7 @@ import (
 type Config struct {
 	// Store returns the store to run on (fresh or shared: the run uses
 	// database names of its own and deletes its collections at the end).
-	Store func(t *testing.T) store.Store
+	Store func(t testing.TB) store.Store
 	// Docs is the number of documents; 0 means 400.
 	Docs int
 	// Queries is the number of generated queries, run after the
@@ -138,6 +138,101 @@ var CorpusParams = []store.Param{
 
 // Run runs the oracle test.
 func Run(t *testing.T, cfg Config) {
+	h, targets := prepare(t, &cfg)
+	for _, text := range Corpus {
+		h.check(store.Query{Text: text, Parameters: CorpusParams}, nil, targets)
+		h.check(store.Query{Text: text, Parameters: CorpusParams}, fmt.Sprintf("k%02d", h.rng.IntN(40)), targets)
+	}
+	for i := 0; i < cfg.Queries; i++ {
+		q := GenerateQuery(h.rng)
+		var key any
+		if h.rng.IntN(6) == 0 {
+			key = fmt.Sprintf("k%02d", h.rng.IntN(40))
+		}
+		h.check(q, key, targets)
+	}
+	t.Logf("oracle: %d queries × %d splits; comparisons: %v", len(Corpus)*2+cfg.Queries, len(targets), h.modes)
+}
+
+// Fuzz runs the oracle on queries the fuzzer writes, seeded with the
+// Corpus and generated queries (cfg.Queries of them; the parameters are
+// CorpusParams). An input that does not parse, or that the one collection
+// cannot answer, is skipped; one the planner refuses must be refused by
+// the router too, with ErrUnsupported (see query). Every other input must
+// answer alike everywhere, as in Run.
+func Fuzz(f *testing.F, cfg Config) {
+	h, targets := prepare(f, &cfg)
+	for _, text := range Corpus {
+		f.Add(text)
+	}
+	for i := 0; i < cfg.Queries; i++ {
+		q := GenerateQuery(h.rng)
+		if len(q.Parameters) == 0 {
+			f.Add(q.Text)
+		}
+	}
+	// A second reference, written in the reverse order: the documents'
+	// system properties (ETags) differ from the first's, so a query whose
+	// answer depends on them (ORDER BY c, MIN(c), c._etag) shows it.
+	h.other = h.one + "2"
+	require.NoError(f, h.st.CreateCollection(h.ctx, h.other, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	f.Cleanup(func() { _ = h.st.DeleteCollection(context.Background(), h.other) })
+	for i := len(h.docs) - 1; i >= 0; i-- {
+		b, err := json.Marshal(h.docs[i])
+		require.NoError(f, err)
+		_, err = h.st.Create(h.ctx, h.other, b, nil)
+		require.NoError(f, err)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		q := store.Query{Text: text, Parameters: CorpusParams}
+		parsed, err := query.Parse(text)
+		if err != nil {
+			return
+		}
+		if _, err := query.PlanFanOut(parsed, paramMap(q)); err != nil {
+			_, rerr := targets[0].c.Query(h.ctx, targets[0].db, q, nil)
+			require.Error(t, rerr, "the planner refuses %q (%v) but the router answers", text, err)
+			return
+		}
+		if _, err := h.st.Query(h.ctx, h.one, q, &store.QueryOptions{PageSize: -1}); err != nil {
+			return // not a query one collection answers
+		}
+		h.t = t
+		if h.stateDependent(q) {
+			return
+		}
+		h.check(q, nil, targets)
+	})
+}
+
+// stateDependent reports whether the two references answer q differently
+// where its shape says they must agree: then the answer depends on what
+// each copy of a document got from its store, and no split can match it.
+func (h *harness) stateDependent(q store.Query) bool {
+	s := h.shapeOf(q)
+	if s.unlimited != nil && !s.total {
+		q, s = *s.unlimited, h.shapeOf(*s.unlimited)
+	}
+	run := func(q store.Query, link string) []string {
+		one := h.one
+		defer func() { h.one = one }()
+		h.one = link
+		return canon(h.t, h.direct(q, nil))
+	}
+	a, b := run(q, h.one), run(q, h.other)
+	if s.twin != nil && !slices.Equal(run(*s.twin, h.one), run(*s.twin, h.other)) {
+		return true
+	}
+	if !s.grouped && !s.total { // as compare: a multiset
+		slices.Sort(a)
+		slices.Sort(b)
+	}
+	return !slices.Equal(a, b)
+}
+
+// prepare fills in cfg's defaults and writes the documents: once into one
+// collection (the reference) and once through a router per split.
+func prepare(t testing.TB, cfg *Config) (*harness, []*target) {
 	if cfg.Docs == 0 {
 		cfg.Docs = 400
 	}
@@ -180,21 +275,15 @@ func Run(t *testing.T, cfg Config) {
 		}
 		targets = append(targets, tg)
 	}
+	return &harness{t: t, ctx: ctx, st: st, one: oneLink, docs: docs, rng: rng, cfg: *cfg}, targets
+}
 
-	h := &harness{t: t, ctx: ctx, st: st, one: oneLink, rng: rng, cfg: cfg}
-	for _, text := range Corpus {
-		h.check(store.Query{Text: text, Parameters: CorpusParams}, nil, targets)
-		h.check(store.Query{Text: text, Parameters: CorpusParams}, fmt.Sprintf("k%02d", rng.IntN(40)), targets)
+func paramMap(q store.Query) map[string]any {
+	params := map[string]any{}
+	for _, p := range q.Parameters {
+		params[p.Name] = p.Value
 	}
-	for i := 0; i < cfg.Queries; i++ {
-		q := GenerateQuery(rng)
-		var key any
-		if rng.IntN(6) == 0 {
-			key = fmt.Sprintf("k%02d", rng.IntN(40))
-		}
-		h.check(q, key, targets)
-	}
-	t.Logf("oracle: %d queries × %d splits; comparisons: %v", len(Corpus)*2+cfg.Queries, len(targets), h.modes)
+	return params
 }
 
 // target is one database spreading the documents over n collections.
@@ -204,7 +293,7 @@ type target struct {
 	fresh *router.Client // another client over the same store, for resumed reads
 }
 
-func newTarget(t *testing.T, st store.Store, db string, n int) *target {
+func newTarget(t testing.TB, st store.Store, db string, n int) *target {
 	links := make([]string, n)
 	for i := range links {
 		links[i] = fmt.Sprintf("%s/colls/c%02d", db, i)
@@ -228,10 +317,12 @@ func newTarget(t *testing.T, st store.Store, db string, n int) *target {
 }
 
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	st    store.Store
-	one   string
+	one   string // the reference collection
+	other string // Fuzz: a second reference, written in another order
+	docs  []map[string]any
 	rng   *rand.Rand
 	cfg   Config
 	modes map[string]int
@@ -279,11 +370,7 @@ func (h *harness) shapeOf(q store.Query) shape {
 	h.t.Helper()
 	parsed, err := query.Parse(q.Text)
 	require.NoError(h.t, err, q.Text)
-	params := map[string]any{}
-	for _, p := range q.Parameters {
-		params[p.Name] = p.Value
-	}
-	plan, err := query.PlanFanOut(parsed, params)
+	plan, err := query.PlanFanOut(parsed, paramMap(q))
 	require.NoError(h.t, err, "the oracle only generates mergeable queries: %s", q.Text)
 	s := shape{
 		ordered:  plan.Kind == query.OrderBy,
@@ -449,7 +536,7 @@ func (h *harness) compare(s shape, label, what string, want, got, full []json.Ra
 // requireExact compares two answers in order: byte for byte when they
 // carry no system properties (which differ between copies of a document),
 // else without those properties.
-func requireExact(t *testing.T, want, got []json.RawMessage, format string, args ...any) {
+func requireExact(t testing.TB, want, got []json.RawMessage, format string, args ...any) {
 	t.Helper()
 	system := false
 	for _, w := range want {
@@ -474,7 +561,7 @@ func requireExact(t *testing.T, want, got []json.RawMessage, format string, args
 
 // canon returns comparable texts of results, without the system
 // properties each copy of a document got from its own write and collection.
-func canon(t *testing.T, items []json.RawMessage) []string {
+func canon(t testing.TB, items []json.RawMessage) []string {
 	out := make([]string, len(items))
 	for i, it := range items {
 		var v any
