@@ -19,6 +19,7 @@ package routertest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -154,12 +155,13 @@ func Run(t *testing.T, cfg Config) {
 	t.Logf("oracle: %d queries × %d splits; comparisons: %v", len(Corpus)*2+cfg.Queries, len(targets), h.modes)
 }
 
-// Fuzz runs the oracle on queries the fuzzer writes, seeded with the
-// Corpus and generated queries (cfg.Queries of them; the parameters are
-// CorpusParams). An input that does not parse, or that the one collection
-// cannot answer, is skipped; one the planner refuses must be refused by
-// the router too, with ErrUnsupported (see query). Every other input must
-// answer alike everywhere, as in Run.
+// Fuzz runs the oracle on queries the fuzzer writes, with CorpusParams and
+// no partition key, seeded with the Corpus and those of cfg.Queries
+// generated queries that take no parameters of their own. An input that
+// does not parse, or that the one collection cannot answer, is skipped;
+// one the planner refuses must be refused by the router too (with
+// query.ErrUnmergeable where the planner says that). Every other input
+// must answer alike everywhere, as in Run.
 func Fuzz(f *testing.F, cfg Config) {
 	h, targets := prepare(f, &cfg)
 	for _, text := range Corpus {
@@ -192,6 +194,9 @@ func Fuzz(f *testing.F, cfg Config) {
 		if _, err := query.PlanFanOut(parsed, paramMap(q)); err != nil {
 			_, rerr := targets[0].c.Query(h.ctx, targets[0].db, q, nil)
 			require.Error(t, rerr, "the planner refuses %q (%v) but the router answers", text, err)
+			if errors.Is(err, query.ErrUnmergeable) {
+				require.ErrorIs(t, rerr, query.ErrUnmergeable, text)
+			}
 			return
 		}
 		if _, err := h.st.Query(h.ctx, h.one, q, &store.QueryOptions{PageSize: -1}); err != nil {
