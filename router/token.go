@@ -103,6 +103,24 @@ func linksHash(links []string) uint32 {
 }
 
 func (t *tokenState) encode(bind [8]byte, lh uint32) string {
+	body := t.body()
+	flags := byte(0)
+	if len(body) > 96 {
+		z := &bytes.Buffer{}
+		w := flaters.Get().(*flate.Writer)
+		w.Reset(z)
+		_, _ = w.Write(body)
+		_ = w.Close()
+		flaters.Put(w)
+		if z.Len() < len(body) {
+			body, flags = z.Bytes(), 1
+		}
+	}
+	return seal(bind, lh, flags, body)
+}
+
+// body writes the state, uncompressed.
+func (t *tokenState) body() []byte {
 	var body []byte
 	body = binary.AppendUvarint(body, uint64(t.mode))
 	body = binary.AppendUvarint(body, uint64(t.offLeft))
@@ -122,18 +140,12 @@ func (t *tokenState) encode(bind [8]byte, lh uint32) string {
 	for _, h := range t.run {
 		body = binary.BigEndian.AppendUint64(body, h)
 	}
-	flags := byte(0)
-	if len(body) > 96 {
-		z := &bytes.Buffer{}
-		w := flaters.Get().(*flate.Writer)
-		w.Reset(z)
-		_, _ = w.Write(body)
-		_ = w.Close()
-		flaters.Put(w)
-		if z.Len() < len(body) {
-			body, flags = z.Bytes(), 1
-		}
-	}
+	return body
+}
+
+// seal wraps a body (compressed when flags has bit 0) in the token's
+// envelope: version, flags, binding, links hash, checksum.
+func seal(bind [8]byte, lh uint32, flags byte, body []byte) string {
 	out := make([]byte, 0, 14+len(body)+4)
 	out = append(out, tokenVersion, flags)
 	out = append(out, bind[:]...)

@@ -177,14 +177,9 @@ func Fuzz(f *testing.F, cfg Config) {
 	// system properties (ETags) differ from the first's, so a query whose
 	// answer depends on them (ORDER BY c, MIN(c), c._etag) shows it.
 	h.other = h.one + "2"
-	require.NoError(f, h.st.CreateCollection(h.ctx, h.other, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
-	f.Cleanup(func() { _ = h.st.DeleteCollection(context.Background(), h.other) })
-	for i := len(h.docs) - 1; i >= 0; i-- {
-		b, err := json.Marshal(h.docs[i])
-		require.NoError(f, err)
-		_, err = h.st.Create(h.ctx, h.other, b, nil)
-		require.NoError(f, err)
-	}
+	reversed := slices.Clone(h.docs)
+	slices.Reverse(reversed)
+	writeReference(f, h.st, h.other, reversed)
 	f.Fuzz(func(t *testing.T, text string) {
 		q := store.Query{Text: text, Parameters: CorpusParams}
 		parsed, err := query.Parse(text)
@@ -218,12 +213,7 @@ func (h *harness) stateDependent(q store.Query) bool {
 	if s.unlimited != nil && !s.total {
 		q, s = *s.unlimited, h.shapeOf(*s.unlimited)
 	}
-	run := func(q store.Query, link string) []string {
-		one := h.one
-		defer func() { h.one = one }()
-		h.one = link
-		return canon(h.t, h.direct(q, nil))
-	}
+	run := func(q store.Query, link string) []string { return canon(h.t, h.direct(link, q, nil)) }
 	a, b := run(q, h.one), run(q, h.other)
 	if s.twin != nil && !slices.Equal(run(*s.twin, h.one), run(*s.twin, h.other)) {
 		return true
@@ -262,14 +252,7 @@ func prepare(t testing.TB, cfg *Config) (*harness, []*target) {
 	// The reference: every document in one collection, written and
 	// queried through the store alone.
 	oneLink := "dbs/" + run + "one/colls/all"
-	require.NoError(t, st.CreateCollection(ctx, oneLink, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
-	t.Cleanup(func() { _ = st.DeleteCollection(context.Background(), oneLink) })
-	for _, d := range docs {
-		b, err := json.Marshal(d)
-		require.NoError(t, err)
-		_, err = st.Create(ctx, oneLink, b, nil)
-		require.NoError(t, err)
-	}
+	writeReference(t, st, oneLink, docs)
 
 	var targets []*target
 	for _, n := range cfg.Splits {
@@ -281,6 +264,21 @@ func prepare(t testing.TB, cfg *Config) (*harness, []*target) {
 		targets = append(targets, tg)
 	}
 	return &harness{t: t, ctx: ctx, st: st, one: oneLink, docs: docs, rng: rng, cfg: *cfg}, targets
+}
+
+// writeReference creates a collection keyed by /pk and writes docs into
+// it in order, through the store alone; the collection is deleted at the
+// end of the test.
+func writeReference(t testing.TB, st store.Store, link string, docs []map[string]any) {
+	ctx := context.Background()
+	require.NoError(t, st.CreateCollection(ctx, link, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	t.Cleanup(func() { _ = st.DeleteCollection(context.Background(), link) })
+	for _, d := range docs {
+		b, err := json.Marshal(d)
+		require.NoError(t, err)
+		_, err = st.Create(ctx, link, b, nil)
+		require.NoError(t, err)
+	}
 }
 
 func paramMap(q store.Query) map[string]any {
@@ -334,13 +332,13 @@ type harness struct {
 }
 
 // direct runs q on one collection through the store alone.
-func (h *harness) direct(q store.Query, key any) []json.RawMessage {
+func (h *harness) direct(link string, q store.Query, key any) []json.RawMessage {
 	h.t.Helper()
 	out := []json.RawMessage{}
 	opts := &store.QueryOptions{PartitionKey: key, PageSize: -1}
 	for i := 0; ; i++ {
 		require.Less(h.t, i, 100000)
-		page, err := h.st.Query(h.ctx, h.one, q, opts)
+		page, err := h.st.Query(h.ctx, link, q, opts)
 		require.NoError(h.t, err, "the store on one collection: %s", q.Text)
 		out = append(out, page.Items...)
 		if page.Continuation == "" {
@@ -425,13 +423,13 @@ func (h *harness) check(q store.Query, key any, targets []*target) {
 		h.modes = map[string]int{}
 	}
 	h.modes[s.description]++
-	want := h.direct(q, key)
+	want := h.direct(h.one, q, key)
 	var full, twinWant []json.RawMessage
 	if s.unlimited != nil {
-		full = h.direct(*s.unlimited, key)
+		full = h.direct(h.one, *s.unlimited, key)
 	}
 	if s.twin != nil {
-		twinWant = h.direct(*s.twin, key)
+		twinWant = h.direct(h.one, *s.twin, key)
 	}
 	label := fmt.Sprintf("%s (key %v)", q.Text, key)
 	for _, tg := range targets {
