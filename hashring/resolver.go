@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/docshard/docshard/resolver"
 )
@@ -115,12 +116,15 @@ type Resolver struct {
 	loadFactor float64
 	partitions int
 	ring       *Ring
+	single     [][]string // single[i] is {links[i]}: what ResolveForRead shares
 }
 
 var (
-	_ resolver.Resolver = (*Resolver)(nil)
-	_ resolver.Kinded   = (*Resolver)(nil)
-	_ json.Marshaler    = (*Resolver)(nil)
+	_ resolver.Resolver     = (*Resolver)(nil)
+	_ resolver.Kinded       = (*Resolver)(nil)
+	_ resolver.KeyDefiner   = (*Resolver)(nil)
+	_ resolver.TextResolver = (*Resolver)(nil)
+	_ json.Marshaler        = (*Resolver)(nil)
 )
 
 // New builds a hash resolver over the collection links, in the given order
@@ -192,8 +196,7 @@ func New(links []string, opts *Options) (*Resolver, error) {
 		if err := g.build(g.chain(r.hash), r.vnodes); err != nil {
 			return nil, err
 		}
-		r.ring = g
-		return r, nil
+		return r.withRing(g), nil
 	}
 
 	// The bounded strategy.
@@ -225,8 +228,18 @@ func New(links []string, opts *Options) (*Resolver, error) {
 	if err := g.buildBounded(r.vnodes, r.partitions, r.loadFactor); err != nil {
 		return nil, err
 	}
+	return r.withRing(g), nil
+}
+
+// withRing finishes r with its placement table and the one-element link
+// lists ResolveForRead hands out.
+func (r *Resolver) withRing(g *Ring) *Resolver {
 	r.ring = g
-	return r, nil
+	r.single = make([][]string, len(g.links))
+	for i := range g.links {
+		r.single[i] = g.links[i : i+1 : i+1]
+	}
+	return r
 }
 
 // Kind returns "hash".
@@ -252,9 +265,19 @@ func (r *Resolver) ResolveForCreate(key any) (string, error) {
 	return r.ring.links[i], nil
 }
 
+// ResolveTextForCreate returns the collection owning the key whose
+// canonical text is text (resolver.KeyDef.AppendKey writes it): what
+// ResolveForCreate returns for that key. It does not keep text and
+// allocates nothing (resolver.TextResolver).
+func (r *Resolver) ResolveTextForCreate(text []byte) (string, error) {
+	return r.ring.links[r.ring.OwnerString(unsafe.String(unsafe.SliceData(text), len(text)))], nil
+}
+
 // ResolveForRead returns the one collection owning key, or every collection
-// in the configured order for a nil key. Errors as ResolveForCreate. It
-// allocates the result.
+// in the configured order for a nil key (a copy). Errors as
+// ResolveForCreate. For a key it returns a one-element slice shared by
+// every caller, allocating nothing: do not modify it (the
+// resolver.Resolver contract).
 func (r *Resolver) ResolveForRead(key any) ([]string, error) {
 	if key == nil {
 		return slices.Clone(r.ring.links), nil
@@ -263,7 +286,7 @@ func (r *Resolver) ResolveForRead(key any) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []string{r.ring.links[i]}, nil
+	return r.single[i], nil
 }
 
 // Ring returns the placement table (points, owners, exact shares), for

@@ -505,3 +505,50 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestTextPlacementAndSharedReads: ResolveTextForCreate places a key's
+// canonical text where ResolveForCreate places the key, for every flavour
+// and key type, and ResolveForRead hands out one shared, read-only slice
+// per collection without allocating.
+func TestTextPlacementAndSharedReads(t *testing.T) {
+	kd := resolver.MustKeyDef("/k")
+	for _, flavour := range []string{FlavourMD5, FlavourXXHash, FlavourMurmur3, FlavourDotnetX64} {
+		for _, strategy := range []string{StrategyRing, StrategyBounded} {
+			if strategy == StrategyBounded && isLegacyFlavour(flavour) {
+				continue
+			}
+			r, err := New([]string{"dbs/a/colls/c0", "dbs/a/colls/c1", "dbs/a/colls/c2"}, &Options{PartitionKey: kd, Hash: flavour, Strategy: strategy})
+			require.NoError(t, err)
+			for i := range 200 {
+				for _, doc := range []string{
+					fmt.Sprintf(`{"k":"user%d"}`, i),
+					fmt.Sprintf(`{"k":%d.5}`, i),
+					fmt.Sprintf(`{"k":"\u00e9%d"}`, i),
+				} {
+					key, err := kd.Extract([]byte(doc))
+					require.NoError(t, err)
+					want, err := r.ResolveForCreate(key)
+					require.NoError(t, err)
+					text, err := kd.AppendKey(nil, []byte(doc))
+					require.NoError(t, err)
+					got, err := r.ResolveTextForCreate(text)
+					require.NoError(t, err)
+					assert.Equal(t, want, got, "%s/%s %s", flavour, strategy, doc)
+					links, err := r.ResolveForRead(key)
+					require.NoError(t, err)
+					assert.Equal(t, []string{want}, links)
+				}
+			}
+		}
+	}
+	r, err := New([]string{"dbs/a/colls/c0", "dbs/a/colls/c1"}, nil)
+	require.NoError(t, err)
+	a, _ := r.ResolveForRead("alice")
+	b, _ := r.ResolveForRead("alice")
+	assert.Same(t, &a[0], &b[0], "one shared slice per collection")
+	assert.Equal(t, 1, cap(a), "appending to it cannot reach the ring's other links")
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = r.ResolveForRead("alice") }))
+	all, _ := r.ResolveForRead(nil)
+	all[0] = "changed"
+	assert.Equal(t, []string{"dbs/a/colls/c0", "dbs/a/colls/c1"}, r.Collections(), "the nil-key list is the caller's copy")
+}

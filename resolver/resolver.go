@@ -11,6 +11,19 @@ import (
 // A Resolver is an immutable value: every implementation in this module is
 // safe for concurrent use and is replaced whole, never mutated, when
 // configuration changes.
+//
+// What callers may rely on (docs/design.md#the-resolver-contract):
+//   - ResolveForCreate returns exactly one link for a key, the same one
+//     every time for the same resolver value.
+//   - ResolveForRead returns every collection that may hold the key, each
+//     link once, in the order to look in: the most authoritative placement
+//     first (in a transition, the next placement, then the current one).
+//     For a nil key it returns every collection the resolver knows, in a
+//     stable order.
+//   - The slice ResolveForRead returns belongs to the resolver: callers
+//     must not modify it, and a resolver may hand the same slice to many
+//     callers (a ring returns a shared one-element slice and allocates
+//     nothing). Clone it before changing it.
 type Resolver interface {
 	// PartitionKey returns the partition key of a document: a struct (json
 	// tags honoured), a map[string]any, or raw JSON ([]byte,
@@ -21,8 +34,9 @@ type Resolver interface {
 	// key goes to. A nil key is an error wrapping ErrNoPartitionKey.
 	ResolveForCreate(key any) (string, error)
 	// ResolveForRead returns every collection that may hold this key, each
-	// link once. A nil key returns every collection the resolver knows, in a
-	// stable order.
+	// link once, in the order to look in. A nil key returns every
+	// collection the resolver knows, in a stable order. The result is
+	// read-only (see the type's documentation).
 	ResolveForRead(key any) ([]string, error)
 }
 
@@ -30,6 +44,17 @@ type Resolver interface {
 // returns the "kind" tag of its JSON form ("hash", "range", "lookup", ...).
 type Kinded interface {
 	Kind() string
+}
+
+// KeyDefiner is an optional capability of a resolver that reads documents
+// by a partition-key definition of its own (hash, range and lookup do; a
+// resolver nested in another one is handed keys and may have none). With
+// it a caller can read the key of a raw JSON document in place, without
+// decoding it (KeyDef.AppendKey, KeyDef.ExtractRaw), and can create
+// collections partitioned by the key's path, which the router does. A
+// resolver whose KeyDef is zero reads no documents itself.
+type KeyDefiner interface {
+	KeyDef() KeyDef
 }
 
 // TextResolver is an optional capability of a resolver that places a key by
@@ -40,7 +65,8 @@ type Kinded interface {
 //	link, err := r.ResolveTextForCreate(buf)
 //
 // ResolveTextForCreate(text) must return what ResolveForCreate returns for
-// any key whose canonical text is text, and must not keep text.
+// any key whose canonical text is text, and must not keep text. The router
+// places raw JSON documents this way.
 type TextResolver interface {
 	Resolver
 	ResolveTextForCreate(text []byte) (string, error)

@@ -277,7 +277,7 @@ func BenchmarkFanOut32(b *testing.B) {
 		}{
 			{"one-collection", one, "dbs/one", -1},
 			{"32-collections/parallel-32", c, db, 32},
-			{"32-collections/serial", c, db, 0},
+			{"32-collections/serial", c, db, 1},
 		} {
 			b.Run(name+"/"+tc.name, func(b *testing.B) {
 				for i := 0; i < b.N; i++ {

@@ -4,8 +4,6 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"sync/atomic"
-
-	"github.com/docshard/docshard/store"
 )
 
 // routeCache remembers where string keys go under one resolver: a
@@ -19,7 +17,7 @@ type routeCache struct {
 	seed   maphash.Seed
 	mask   uint64
 	create []atomic.Pointer[createEntry]
-	read   []atomic.Pointer[readEntry]
+	read   []atomic.Pointer[route]
 }
 
 type createEntry struct {
@@ -28,35 +26,13 @@ type createEntry struct {
 	link string
 }
 
-// readEntry is where point operations on one key look. One allocation
-// holds it all, and it is shared by every call on the key: nothing in it
-// is modified once published, the links are never handed out, and the
-// store only reads the options.
-type readEntry struct {
-	hash  uint64 // the key's hash: a probe for another key stops here
-	key   string
-	links []string
-	store any                // the key as the store gets it
-	ro    store.ReadOptions  // for reads
-	wo    store.WriteOptions // for unconditional replaces and deletes
-}
-
-// writeOptions returns the options of a write on the entry's key: the
-// shared unconditional ones, or a new conditional one for an ETag.
-func (e *readEntry) writeOptions(ifMatch string) *store.WriteOptions {
-	if ifMatch == "" {
-		return &e.wo
-	}
-	return &store.WriteOptions{PartitionKey: e.store, IfMatch: ifMatch}
-}
-
 func newRouteCache(n int) *routeCache {
 	size := 1 << bits.Len(uint(n-1)) // next power of two
 	return &routeCache{
 		seed:   maphash.MakeSeed(),
 		mask:   uint64(size - 1),
 		create: make([]atomic.Pointer[createEntry], size),
-		read:   make([]atomic.Pointer[readEntry], size),
+		read:   make([]atomic.Pointer[route], size),
 	}
 }
 
@@ -94,7 +70,7 @@ func (rc *routeCache) putCreate(h uint64, key, l string) {
 
 // readRoute returns the cached read placement of a string key, or nil,
 // the key's hash and the slot its placement goes to.
-func (rc *routeCache) readRoute(key string) (*readEntry, uint64, *atomic.Pointer[readEntry]) {
+func (rc *routeCache) readRoute(key string) (*route, uint64, *atomic.Pointer[route]) {
 	h := maphash.String(rc.seed, key)
 	slot := &rc.read[h&rc.mask]
 	if e := slot.Load(); e != nil && e.hash == h && e.key == key {
@@ -104,7 +80,7 @@ func (rc *routeCache) readRoute(key string) (*readEntry, uint64, *atomic.Pointer
 }
 
 // readRouteBytes is readRoute for a key held as bytes, whose hash is h.
-func (rc *routeCache) readRouteBytes(h uint64, key []byte) *readEntry {
+func (rc *routeCache) readRouteBytes(h uint64, key []byte) *route {
 	if e := rc.read[h&rc.mask].Load(); e != nil && e.hash == h && e.key == string(key) {
 		return e
 	}

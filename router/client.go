@@ -1,7 +1,6 @@
 package router
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -75,27 +74,11 @@ type Hooks struct {
 	Documents func(dbLink string, n int)
 }
 
-// RetryPolicy bounds retries of throttled store calls (errors wrapping
-// store.ErrThrottled). Nothing else is retried, so a write is never sent
-// twice after an outcome the router cannot know.
-type RetryPolicy struct {
-	// MaxAttempts is the most attempts per call, the first included; 0
-	// means 9. 1 disables retries.
-	MaxAttempts int
-	// MaxWait caps the total time spent waiting between the attempts of
-	// one call; 0 means 30 seconds. A retry-after that would exceed it
-	// ends the retries with the throttled error.
-	MaxWait time.Duration
-	// DefaultWait is the wait when the store gives no retry-after; 0
-	// means 100 ms.
-	DefaultWait time.Duration
-}
-
 // Options configure a Client. A nil *Options means defaults.
 type Options struct {
 	// MaxDegreeOfParallelism is the default for queries (see
-	// QueryOptions): 0 serial, -1 automatic, n at most n store calls at
-	// once. A nil *Options means -1, automatic.
+	// QueryOptions): 0 or -1 automatic (every collection at once, up to
+	// 64), 1 serial, n at most n store calls at once.
 	MaxDegreeOfParallelism int
 	// MaxBufferedItemCount is the default bound on rows buffered from all
 	// collections during a query; 0 means automatic: 100 per collection,
@@ -108,16 +91,17 @@ type Options struct {
 	// RouteCacheSize is how many placements (a string key's collection
 	// for creates, its collections for reads) each registered resolver
 	// remembers, so a hot key is hashed once: 0 means 4096, -1 none.
-	// Resolvers are pure values (DESIGN.md), so a remembered placement is
-	// always right; a new Register starts an empty cache. Each entry costs
-	// about 100 bytes plus the key.
+	// Resolvers are pure values (docs/design.md#the-resolver-contract), so
+	// a remembered placement is always right; a new Register starts an
+	// empty cache. Each entry costs about 100 bytes plus the key.
 	RouteCacheSize int
 }
 
 // Client routes calls to the collections of a store. It is safe for
 // concurrent use; its resolvers can be swapped under traffic.
 type Client struct {
-	st    store.Store
+	raw   store.Store // as given
+	st    *retryStore // raw with retries and hooks: every call goes here
 	opts  Options
 	dbs   atomic.Pointer[registry] // immutable once published
 	regMu sync.Mutex               // serialises Register/Unregister
@@ -138,42 +122,35 @@ func newRegistry(m map[string]*dbEntry) *registry {
 	return r
 }
 
-// dbEntry is one registration: a resolver and what the router derived from
-// it. It is immutable apart from the cache, whose slots are atomic.
+// dbEntry is one registration: a resolver and its placement.
 type dbEntry struct {
-	link  string // canonical "dbs/{db}"
-	r     resolver.Resolver
-	kd    resolver.KeyDef // zero when the resolver has none
-	cache *routeCache     // nil when off
+	link string // canonical "dbs/{db}"
+	r    resolver.Resolver
+	pl   *placement
 }
 
 // New returns a client over st. The client does not own st: Close st
 // yourself.
 func New(st store.Store, opts *Options) *Client {
-	c := &Client{st: st}
+	c := &Client{raw: st}
 	if opts != nil {
 		c.opts = *opts
-	} else {
+	}
+	if c.opts.MaxDegreeOfParallelism == 0 {
 		c.opts.MaxDegreeOfParallelism = -1
 	}
-	if c.opts.Retry.MaxAttempts <= 0 {
-		c.opts.Retry.MaxAttempts = 9
-	}
-	if c.opts.Retry.MaxWait <= 0 {
-		c.opts.Retry.MaxWait = 30 * time.Second
-	}
-	if c.opts.Retry.DefaultWait <= 0 {
-		c.opts.Retry.DefaultWait = 100 * time.Millisecond
-	}
+	c.opts.Retry = c.opts.Retry.withDefaults()
 	if c.opts.RouteCacheSize == 0 {
 		c.opts.RouteCacheSize = 4096
 	}
+	c.st = &retryStore{Store: st, policy: c.opts.Retry, hooks: &c.opts.Hooks}
 	c.dbs.Store(newRegistry(map[string]*dbEntry{}))
 	return c
 }
 
-// Store returns the store the client routes to.
-func (c *Client) Store() store.Store { return c.st }
+// Store returns the store the client routes to, as it was given to New
+// (without the client's retries and hooks).
+func (c *Client) Store() store.Store { return c.raw }
 
 func dbKey(dbLink string) (string, error) {
 	db, err := link.ParseDatabase(dbLink)
@@ -181,12 +158,6 @@ func dbKey(dbLink string) (string, error) {
 		return "", fmt.Errorf("router: database link %q: %w", dbLink, err)
 	}
 	return "dbs/" + db, nil
-}
-
-// keyDefiner is implemented by resolvers that read documents by a
-// partition-key path (hash, range, lookup).
-type keyDefiner interface {
-	KeyDef() resolver.KeyDef
 }
 
 // Register sets the resolver of a database, replacing any earlier one
@@ -202,13 +173,7 @@ func (c *Client) Register(dbLink string, r resolver.Resolver) error {
 	if r == nil {
 		return fmt.Errorf("router: Register %s with a nil resolver", dbLink)
 	}
-	e := &dbEntry{link: key, r: r}
-	if kd, ok := r.(keyDefiner); ok {
-		e.kd = kd.KeyDef()
-	}
-	if c.opts.RouteCacheSize > 0 {
-		e.cache = newRouteCache(c.opts.RouteCacheSize)
-	}
+	e := &dbEntry{link: key, r: r, pl: newPlacement(r, c.opts.RouteCacheSize)}
 	c.regMu.Lock()
 	defer c.regMu.Unlock()
 	old := c.dbs.Load().byLink
@@ -286,84 +251,10 @@ func (c *Client) entry(dbLink string) (*dbEntry, error) {
 	return e, nil
 }
 
-// call runs one store operation with the retry policy and the hooks.
-func (c *Client) call(ctx context.Context, l, op string, fn func() error) error {
-	var r retrier
-	for {
-		start := r.begin(c)
-		err := fn()
-		if !r.again(ctx, c, l, op, start, &err) {
-			return err
-		}
-	}
-}
-
-// retrier is the retry loop's state, kept on the caller's stack so hot
-// paths run the loop without allocating a closure:
-//
-//	var r retrier
-//	for {
-//		start := r.begin(c)
-//		d, err := store call
-//		if !r.again(ctx, c, link, op, start, &err) { return d, err }
-//	}
-type retrier struct {
-	attempt int
-	waited  time.Duration
-}
-
-// begin starts an attempt; it reads the clock only when a Call hook wants
-// the latency.
-func (r *retrier) begin(c *Client) time.Time {
-	r.attempt++
-	if c.opts.Hooks.Call != nil {
-		return time.Now()
-	}
-	return time.Time{}
-}
-
-// again reports the attempt to the hooks and decides whether to retry: only
-// a throttled error, within the attempt and wait bounds, after the store's
-// retry-after (waited out here, honouring ctx). On giving up during a wait
-// it replaces *err with one wrapping the context's error.
-func (r *retrier) again(ctx context.Context, c *Client, l, op string, start time.Time, err *error) bool {
-	if h := c.opts.Hooks.Call; h != nil {
-		h(l, op, time.Since(start), *err)
-	}
-	if *err == nil {
-		return false
-	}
-	wait, throttled := store.RetryAfter(*err)
-	if !throttled || r.attempt >= c.opts.Retry.MaxAttempts {
-		return false
-	}
-	if wait <= 0 {
-		wait = c.opts.Retry.DefaultWait
-	}
-	if r.waited+wait > c.opts.Retry.MaxWait {
-		return false
-	}
-	if h := c.opts.Hooks.Retry; h != nil {
-		h(l, op, r.attempt, wait)
-	}
-	t := time.NewTimer(wait)
-	select {
-	case <-ctx.Done():
-		t.Stop()
-		*err = fmt.Errorf("router: %s %s: %w (while waiting to retry after: %w)", op, l, ctx.Err(), *err)
-		return false
-	case <-t.C:
-	}
-	r.waited += wait
-	return true
-}
-
-// parallelism resolves MaxDegreeOfParallelism for width collections.
+// parallelism resolves MaxDegreeOfParallelism (after defaults: never 0)
+// for width collections.
 func parallelism(p, width int) int {
-	switch {
-	case p == 0:
-		return 1
-	case p < 0:
+	if p < 0 {
 		return max(1, min(width, autoParallelism))
 	}
 	return max(1, min(p, width))

@@ -2,12 +2,10 @@ package router
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/tidwall/gjson"
 
@@ -57,133 +55,6 @@ func (e *MoveError) Error() string {
 // Unwrap returns the cause.
 func (e *MoveError) Unwrap() error { return e.Err }
 
-// encode turns a document (struct, map, []byte, json.RawMessage) into JSON.
-func encode(doc any) ([]byte, error) {
-	if raw, ok := rawDoc(doc); ok {
-		return raw, nil
-	}
-	if doc == nil {
-		return nil, errors.New("router: the document is nil")
-	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return nil, fmt.Errorf("router: the document does not encode to JSON: %w", err)
-	}
-	return b, nil
-}
-
-// rawDoc returns doc's bytes when it is raw JSON.
-func rawDoc(doc any) ([]byte, bool) {
-	switch d := doc.(type) {
-	case []byte:
-		return d, true
-	case json.RawMessage:
-		return d, true
-	}
-	return nil, false
-}
-
-// storeKey is the partition-key value passed to the store: collections are
-// partitioned by the resolver's partition-key path (the first path of a
-// composite key), which is how EnsureCollections creates them.
-func storeKey(key any) any {
-	switch k := key.(type) {
-	case resolver.CompositeKey:
-		if len(k) > 0 {
-			return storeKey(k[0])
-		}
-		return nil
-	case []any:
-		if len(k) > 0 {
-			return storeKey(k[0])
-		}
-		return nil
-	}
-	if key == resolver.Null {
-		return store.Null
-	}
-	return key
-}
-
-// place finds a document's body, key and the collection it goes to.
-func (c *Client) place(e *dbEntry, doc any) (body []byte, key any, target string, err error) {
-	if body, err = encode(doc); err != nil {
-		return
-	}
-	src := doc
-	if _, custom := doc.(json.Marshaler); custom {
-		src = body // the key is where the document's own encoding puts it
-	}
-	if key, err = e.r.PartitionKey(src); err != nil {
-		return
-	}
-	if s, ok := key.(string); ok && e.cache != nil {
-		h := e.cache.hashString(s)
-		if l, ok := e.cache.createLinkString(h, s); ok {
-			return body, key, l, nil
-		}
-		if target, err = e.r.ResolveForCreate(key); err == nil {
-			e.cache.putCreate(h, s, target)
-		}
-		return
-	}
-	target, err = e.r.ResolveForCreate(key)
-	return
-}
-
-// stringKey returns the key of raw JSON when the route cache can place it:
-// a string at the resolver's one key path, its text appended to buf. The
-// document is scanned in place, only as far as the key.
-func stringKey(e *dbEntry, raw, buf []byte) ([]byte, bool) {
-	if e.cache == nil || e.kd.IsZero() || e.kd.Composite() {
-		return nil, false
-	}
-	var vals [1]resolver.RawValue
-	rv, err := e.kd.ExtractRaw(raw, vals[:0])
-	if err != nil || rv[0].Kind() != resolver.ValueString {
-		return nil, false
-	}
-	return rv[0].AppendText(buf), true
-}
-
-// createLink places a string key held as bytes through the route cache
-// (h is e.cache.hash(text)); only a key placed for the first time is
-// copied.
-func (c *Client) createLink(e *dbEntry, h uint64, text []byte) (string, error) {
-	if l, ok := e.cache.createLink(h, text); ok {
-		return l, nil
-	}
-	key := string(text)
-	l, err := e.r.ResolveForCreate(key)
-	if err == nil {
-		e.cache.putCreate(h, key, l)
-	}
-	return l, err
-}
-
-// placeNew finds where a new document goes. Raw JSON under a resolver that
-// reads a key path is scanned in place: a string key already placed is
-// found in the route cache without allocating; otherwise the key is read
-// without copying it (it is used here and dropped).
-func (c *Client) placeNew(e *dbEntry, doc any) (string, []byte, error) {
-	raw, isRaw := rawDoc(doc)
-	if !isRaw || e.kd.IsZero() {
-		body, _, target, err := c.place(e, doc)
-		return target, body, err
-	}
-	var buf [64]byte
-	if text, ok := stringKey(e, raw, buf[:0]); ok {
-		l, err := c.createLink(e, e.cache.hash(text), text)
-		return l, raw, err
-	}
-	key, err := e.kd.ExtractBorrowed(raw)
-	if err != nil {
-		return "", nil, err
-	}
-	l, err := e.r.ResolveForCreate(key)
-	return l, raw, err
-}
-
 // Create stores a new document in the collection its key resolves to. The
 // document is a struct, a map or raw JSON ([]byte, json.RawMessage); it
 // must have a string "id" and the resolver's partition key (else an error
@@ -212,7 +83,7 @@ func (c *Client) write(ctx context.Context, op, dbLink string, doc any, opts *Wr
 	if err != nil {
 		return nil, err
 	}
-	target, body, err := c.placeNew(e, doc)
+	target, body, err := e.pl.newDocument(doc)
 	if err != nil {
 		return nil, err
 	}
@@ -220,66 +91,19 @@ func (c *Client) write(ctx context.Context, op, dbLink string, doc any, opts *Wr
 	if opts != nil && opts.IfMatch != "" {
 		wo = &store.WriteOptions{IfMatch: opts.IfMatch}
 	}
-	var r retrier
-	for {
-		start := r.begin(c)
-		var out *store.Document
-		if op == "create" {
-			out, err = c.st.Create(ctx, target, body, wo)
-		} else {
-			out, err = c.st.Upsert(ctx, target, body, wo)
-		}
-		if !r.again(ctx, c, target, op, start, &err) {
-			return out, err
-		}
+	if op == "create" {
+		return c.st.Create(ctx, target, body, wo)
 	}
-}
-
-var errPointNeedsKey = &resolver.KeyError{Err: resolver.ErrNoPartitionKey, Reason: "a point operation needs the document's partition key"}
-
-// route returns where a point operation on key looks, from the route cache
-// for string keys.
-func (c *Client) route(e *dbEntry, key any) (*readEntry, error) {
-	if key == nil {
-		return nil, errPointNeedsKey
-	}
-	s, isString := key.(string)
-	var slot *atomic.Pointer[readEntry]
-	var h uint64
-	if isString && e.cache != nil {
-		var re *readEntry
-		if re, h, slot = e.cache.readRoute(s); re != nil {
-			return re, nil
-		}
-	}
-	links, err := e.r.ResolveForRead(key)
-	if err != nil {
-		return nil, err
-	}
-	sk := storeKey(key)
-	re := &readEntry{hash: h, key: s, links: links, store: sk, ro: store.ReadOptions{PartitionKey: sk}, wo: store.WriteOptions{PartitionKey: sk}}
-	if slot != nil {
-		slot.Store(re)
-	}
-	return re, nil
+	return c.st.Upsert(ctx, target, body, wo)
 }
 
 // find returns the collection holding id under the route and the document:
 // the first of the route's collections that has it. Errors other than "not
 // found" end the search.
-func (c *Client) find(ctx context.Context, rt *readEntry, id string) (string, *store.Document, error) {
+func (c *Client) find(ctx context.Context, rt *route, id string) (string, *store.Document, error) {
 	var last error
 	for _, l := range rt.links {
-		var r retrier
-		var d *store.Document
-		var err error
-		for {
-			start := r.begin(c)
-			d, err = c.st.Read(ctx, l, id, &rt.ro)
-			if !r.again(ctx, c, l, "read", start, &err) {
-				break
-			}
-		}
+		d, err := c.st.Read(ctx, l, id, &rt.ro)
 		if err == nil {
 			return l, d, nil
 		}
@@ -306,7 +130,7 @@ func (c *Client) Read(ctx context.Context, dbLink, id string, key any) (*store.D
 	if err != nil {
 		return nil, err
 	}
-	rt, err := c.route(e, key)
+	rt, err := e.pl.forKey(key)
 	if err != nil {
 		return nil, err
 	}
@@ -336,7 +160,7 @@ func (c *Client) Replace(ctx context.Context, dbLink, id string, doc any, opts *
 	if err != nil {
 		return nil, err
 	}
-	body, key, target, newRt, err := c.placeReplacement(e, doc)
+	body, key, target, newRt, err := e.pl.replacement(doc)
 	if err != nil {
 		return nil, err
 	}
@@ -353,12 +177,12 @@ func (c *Client) Replace(ctx context.Context, dbLink, id string, doc any, opts *
 	if sameKey && len(newRt.links) == 1 && newRt.links[0] == target {
 		// The common case: one place to look, and it is where the
 		// document stays.
-		d, err := c.replaceAt(ctx, target, id, body, newRt.writeOptions(o.IfMatch))
+		d, err := c.st.Replace(ctx, target, id, body, newRt.writeOptions(o.IfMatch))
 		return d, oldKeyHint(err, o)
 	}
 	oldRt := newRt
 	if !sameKey {
-		if oldRt, err = c.route(e, oldKey); err != nil {
+		if oldRt, err = e.pl.forKey(oldKey); err != nil {
 			return nil, err
 		}
 	}
@@ -376,38 +200,9 @@ func (c *Client) Replace(ctx context.Context, dbLink, id string, doc any, opts *
 	if source == target && samePartition {
 		// Same collection and logical partition (a composite key may
 		// change in a part collections are not partitioned by).
-		return c.replaceAt(ctx, target, id, body, newRt.writeOptions(old.ETag))
+		return c.st.Replace(ctx, target, id, body, newRt.writeOptions(old.ETag))
 	}
 	return c.move(ctx, id, body, source, target, oldRt.store, newRt.store, old.ETag)
-}
-
-// placeReplacement finds a replacement's body, key, the collection it
-// belongs in and where documents with its key are looked for. Raw JSON
-// with a string key is placed through the route cache, allocating nothing
-// for a key seen before.
-func (c *Client) placeReplacement(e *dbEntry, doc any) (body []byte, key any, target string, rt *readEntry, err error) {
-	var buf [64]byte
-	if raw, ok := rawDoc(doc); ok {
-		if text, ok := stringKey(e, raw, buf[:0]); ok {
-			h := e.cache.hash(text)
-			if target, err = c.createLink(e, h, text); err != nil {
-				return nil, nil, "", nil, err
-			}
-			if rt = e.cache.readRouteBytes(h, text); rt == nil {
-				if rt, err = c.route(e, string(text)); err != nil {
-					return nil, nil, "", nil, err
-				}
-			}
-			return raw, rt.store, target, rt, nil
-		}
-	}
-	if body, key, target, err = c.place(e, doc); err != nil {
-		return nil, nil, "", nil, err
-	}
-	if rt, err = c.route(e, key); err != nil {
-		return nil, nil, "", nil, err
-	}
-	return body, key, target, rt, nil
 }
 
 // oldKeyHint explains a replace that found nothing under the new key.
@@ -441,31 +236,14 @@ func orMissing(raw string) string {
 	return raw
 }
 
-func (c *Client) replaceAt(ctx context.Context, l, id string, body []byte, wo *store.WriteOptions) (*store.Document, error) {
-	var r retrier // the loop inline: no closure to allocate on this hot path
-	for {
-		start := r.begin(c)
-		d, err := c.st.Replace(ctx, l, id, body, wo)
-		if !r.again(ctx, c, l, "replace", start, &err) {
-			return d, err
-		}
-	}
-}
-
 // move creates the new version at target, then deletes the old one at
 // source on condition of its ETag; see Replace.
 func (c *Client) move(ctx context.Context, id string, body []byte, source, target string, oldSK, newSK any, oldETag string) (*store.Document, error) {
-	var out *store.Document
-	err := c.call(ctx, target, "create", func() (err error) {
-		out, err = c.st.Create(ctx, target, body, &store.WriteOptions{PartitionKey: newSK})
-		return err
-	})
+	out, err := c.st.Create(ctx, target, body, &store.WriteOptions{PartitionKey: newSK})
 	if err != nil {
 		return nil, &MoveError{ID: id, From: source, To: target, Err: err}
 	}
-	err = c.call(ctx, source, "delete", func() error {
-		return c.st.Delete(ctx, source, id, &store.WriteOptions{PartitionKey: oldSK, IfMatch: oldETag})
-	})
+	err = c.st.Delete(ctx, source, id, &store.WriteOptions{PartitionKey: oldSK, IfMatch: oldETag})
 	if err == nil {
 		return out, nil
 	}
@@ -476,9 +254,7 @@ func (c *Client) move(ctx context.Context, id string, body []byte, source, targe
 	}
 	// The old copy changed or vanished under us: a concurrent writer won.
 	// Remove our copy (only if nobody touched it) so theirs stands alone.
-	undo := c.call(ctx, target, "delete", func() error {
-		return c.st.Delete(ctx, target, id, &store.WriteOptions{PartitionKey: newSK, IfMatch: out.ETag})
-	})
+	undo := c.st.Delete(ctx, target, id, &store.WriteOptions{PartitionKey: newSK, IfMatch: out.ETag})
 	if undo != nil {
 		return nil, &MoveError{ID: id, From: source, To: target, Duplicate: true, Err: fmt.Errorf("%w; then removing the new copy failed: %v", err, undo)}
 	}
@@ -534,7 +310,7 @@ func (c *Client) Delete(ctx context.Context, dbLink, id string, key any, opts *W
 	if err != nil {
 		return err
 	}
-	rt, err := c.route(e, key)
+	rt, err := e.pl.forKey(key)
 	if err != nil {
 		return err
 	}
@@ -549,14 +325,7 @@ func (c *Client) Delete(ctx context.Context, dbLink, id string, key any, opts *W
 		if !deleted {
 			wo = rt.writeOptions(ifMatch)
 		}
-		var r retrier
-		for {
-			start := r.begin(c)
-			err = c.st.Delete(ctx, l, id, wo)
-			if !r.again(ctx, c, l, "delete", start, &err) {
-				break
-			}
-		}
+		err = c.st.Delete(ctx, l, id, wo)
 		switch {
 		case err == nil:
 			deleted = true
@@ -593,28 +362,9 @@ func (c *Client) EnsureCollections(ctx context.Context, dbLink string, spec *sto
 	if err != nil {
 		return nil, err
 	}
-	links, err := e.r.ResolveForRead(nil)
+	links, sp, want, err := e.pl.collections(dbLink, spec)
 	if err != nil {
 		return nil, err
-	}
-	var sp store.CollectionSpec
-	if spec != nil {
-		sp = *spec
-	}
-	path := sp.PartitionKeyPath
-	if !e.kd.IsZero() {
-		path = e.kd.Paths()[0]
-	} else if path == "" {
-		return nil, fmt.Errorf("router: the resolver of %s does not tell its partition-key path (it has no KeyDef method): give the path the collections are partitioned by in the template", dbLink)
-	}
-	want, err := store.ParsePartitionKeyPath(path) // the segments every collection must have
-	if err != nil {
-		return nil, fmt.Errorf("router: the resolver's partition key %s: %w", path, err)
-	}
-	if sp.PartitionKeyPath == "" {
-		sp.PartitionKeyPath = path
-	} else if err := checkPath(sp.PartitionKeyPath, want); err != nil {
-		return nil, fmt.Errorf("router: the template's %w (the resolver's key is %s)", err, path)
 	}
 	created := make([]bool, len(links))
 	errs := make([]error, len(links))
@@ -626,7 +376,7 @@ func (c *Client) EnsureCollections(ctx context.Context, dbLink string, spec *sto
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			err := c.call(ctx, l, "create collection", func() error { return c.st.CreateCollection(ctx, l, &sp) })
+			err := c.st.CreateCollection(ctx, l, &sp)
 			switch {
 			case err == nil:
 				created[i] = true
@@ -648,11 +398,7 @@ func (c *Client) EnsureCollections(ctx context.Context, dbLink string, spec *sto
 }
 
 func (c *Client) checkExisting(ctx context.Context, l string, want []string) error {
-	var info *store.CollectionInfo
-	err := c.call(ctx, l, "read collection", func() (err error) {
-		info, err = c.st.CollectionInfo(ctx, l)
-		return err
-	})
+	info, err := c.st.CollectionInfo(ctx, l)
 	if err != nil {
 		return err
 	}

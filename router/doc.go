@@ -4,6 +4,17 @@
 // database link, then creates, reads, replaces, deletes and queries against
 // the database, never against a collection.
 //
+// # Layout
+//
+// placement.go is the one place that decides where a key lives: for a
+// registered resolver, where a document is written and where it may be
+// read, with the route cache (cache.go) behind it. retry.go wraps the store
+// so that every router call is retried when throttled and reported to the
+// Hooks. A query's Pager (pager.go) is thin: a fetch scheduler (fetch.go)
+// runs the store calls, one merger per mode (merge.go: stream, ordered,
+// distinct, aggregate) combines the rows, and token.go writes the
+// continuation tokens; rows.go reads ORDER BY rows.
+//
 // # Routing
 //
 // Writes go where ResolveForCreate puts the document's key. Point reads,
@@ -32,8 +43,9 @@
 // deterministic), TOP and OFFSET/LIMIT are widened per collection and
 // applied once, aggregates and GROUP BY combine partial results (AVG from
 // sums and counts), DISTINCT applies again after the merge. Store calls run
-// in parallel up to MaxDegreeOfParallelism and read ahead within
-// MaxBufferedItemCount. A shape that cannot be merged exactly is refused
+// in parallel up to MaxDegreeOfParallelism (the zero value means the
+// client's default, automatic unless set; 1 is serial) and read ahead
+// within MaxBufferedItemCount. A shape that cannot be merged exactly is refused
 // with the planner's error naming the construct. An ORDER BY row is read in
 // one pass: its sort keys decoded in place (strings alias the store's
 // page), its payload passed on as the store wrote it.

@@ -285,22 +285,77 @@ func TestEmptyFanOut(t *testing.T) {
 	assert.Equal(t, []json.RawMessage{json.RawMessage("0")}, items, "as one empty collection would answer")
 }
 
+// gate is a store whose queries prove how many run at once without racing
+// the scheduler: the first `want` queries are held until all of them have
+// arrived (so that many ran together), then every query goes through; it
+// also counts the most queries running at once, which must never pass
+// want. A pager that cannot reach want fails with the count it reached,
+// after a bound that only a broken pager meets.
+type gate struct {
+	store.Store
+	want     int32
+	arrived  atomic.Int32
+	open     chan struct{}
+	inflight atomic.Int32
+	peak     atomic.Int32
+}
+
+func newGate(st store.Store, want int) *gate {
+	return &gate{Store: st, want: int32(want), open: make(chan struct{})}
+}
+
+func (g *gate) Query(ctx context.Context, l string, q store.Query, o *store.QueryOptions) (*store.Page, error) {
+	n := g.inflight.Add(1)
+	defer g.inflight.Add(-1)
+	for p := g.peak.Load(); n > p && !g.peak.CompareAndSwap(p, n); p = g.peak.Load() {
+	}
+	if g.arrived.Add(1) == g.want {
+		close(g.open)
+	}
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(time.Minute):
+		return nil, fmt.Errorf("only %d of %d queries ever ran at once", g.peak.Load(), g.want)
+	}
+	return g.Store.Query(ctx, l, q, o)
+}
+
+// TestParallelismBound: a query runs exactly as many store calls at once
+// as MaxDegreeOfParallelism allows (capped by the collections), and a zero
+// QueryOptions means the client's default, not serial.
 func TestParallelismBound(t *testing.T) {
-	fs := &faulty{Store: newMem(t)}
-	fs.delay.Store(int64(2 * time.Millisecond))
-	c := setup(t, 12, fs, nil)
-	addUsers(t, c, 240, func(i int) string { return fmt.Sprint("k", i) })
-	for _, tc := range []struct{ par, want int }{{0, 1}, {1, 1}, {3, 3}, {-1, 12}, {100, 12}} {
+	mem := newMem(t)
+	loader := setup(t, 12, mem, nil)
+	addUsers(t, loader, 240, func(i int) string { return fmt.Sprint("k", i) })
+	for _, tc := range []struct {
+		name        string
+		client, par int
+		want        int
+		zeroOptions bool
+	}{
+		{"serial", 0, 1, 1, false},
+		{"three", 0, 3, 3, false},
+		{"automatic", 0, -1, 12, false},
+		{"more than collections", 0, 100, 12, false},
+		{"zero means the client's default (automatic)", 0, 0, 12, false},
+		{"zero options, client default serial", 1, 0, 1, true},
+		{"zero options, client default 5", 5, 0, 5, true},
+		{"zero options, client default automatic", -1, 0, 12, true},
+	} {
 		for _, text := range []string{"SELECT * FROM c", "SELECT * FROM c ORDER BY c.age", "SELECT VALUE AVG(c.age) FROM c", "SELECT DISTINCT VALUE c.age FROM c"} {
-			fs.peak.Store(0)
-			items, err := c.Query(ctx, db, store.Query{Text: text}, &router.QueryOptions{MaxDegreeOfParallelism: tc.par, MaxBufferedItemCount: 120})
-			require.NoError(t, err)
-			require.NotEmpty(t, items)
-			if tc.want == 1 || !strings.Contains(text, "DISTINCT") {
-				assert.EqualValues(t, tc.want, fs.peak.Load(), "%s, MaxDegreeOfParallelism %d", text, tc.par)
-			} else {
-				assert.LessOrEqual(t, fs.peak.Load(), int32(tc.want), "%s, MaxDegreeOfParallelism %d", text, tc.par)
+			g := newGate(mem, tc.want)
+			c := router.New(g, &router.Options{MaxDegreeOfParallelism: tc.client, MaxBufferedItemCount: 120})
+			require.NoError(t, c.Register(db, ring(t, 12)))
+			opts := &router.QueryOptions{MaxDegreeOfParallelism: tc.par}
+			if tc.zeroOptions {
+				opts = &router.QueryOptions{}
 			}
+			items, err := c.Query(ctx, db, store.Query{Text: text}, opts)
+			require.NoError(t, err, "%s: %s", tc.name, text)
+			require.NotEmpty(t, items)
+			assert.EqualValues(t, tc.want, g.peak.Load(), "%s: %s", tc.name, text)
 		}
 	}
 }
@@ -333,13 +388,16 @@ func TestContextCancellation(t *testing.T) {
 	want, err := c.Query(ctx, db, q, &router.QueryOptions{MaxDegreeOfParallelism: -1})
 	require.NoError(t, err)
 
-	fs.delay.Store(int64(200 * time.Millisecond))
+	// A store that never answers on its own: the query can only end
+	// because its context does.
+	held := &holding{Store: fs, release: make(chan struct{})}
+	defer close(held.release)
+	hc := router.New(held, nil)
+	require.NoError(t, hc.Register(db, ring(t, 6)))
 	short, cancel := ctxTimeout(20 * time.Millisecond)
 	defer cancel()
-	start := time.Now()
-	_, err = c.Query(short, db, q, &router.QueryOptions{MaxDegreeOfParallelism: -1})
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Less(t, time.Since(start), 150*time.Millisecond, "the context ends the query, not the store")
+	_, err = hc.Query(short, db, q, &router.QueryOptions{MaxDegreeOfParallelism: -1})
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "the context ends the query, not the store")
 
 	// A context per page, cancelled once the page is back: read-ahead
 	// started under it is cancelled too, and simply made again.
@@ -427,4 +485,16 @@ func ExampleClient_NewQueryPager() {
 	//   {"id":"o4","total":40}
 	//   {"id":"o3","total":30}
 	// sum: 450
+}
+
+// holding is a store whose queries wait for release, whatever their
+// context says.
+type holding struct {
+	store.Store
+	release chan struct{}
+}
+
+func (h *holding) Query(ctx context.Context, l string, q store.Query, o *store.QueryOptions) (*store.Page, error) {
+	<-h.release
+	return h.Store.Query(ctx, l, q, o)
 }

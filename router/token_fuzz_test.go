@@ -51,7 +51,7 @@ func forgeFixture(tb testing.TB) *Client {
 
 // tokenBody returns the state inside a genuine token, uncompressed.
 func tokenBody(tb testing.TB, p *Pager, tok string) []byte {
-	t, err := decodeToken(tok, p.bind, p.lh, len(p.srcs))
+	t, err := decodeToken(tok, p.bind, p.lh, len(p.sched.srcs))
 	require.NoError(tb, err)
 	return t.body()
 }

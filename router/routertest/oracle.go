@@ -53,7 +53,8 @@ type Config struct {
 	// chosen per query so that a read has about 1 to 12 pages.
 	PageSizes []int
 	// Parallelism are the MaxDegreeOfParallelism values tried (one per
-	// read, at random); nil means 0, 1, 3 and -1.
+	// read, at random); nil means 0 (the client's default), 1 (serial), 3
+	// and -1.
 	Parallelism []int
 	// Seed makes the run reproducible; 0 means 1.
 	Seed uint64

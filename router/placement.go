@@ -1,0 +1,343 @@
+package router
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/store"
+)
+
+// placement is the one place the router decides where a key lives: for a
+// registered resolver, where a document is written (ResolveForCreate) and
+// where it may be read (ResolveForRead, in the order to look), with the
+// route cache behind both. Everything else in the router asks it and
+// never calls the resolver itself, so a placement rule (a transition, a
+// key written to one placement and read from two) is taught here once.
+//
+// A placement is immutable apart from the cache, whose slots are atomic;
+// Register builds a new one for a new resolver.
+type placement struct {
+	r     resolver.Resolver
+	kd    resolver.KeyDef       // zero: the resolver reads no documents itself
+	text  resolver.TextResolver // nil: keys are placed as values only
+	cache *routeCache           // nil: off
+}
+
+func newPlacement(r resolver.Resolver, cacheSize int) *placement {
+	pl := &placement{r: r}
+	if kd, ok := r.(resolver.KeyDefiner); ok {
+		pl.kd = kd.KeyDef()
+	}
+	if tr, ok := r.(resolver.TextResolver); ok && !pl.kd.IsZero() {
+		pl.text = tr
+	}
+	if cacheSize > 0 {
+		pl.cache = newRouteCache(cacheSize)
+	}
+	return pl
+}
+
+// route is where point operations on one key look, and what they tell the
+// store. One allocation holds it all, and it is shared by every call on the
+// key (through the route cache): nothing in it is modified once made, the
+// links are never handed out, and the store only reads the options.
+type route struct {
+	hash  uint64 // the key's hash in the route cache: a probe for another key stops here
+	key   string
+	links []string // ResolveForRead: where to look, in order
+	store any      // the key as the store gets it (storeKey)
+	ro    store.ReadOptions
+	wo    store.WriteOptions // for unconditional replaces and deletes
+}
+
+func newRoute(h uint64, s string, links []string, key any) *route {
+	sk := storeKey(key)
+	return &route{hash: h, key: s, links: links, store: sk, ro: store.ReadOptions{PartitionKey: sk}, wo: store.WriteOptions{PartitionKey: sk}}
+}
+
+// writeOptions returns the options of a write on the route's key: the
+// shared unconditional ones, or a new conditional one for an ETag.
+func (rt *route) writeOptions(ifMatch string) *store.WriteOptions {
+	if ifMatch == "" {
+		return &rt.wo
+	}
+	return &store.WriteOptions{PartitionKey: rt.store, IfMatch: ifMatch}
+}
+
+var errPointNeedsKey = &resolver.KeyError{Err: resolver.ErrNoPartitionKey, Reason: "a point operation needs the document's partition key"}
+
+// forKey returns the route of a point operation on key; string keys come
+// from the route cache.
+func (pl *placement) forKey(key any) (*route, error) {
+	if key == nil {
+		return nil, errPointNeedsKey
+	}
+	s, isString := key.(string)
+	var slot *atomic.Pointer[route]
+	var h uint64
+	if isString && pl.cache != nil {
+		var rt *route
+		if rt, h, slot = pl.cache.readRoute(s); rt != nil {
+			return rt, nil
+		}
+	}
+	links, err := pl.r.ResolveForRead(key)
+	if err != nil {
+		return nil, err
+	}
+	rt := newRoute(h, s, links, key)
+	if slot != nil {
+		slot.Store(rt)
+	}
+	return rt, nil
+}
+
+// forKeyText is forKey for a string key held as bytes (a key read in place
+// from raw JSON), whose route-cache hash is h: a cached route costs no
+// allocation.
+func (pl *placement) forKeyText(h uint64, text []byte) (*route, error) {
+	if rt := pl.cache.readRouteBytes(h, text); rt != nil {
+		return rt, nil
+	}
+	return pl.forKey(string(text))
+}
+
+// newDocument finds a document's body and the collection a new document
+// with its key goes to (Create, Upsert). Raw JSON under a resolver that
+// reads a key path is scanned in place, only as far as the key: a string key
+// placed before is found in the route cache, and a key the resolver places
+// by its text (resolver.TextResolver) is placed without allocating. Other
+// documents are encoded and their key read by the resolver.
+func (pl *placement) newDocument(doc any) (target string, body []byte, err error) {
+	raw, isRaw := rawDoc(doc)
+	if !isRaw || pl.kd.IsZero() {
+		body, key, err := pl.document(doc)
+		if err != nil {
+			return "", nil, err
+		}
+		target, err = pl.createTarget(key)
+		return target, body, err
+	}
+	var buf [64]byte
+	if text, ok := pl.stringKey(raw, buf[:0]); ok {
+		target, err = pl.createTargetText(pl.cache.hash(text), text)
+		return target, raw, err
+	}
+	if pl.text != nil {
+		if target, ok := pl.textTarget(raw); ok {
+			return target, raw, nil
+		}
+	}
+	key, err := pl.kd.ExtractBorrowed(raw)
+	if err != nil {
+		return "", nil, err
+	}
+	target, err = pl.r.ResolveForCreate(key)
+	return target, raw, err
+}
+
+// textTarget places raw JSON by its key's canonical text through the
+// resolver's ResolveTextForCreate: one allocation (the text's buffer, which
+// escapes through the interface call) where reading the key as a value
+// costs its box, and a composite key its parts too. ok is false when the
+// key has no canonical text (a boolean, null, a missing key): the caller
+// then asks the resolver about the value, which says what is wrong. It is
+// its own function so that only this path pays for the escaping buffer.
+func (pl *placement) textTarget(raw []byte) (string, bool) {
+	var buf [64]byte
+	text, err := pl.kd.AppendKey(buf[:0], raw)
+	if err != nil {
+		return "", false
+	}
+	target, err := pl.text.ResolveTextForCreate(text)
+	return target, err == nil
+}
+
+// replacement finds a replacement's body and key, the collection it
+// belongs in, and the route of its key. Raw JSON with a string key is
+// placed through the route cache, allocating nothing for a key seen
+// before.
+func (pl *placement) replacement(doc any) (body []byte, key any, target string, rt *route, err error) {
+	var buf [64]byte
+	if raw, ok := rawDoc(doc); ok {
+		if text, ok := pl.stringKey(raw, buf[:0]); ok {
+			h := pl.cache.hash(text)
+			if target, err = pl.createTargetText(h, text); err != nil {
+				return nil, nil, "", nil, err
+			}
+			if rt, err = pl.forKeyText(h, text); err != nil {
+				return nil, nil, "", nil, err
+			}
+			return raw, rt.store, target, rt, nil
+		}
+	}
+	if body, key, err = pl.document(doc); err != nil {
+		return nil, nil, "", nil, err
+	}
+	if target, err = pl.createTarget(key); err != nil {
+		return nil, nil, "", nil, err
+	}
+	if rt, err = pl.forKey(key); err != nil {
+		return nil, nil, "", nil, err
+	}
+	return body, key, target, rt, nil
+}
+
+// document encodes doc and reads its key with the resolver. A document
+// with its own MarshalJSON is read from that encoding: the key is where
+// the document's JSON puts it.
+func (pl *placement) document(doc any) (body []byte, key any, err error) {
+	if body, err = encode(doc); err != nil {
+		return nil, nil, err
+	}
+	src := doc
+	if _, custom := doc.(json.Marshaler); custom {
+		src = body
+	}
+	key, err = pl.r.PartitionKey(src)
+	return body, key, err
+}
+
+// createTarget is ResolveForCreate(key), through the route cache for
+// string keys.
+func (pl *placement) createTarget(key any) (string, error) {
+	s, ok := key.(string)
+	if !ok || pl.cache == nil {
+		return pl.r.ResolveForCreate(key)
+	}
+	h := pl.cache.hashString(s)
+	if l, ok := pl.cache.createLinkString(h, s); ok {
+		return l, nil
+	}
+	l, err := pl.r.ResolveForCreate(key)
+	if err == nil {
+		pl.cache.putCreate(h, s, l)
+	}
+	return l, err
+}
+
+// createTargetText is createTarget for a string key held as bytes, whose
+// route-cache hash is h; only a key placed for the first time is copied.
+func (pl *placement) createTargetText(h uint64, text []byte) (string, error) {
+	if l, ok := pl.cache.createLink(h, text); ok {
+		return l, nil
+	}
+	key := string(text)
+	l, err := pl.r.ResolveForCreate(key)
+	if err == nil {
+		pl.cache.putCreate(h, key, l)
+	}
+	return l, err
+}
+
+// stringKey returns the key of raw JSON when the route cache can place it:
+// a string at the resolver's one key path, its text appended to buf. The
+// document is scanned in place, only as far as the key.
+func (pl *placement) stringKey(raw, buf []byte) ([]byte, bool) {
+	if pl.cache == nil || pl.kd.IsZero() || pl.kd.Composite() {
+		return nil, false
+	}
+	var vals [1]resolver.RawValue
+	rv, err := pl.kd.ExtractRaw(raw, vals[:0])
+	if err != nil || rv[0].Kind() != resolver.ValueString {
+		return nil, false
+	}
+	return rv[0].AppendText(buf), true
+}
+
+// forQuery returns the collections a query with this partition key runs on
+// (every collection for a nil key) and the store key that scopes its
+// documents: nil when the key is not a single value (a rangeresolver.Range
+// narrows the collections only).
+func (pl *placement) forQuery(key any) (links []string, scope any, err error) {
+	if links, err = pl.r.ResolveForRead(key); err != nil {
+		return nil, nil, err
+	}
+	if key != nil {
+		if sk := storeKey(key); sk != nil {
+			if _, err := store.KeyText(sk); err == nil {
+				scope = sk
+			}
+		}
+	}
+	return links, scope, nil
+}
+
+// collections returns every collection of the resolver and the
+// partition-key path they must be partitioned by: the resolver's own (the
+// first path of a composite key), else the template's. A template that
+// disagrees with the resolver is an error wrapping ErrKeyPathMismatch.
+func (pl *placement) collections(dbLink string, spec *store.CollectionSpec) (links []string, sp store.CollectionSpec, want []string, err error) {
+	if links, err = pl.r.ResolveForRead(nil); err != nil {
+		return nil, sp, nil, err
+	}
+	if spec != nil {
+		sp = *spec
+	}
+	path := sp.PartitionKeyPath
+	if !pl.kd.IsZero() {
+		path = pl.kd.Paths()[0]
+	} else if path == "" {
+		return nil, sp, nil, fmt.Errorf("router: the resolver of %s reads no documents itself (it is no resolver.KeyDefiner, or its partitionKey is empty): give the path the collections are partitioned by in the template", dbLink)
+	}
+	if want, err = store.ParsePartitionKeyPath(path); err != nil {
+		return nil, sp, nil, fmt.Errorf("router: the resolver's partition key %s: %w", path, err)
+	}
+	if sp.PartitionKeyPath == "" {
+		sp.PartitionKeyPath = path
+	} else if err := checkPath(sp.PartitionKeyPath, want); err != nil {
+		return nil, sp, nil, fmt.Errorf("router: the template's %w (the resolver's key is %s)", err, path)
+	}
+	return links, sp, want, nil
+}
+
+// encode turns a document (struct, map, []byte, json.RawMessage) into JSON.
+func encode(doc any) ([]byte, error) {
+	if raw, ok := rawDoc(doc); ok {
+		return raw, nil
+	}
+	if doc == nil {
+		return nil, errors.New("router: the document is nil")
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("router: the document does not encode to JSON: %w", err)
+	}
+	return b, nil
+}
+
+// rawDoc returns doc's bytes when it is raw JSON.
+func rawDoc(doc any) ([]byte, bool) {
+	switch d := doc.(type) {
+	case []byte:
+		return d, true
+	case json.RawMessage:
+		return d, true
+	}
+	return nil, false
+}
+
+// storeKey is the partition-key value passed to the store: collections are
+// partitioned by the resolver's partition-key path (the first path of a
+// composite key), which is how EnsureCollections creates them.
+func storeKey(key any) any {
+	switch k := key.(type) {
+	case resolver.CompositeKey:
+		if len(k) > 0 {
+			return storeKey(k[0])
+		}
+		return nil
+	case []any:
+		if len(k) > 0 {
+			return storeKey(k[0])
+		}
+		return nil
+	}
+	if key == resolver.Null {
+		return store.Null
+	}
+	return key
+}

@@ -1,0 +1,168 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/docshard/docshard/store"
+)
+
+// RetryPolicy bounds retries of throttled store calls (errors wrapping
+// store.ErrThrottled). Nothing else is retried, so a write is never sent
+// twice after an outcome the router cannot know.
+type RetryPolicy struct {
+	// MaxAttempts is the most attempts per call, the first included; 0
+	// means 9. 1 disables retries.
+	MaxAttempts int
+	// MaxWait caps the total time spent waiting between the attempts of
+	// one call; 0 means 30 seconds. A retry-after that would exceed it
+	// ends the retries with the throttled error.
+	MaxWait time.Duration
+	// DefaultWait is the wait when the store gives no retry-after; 0
+	// means 100 ms.
+	DefaultWait time.Duration
+}
+
+// withDefaults fills the zero fields.
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = 9
+	}
+	if p.MaxWait <= 0 {
+		p.MaxWait = 30 * time.Second
+	}
+	if p.DefaultWait <= 0 {
+		p.DefaultWait = 100 * time.Millisecond
+	}
+	return p
+}
+
+// retryStore is the store every router call goes through: each call is
+// retried when the store throttles it, within the RetryPolicy and after the
+// store's retry-after, and every attempt is reported to the Hooks. Putting
+// both in one wrapper keeps them out of the routing code, and whatever
+// else the router grows (fan-out, moves, collection management) gets them
+// without writing the loop again.
+//
+// Cost: nothing over the wrapped call unless a hook is set (then one clock
+// read per attempt) or the call is throttled.
+type retryStore struct {
+	store.Store
+	policy RetryPolicy
+	hooks  *Hooks
+}
+
+// do runs one store call under the policy. fn does not escape, so the
+// closures the methods below pass are not allocated.
+func do[T any](ctx context.Context, s *retryStore, l, op string, fn func() (T, error)) (T, error) {
+	attempt := 0
+	var waited time.Duration
+	for {
+		attempt++
+		var start time.Time
+		if s.hooks.Call != nil {
+			start = time.Now()
+		}
+		v, err := fn()
+		if h := s.hooks.Call; h != nil {
+			h(l, op, time.Since(start), err)
+		}
+		if err == nil {
+			return v, nil
+		}
+		wait, throttled := store.RetryAfter(err)
+		if !throttled || attempt >= s.policy.MaxAttempts {
+			return v, err
+		}
+		if wait <= 0 {
+			wait = s.policy.DefaultWait
+		}
+		if waited+wait > s.policy.MaxWait {
+			return v, err
+		}
+		if h := s.hooks.Retry; h != nil {
+			h(l, op, attempt, wait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, fmt.Errorf("router: %s %s: %w (while waiting to retry after: %w)", op, l, ctx.Err(), err)
+		case <-t.C:
+		}
+		waited += wait
+	}
+}
+
+// none is the result of calls that return only an error.
+type none struct{}
+
+func (s *retryStore) CreateCollection(ctx context.Context, l string, spec *store.CollectionSpec) error {
+	_, err := do(ctx, s, l, "create collection", func() (none, error) {
+		return none{}, s.Store.CreateCollection(ctx, l, spec)
+	})
+	return err
+}
+
+func (s *retryStore) DeleteCollection(ctx context.Context, l string) error {
+	_, err := do(ctx, s, l, "delete collection", func() (none, error) {
+		return none{}, s.Store.DeleteCollection(ctx, l)
+	})
+	return err
+}
+
+func (s *retryStore) ListCollections(ctx context.Context, dbLink string) ([]string, error) {
+	return do(ctx, s, dbLink, "list collections", func() ([]string, error) {
+		return s.Store.ListCollections(ctx, dbLink)
+	})
+}
+
+func (s *retryStore) CollectionInfo(ctx context.Context, l string) (*store.CollectionInfo, error) {
+	return do(ctx, s, l, "read collection", func() (*store.CollectionInfo, error) {
+		return s.Store.CollectionInfo(ctx, l)
+	})
+}
+
+func (s *retryStore) Create(ctx context.Context, l string, doc []byte, opts *store.WriteOptions) (*store.Document, error) {
+	return do(ctx, s, l, "create", func() (*store.Document, error) {
+		return s.Store.Create(ctx, l, doc, opts)
+	})
+}
+
+func (s *retryStore) Read(ctx context.Context, l, id string, opts *store.ReadOptions) (*store.Document, error) {
+	return do(ctx, s, l, "read", func() (*store.Document, error) {
+		return s.Store.Read(ctx, l, id, opts)
+	})
+}
+
+func (s *retryStore) Replace(ctx context.Context, l, id string, doc []byte, opts *store.WriteOptions) (*store.Document, error) {
+	return do(ctx, s, l, "replace", func() (*store.Document, error) {
+		return s.Store.Replace(ctx, l, id, doc, opts)
+	})
+}
+
+func (s *retryStore) Upsert(ctx context.Context, l string, doc []byte, opts *store.WriteOptions) (*store.Document, error) {
+	return do(ctx, s, l, "upsert", func() (*store.Document, error) {
+		return s.Store.Upsert(ctx, l, doc, opts)
+	})
+}
+
+func (s *retryStore) Delete(ctx context.Context, l, id string, opts *store.WriteOptions) error {
+	_, err := do(ctx, s, l, "delete", func() (none, error) {
+		return none{}, s.Store.Delete(ctx, l, id, opts)
+	})
+	return err
+}
+
+func (s *retryStore) Query(ctx context.Context, l string, q store.Query, opts *store.QueryOptions) (*store.Page, error) {
+	return do(ctx, s, l, "query", func() (*store.Page, error) {
+		return s.Store.Query(ctx, l, q, opts)
+	})
+}
+
+func (s *retryStore) ReadFeed(ctx context.Context, l string, opts *store.FeedOptions) (*store.Page, error) {
+	return do(ctx, s, l, "read feed", func() (*store.Page, error) {
+		return s.Store.ReadFeed(ctx, l, opts)
+	})
+}
