@@ -498,7 +498,9 @@ func TestResolverSwapUnderTraffic(t *testing.T) {
 			}
 		}()
 	}
-	for i := 0; i < 200; i++ {
+	// Swap at least 200 times, and until the readers and queriers have
+	// run through swaps (a loaded machine may not schedule them at once).
+	for i := 0; i < 200 || reads.Load() < 50 || queries.Load() < 5; i++ {
 		time.Sleep(100 * time.Microsecond)
 		if i%2 == 0 {
 			require.NoError(t, c.Register(db, big))

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -350,7 +352,7 @@ func TestTTLPurge(t *testing.T) {
 			return nil
 		})
 		return n == 1
-	}, 5*time.Second, 10*time.Millisecond, "expired documents left the disk")
+	}, 30*time.Second, 10*time.Millisecond, "expired documents left the disk")
 	// A write purges as well.
 	_, err = s.Create(ctx, l, []byte(`{"id":"w"}`), nil)
 	require.NoError(t, err)
@@ -424,6 +426,7 @@ func TestCloseWaitsForWriters(t *testing.T) {
 	l := "dbs/t/colls/c"
 	require.NoError(t, s.CreateCollection(ctx, l, nil))
 	var acked sync.Map
+	var count atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < 8; w++ {
 		wg.Go(func() {
@@ -438,10 +441,15 @@ func TestCloseWaitsForWriters(t *testing.T) {
 					return
 				}
 				acked.Store(id, true)
+				count.Add(1)
 			}
 		})
 	}
-	time.Sleep(30 * time.Millisecond)
+	// Close once writes are flowing (not after a sleep, which a loaded
+	// machine can spend without scheduling a writer).
+	for count.Load() < 200 {
+		runtime.Gosched()
+	}
 	require.NoError(t, s.Close())
 	wg.Wait()
 	s, err = Open(dir, nil)
