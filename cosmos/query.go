@@ -8,7 +8,6 @@ import (
 	"hash/fnv"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/tidwall/gjson"
@@ -95,7 +94,7 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	// partial aggregates inside object constructors) are docshard's own SQL,
 	// and their support by the service is not something this package could
 	// test without an account. The WHERE (and partition key) still go down.
-	local := s.opts.QueryMode == QueryLocal || !gatewayServes(parsed)
+	local := s.opts.QueryMode == QueryLocal || !query.Analyze(parsed).GatewayCrossPartition()
 	mode := "service"
 	if local {
 		mode = "local"
@@ -127,38 +126,6 @@ func toParams(ps []store.Param) []azcosmos.QueryParameter {
 		out[i] = azcosmos.QueryParameter{Name: p.Name, Value: p.Value}
 	}
 	return out
-}
-
-// gatewayServes reports whether the gateway can run a query across
-// partitions: filters and projections only.
-func gatewayServes(q *query.Query) bool {
-	if q.Distinct || q.Top != nil || q.Limit != nil || len(q.OrderBy) > 0 || len(q.GroupBy) > 0 || len(q.Joins) > 0 || q.From == nil {
-		return false
-	}
-	for _, it := range q.Items {
-		if hasAggregate(it.X) {
-			return false
-		}
-	}
-	return true
-}
-
-func hasAggregate(e query.Expr) bool {
-	if c, ok := e.(*query.Call); ok {
-		switch c.Name {
-		case "COUNT", "SUM", "MIN", "MAX", "AVG":
-			return true
-		}
-	}
-	// A conservative text test: an aggregate name anywhere (even inside a
-	// subquery) counts, which at worst evaluates the query here.
-	text := query.Format(e)
-	for _, a := range []string{"COUNT(", "SUM(", "MIN(", "MAX(", "AVG("} {
-		if strings.Contains(text, a) {
-			return true
-		}
-	}
-	return false
 }
 
 // servicePage reads one page of a query the service runs, wrapping the
@@ -277,7 +244,7 @@ func (s *Store) evaluate(ctx context.Context, cc *azcosmos.ContainerClient, l st
 	}
 	scan := "SELECT * FROM c"
 	var scanParams []azcosmos.QueryParameter
-	if s.opts.QueryMode == QueryAuto && parsed.From != nil && !parsed.From.In && len(parsed.Joins) == 0 && parsed.Where != nil && !hasSubquery(parsed.Where) {
+	if s.opts.QueryMode == QueryAuto && query.Analyze(parsed).PushableWhere() {
 		if id, ok := parsed.From.Source.(*query.Ident); ok {
 			scan = fmt.Sprintf("SELECT * FROM %s WHERE %s", id.Name, query.Format(parsed.Where))
 			scanParams = toParams(q.Parameters)
@@ -352,8 +319,6 @@ func (s *Store) evaluate(ctx context.Context, cc *azcosmos.ContainerClient, l st
 	}
 	return out, nil
 }
-
-func hasSubquery(e query.Expr) bool { return strings.Contains(query.Format(e), "SELECT ") }
 
 // ReadFeed walks every document of the container, page by page, with the
 // service's own order.

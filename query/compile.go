@@ -387,7 +387,7 @@ func index(x, i any) any {
 }
 
 func (c *compiler) call(n *Call, s *scope) (evalFn, error) {
-	if aggregateNames[n.Name] {
+	if isAggregateCall(n) {
 		if !c.grouped {
 			return nil, compileErr("aggregate %s is only allowed in the SELECT clause", n.Name)
 		}
@@ -469,17 +469,36 @@ func (c *compiler) subquery(n *Subquery, s *scope) (evalFn, error) {
 	}
 }
 
+// isAggregateCall reports whether x calls an aggregate function: the one
+// rule the compiler and Analyze share.
+func isAggregateCall(x Expr) bool {
+	call, ok := x.(*Call)
+	return ok && aggregateNames[call.Name]
+}
+
 // hasAggregate reports whether e calls an aggregate outside subqueries.
 func hasAggregate(e Expr) bool {
 	found := false
 	walk(e, func(x Expr) bool {
-		if call, ok := x.(*Call); ok && aggregateNames[call.Name] {
-			found = true
-		}
+		found = found || isAggregateCall(x)
 		_, sub := x.(*Subquery)
 		return !found && !sub
 	})
 	return found
+}
+
+// aggregated reports whether q's results are groups: it has GROUP BY, or
+// its SELECT calls an aggregate outside subqueries.
+func aggregated(q *Query) bool {
+	if len(q.GroupBy) > 0 {
+		return true
+	}
+	for _, it := range q.Items {
+		if hasAggregate(it.X) {
+			return true
+		}
+	}
+	return false
 }
 
 // walk visits e and its children (depth first) while visit returns true.

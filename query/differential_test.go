@@ -267,11 +267,11 @@ func TestDifferentialFanOut(t *testing.T) {
 			}
 			parts = append(parts, v)
 		}
-		// Half the queries merge through the streaming Merge, half through
-		// MergeAll: both must agree with the single collection.
+		// Half the queries merge through the reference merge over streams,
+		// half over whole lists: both must agree with the single collection.
 		var got []any
 		if qi%2 == 0 {
-			got, err = plan.MergeAll(parts)
+			got, err = referenceMergeAll(plan, parts)
 		} else {
 			got, err = mergeStreaming(plan, parts)
 		}
@@ -298,7 +298,7 @@ func TestDifferentialFanOut(t *testing.T) {
 			}
 			parts = append(parts, v)
 		}
-		got, err = plan.MergeAll(parts)
+		got, err = referenceMergeAll(plan, parts)
 		if err != nil {
 			t.Fatalf("%q: %v", text, err)
 		}
@@ -337,14 +337,14 @@ func TestDifferentialFanOut(t *testing.T) {
 	}
 }
 
-// mergeStreaming merges through Plan.Merge, one pulled stream per part.
+// mergeStreaming merges through referenceMerge, one pulled stream per part.
 func mergeStreaming(plan *Plan, parts [][]any) ([]any, error) {
 	seqs := make([]iter.Seq[any], len(parts))
 	for i, part := range parts {
 		seqs[i] = sliceSeq(part, nil)
 	}
 	out := []any{}
-	for v, err := range plan.Merge(seqs) {
+	for v, err := range referenceMerge(plan, seqs) {
 		if err != nil {
 			return nil, err
 		}

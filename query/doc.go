@@ -48,18 +48,39 @@
 // become {"k": [{"v": key}...], "p": payload}, TOP/OFFSET/LIMIT widen to
 // offset+limit, AVG becomes SUM and COUNT, GROUP BY returns partial
 // aggregates per group as {"g": keys, "a": partials}, DISTINCT applies per
-// collection and again on the client) and how the client merges
-// (Plan.Kind, Distinct, Offset, Limit). Plan.Merge is the streaming merge
-// over one result stream per collection: a k-way merge holding one row per
-// collection for ORDER BY (rows ordered by CompareRows, ties broken by
-// collection index so a resumed merge yields the same order), concatenation
-// otherwise, and a Merger that combines partial aggregates; DistinctFilter,
-// SortKeys and Payload are the pieces for a router that runs its own heap.
-// MergeAll is the same merge over whole lists. Shapes that cannot be merged
-// exactly are an *UnmergeableError naming the construct (errors.Is
-// ErrUnmergeable). Partial SUM and AVG values are added in another order
-// than on one collection, so merged sums may differ in the last bits, as
-// Cosmos DB's own cross-partition aggregates do.
+// collection and again on the client) and how the client merges what the
+// collections return (Plan.Kind, SingleCollection, Distinct, Offset, Limit):
+//
+//   - Stream: the collections' results, concatenated in collection order.
+//   - OrderBy: a k-way merge of the collections' sorted rows, holding one
+//     row per collection, ordered by Plan.CompareRows on their sort keys
+//     (ties broken by collection index, so a merge resumed from the same
+//     per-collection positions yields the same order); each row gives its
+//     payload, and a row without one (undefined) is no result.
+//   - Aggregate: every partial row is added to a Merger (Plan.NewMerger,
+//     Merger.Add), which holds one accumulator set per group; Merger.Results
+//     gives the groups.
+//
+// The client then applies DISTINCT (NewDistinctFilter, or DistinctKey for
+// its own set), OFFSET and LIMIT, and writes each result with Plan.Encode.
+// The router runs this merge as a stream, with continuation tokens and
+// bounded buffering; the package's tests hold a reference merge built from
+// the same pieces and check it against one collection holding every
+// document. Shapes that cannot be merged exactly are an *UnmergeableError
+// naming the construct (errors.Is ErrUnmergeable). Partial SUM and AVG
+// values are added in another order than on one collection, so merged sums
+// may differ in the last bits, as Cosmos DB's own cross-partition
+// aggregates do.
+//
+// # What a query uses (the Cosmos DB backend)
+//
+// Analyze reads from the syntax tree what a query uses: aggregates and
+// subqueries by clause (inside subqueries too), DISTINCT, TOP, OFFSET/LIMIT,
+// ORDER BY, GROUP BY, JOIN, the form of FROM, parameters. Its
+// Features.GatewayCrossPartition says whether the Cosmos DB gateway runs the
+// query across partitions (filters and projections only), and
+// Features.PushableWhere whether its WHERE alone selects the documents to
+// read when the query is evaluated on the client.
 //
 // Values are Go JSON values (nil, bool, float64, string, []any,
 // map[string]any) plus Undefined. Encoded results keep the property order

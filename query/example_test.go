@@ -2,8 +2,9 @@ package query_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"iter"
+	"sort"
 
 	"github.com/docshard/docshard/query"
 )
@@ -50,7 +51,8 @@ func ExamplePrepare() {
 }
 
 // A router plans a query once, sends Plan.Query to every collection and
-// merges what they return.
+// merges what they return: here an ORDER BY, whose rows carry their sort
+// keys ("k") beside what the user sees ("p").
 func ExamplePlanFanOut() {
 	q, err := query.Parse("SELECT TOP 3 VALUE c.id FROM c ORDER BY c.n DESC")
 	if err != nil {
@@ -63,34 +65,116 @@ func ExamplePlanFanOut() {
 	fmt.Println(plan.Kind, plan.Limit)
 	fmt.Println(plan.Query)
 
-	// What two collections return for plan.Query (decoded JSON).
-	row := func(n float64, id string) any {
-		return map[string]any{"k": []any{map[string]any{"v": n}}, "p": id}
+	// What two collections return for plan.Query, each sorted.
+	collections := [][]string{
+		{`{"k":[{"v":9}],"p":"a"}`, `{"k":[{"v":4}],"p":"b"}`, `{"k":[{"v":1}],"p":"c"}`},
+		{`{"k":[{"v":7}],"p":"x"}`, `{"k":[{"v":4}],"p":"y"}`},
 	}
-	collections := [][]any{
-		{row(9, "a"), row(4, "b"), row(1, "c")},
-		{row(7, "x"), row(4, "y")},
+	type row struct {
+		keys    []any
+		coll    int
+		payload any
 	}
-	seqs := make([]iter.Seq[any], len(collections))
-	for i, rows := range collections {
-		seqs[i] = func(yield func(any) bool) {
-			for _, r := range rows {
-				if !yield(r) {
-					return
-				}
+	var rows []row
+	for coll, results := range collections {
+		for _, text := range results {
+			var r map[string]any
+			if err := json.Unmarshal([]byte(text), &r); err != nil {
+				panic(err)
 			}
+			payload, ok := r["p"]
+			if !ok {
+				continue // the payload is undefined: no result
+			}
+			var keys []any
+			for _, k := range r["k"].([]any) {
+				v, ok := k.(map[string]any)["v"]
+				if !ok {
+					v = query.Undefined // this sort key is undefined
+				}
+				keys = append(keys, v)
+			}
+			rows = append(rows, row{keys, coll, payload})
 		}
 	}
-	for v, err := range plan.Merge(seqs) {
+	// A router merges the sorted streams k-way, holding one row per
+	// collection; over whole lists a stable sort by CompareRows gives the
+	// same order (ties go to the lower collection index).
+	sort.SliceStable(rows, func(i, j int) bool {
+		return plan.CompareRows(rows[i].keys, rows[i].coll, rows[j].keys, rows[j].coll) < 0
+	})
+	// Then DISTINCT, OFFSET and LIMIT (-1: none), and each result written
+	// as one collection would write it.
+	distinct := query.NewDistinctFilter()
+	skip, left := plan.Offset, plan.Limit
+	for _, r := range rows {
+		if plan.Distinct && !distinct.First(r.payload) {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		if left == 0 {
+			break
+		}
+		left--
+		b, err := plan.Encode(r.payload)
 		if err != nil {
 			panic(err)
 		}
-		fmt.Println(v)
+		fmt.Println(string(b))
 	}
 	// Output:
 	// order-by 3
 	// SELECT TOP 3 VALUE {"k": [{"v": c.n}], "p": c.id} FROM c AS c WHERE IS_DEFINED(c.id) ORDER BY c.n DESC
-	// a
-	// x
-	// b
+	// "a"
+	// "x"
+	// "b"
+}
+
+// Aggregates come back from every collection as partial values per group,
+// which a Merger combines: AVG as a sum and a count.
+func ExamplePlan_NewMerger() {
+	q, err := query.Parse("SELECT c.city, AVG(c.pop) AS avg FROM c GROUP BY c.city")
+	if err != nil {
+		panic(err)
+	}
+	plan, err := query.PlanFanOut(q, nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(plan.Kind)
+	fmt.Println(plan.Query)
+
+	// What two collections return for plan.Query: per city, the sum and
+	// the count of populations.
+	collections := [][]string{
+		{`{"g":[{"v":"Oslo"}],"a":[{"v":1000},{"v":2}]}`, `{"g":[{"v":"Bergen"}],"a":[{"v":290},{"v":1}]}`},
+		{`{"g":[{"v":"Oslo"}],"a":[{"v":800},{"v":1}]}`},
+	}
+	m := plan.NewMerger()
+	for _, results := range collections {
+		for _, text := range results {
+			var row any
+			if err := json.Unmarshal([]byte(text), &row); err != nil {
+				panic(err)
+			}
+			if err := m.Add(row); err != nil {
+				panic(err)
+			}
+		}
+	}
+	for _, v := range m.Results() { // then DISTINCT, OFFSET and LIMIT, as for any plan
+		b, err := plan.Encode(v)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(string(b))
+	}
+	// Output:
+	// aggregate
+	// SELECT VALUE {"g": [{"v": c.city}], "a": [{"v": SUM(c.pop)}, {"v": COUNT(c.pop)}]} FROM c AS c GROUP BY c.city
+	// {"city":"Bergen","avg":290}
+	// {"city":"Oslo","avg":600}
 }

@@ -1,33 +1,6 @@
 package query
 
-import (
-	"container/heap"
-	"fmt"
-	"iter"
-)
-
-// SortKeys returns the sort keys of an OrderBy row.
-func (p *Plan) SortKeys(row any) ([]any, error) {
-	m, ok := row.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("query: an ORDER BY row is an object, got %s", typeName(row))
-	}
-	wrapped, ok := m[keysProp].([]any)
-	if !ok || len(wrapped) != len(p.desc) {
-		return nil, fmt.Errorf("query: an ORDER BY row lacks its %d sort keys", len(p.desc))
-	}
-	return unwrapAll(wrapped)
-}
-
-// Payload returns what the user sees of an OrderBy row.
-func (p *Plan) Payload(row any) any {
-	if m, ok := row.(map[string]any); ok {
-		if v, ok := m[payloadProp]; ok {
-			return v
-		}
-	}
-	return Undefined
-}
+import "fmt"
 
 // CompareKeys orders two rows' sort keys as ORDER BY does: Cosmos DB's
 // order across types (undefined, null, booleans, numbers, strings), each key
@@ -212,8 +185,9 @@ func (m *Merger) Results() []any {
 // CompareRows orders two ORDER BY rows from different collections for a
 // k-way merge: by their sort keys (CompareKeys), ties broken by collection
 // index, so the merged order is deterministic and a merge resumed from the
-// same per-collection positions yields the same sequence. keys are what
-// SortKeys returned; coll is the collection's index in the fan-out.
+// same per-collection positions yields the same sequence. A row's keys are
+// the "v" of each element of its "k" array, in order, and Undefined where an
+// element has no "v"; coll is the collection's index in the fan-out.
 func (p *Plan) CompareRows(aKeys []any, aColl int, bKeys []any, bColl int) int {
 	if c := compareKeys(aKeys, bKeys, p.desc); c != 0 {
 		return c
@@ -221,10 +195,11 @@ func (p *Plan) CompareRows(aKeys []any, aColl int, bKeys []any, bColl int) int {
 	return cmpInt(aColl, bColl)
 }
 
-// Encode writes one merged result (from Merge, MergeAll, Merger.Results or
-// Payload) as JSON the way a single collection would: the properties of
-// objects the query builds in the order the query names them, other
-// objects with sorted keys. It costs one pass over v.
+// Encode writes one merged result (a row of a Stream plan, the "p" payload
+// of an OrderBy row, or one of Merger.Results) as JSON the way a single
+// collection would: the properties of objects the query builds in the
+// order the query names them, other objects with sorted keys. It costs one
+// pass over v.
 func (p *Plan) Encode(v any) ([]byte, error) {
 	return appendShaped(make([]byte, 0, 64), v, p.shape)
 }
@@ -249,199 +224,4 @@ func (d *DistinctFilter) First(v any) bool {
 	}
 	d.seen[k] = struct{}{}
 	return true
-}
-
-// Merge merges the collections' result streams (decoded rows of the plan's
-// per-collection Query, one stream per collection in collection order) into
-// the results the user sees, as one collection holding every document would
-// answer, with the client-side DISTINCT, OFFSET and LIMIT applied:
-//
-//   - Stream: the streams are concatenated in collection order.
-//   - OrderBy: a k-way merge by CompareRows holding one row per collection
-//     (a heap of stream heads); each merged row is projected to its payload.
-//   - Aggregate: every partial row is combined by a Merger; the groups are
-//     yielded once all streams are read.
-//
-// Merge reads a stream only as far as it needs: once LIMIT is satisfied it
-// stops reading. A malformed row ends the merge with an error (the second
-// value of the pair).
-func (p *Plan) Merge(parts []iter.Seq[any]) iter.Seq2[any, error] {
-	return p.merge(len(parts), func(i int) iter.Seq[any] { return parts[i] }, func(i int) (func() (any, bool), func()) {
-		return iter.Pull(parts[i])
-	})
-}
-
-// merge is Merge over n collections given as sequences (seq) and, for the
-// k-way merge, as pull functions (pull returns next and stop).
-func (p *Plan) merge(n int, seq func(int) iter.Seq[any], pull func(int) (func() (any, bool), func())) iter.Seq2[any, error] {
-	return func(yield func(any, error) bool) {
-		if p.Limit == 0 {
-			return
-		}
-		if p.SingleCollection && n > 1 {
-			n = 1
-		}
-		stopped := false
-		lim := newLimiter(p.Distinct, p.Offset, p.Limit, func(v any, _ []byte) bool {
-			if !yield(v, nil) {
-				stopped = true
-				return false
-			}
-			return true
-		})
-		fail := func(err error) {
-			if !stopped {
-				stopped = true
-				yield(nil, err)
-			}
-		}
-		switch p.Kind {
-		case Stream:
-			for i := range n {
-				for v := range seq(i) {
-					if !lim.emit(v, nil) {
-						return
-					}
-				}
-			}
-		case Aggregate:
-			m := p.NewMerger()
-			for i := range n {
-				for row := range seq(i) {
-					if err := m.Add(row); err != nil {
-						fail(err)
-						return
-					}
-				}
-			}
-			for _, v := range m.Results() {
-				if !lim.emit(v, nil) {
-					return
-				}
-			}
-		case OrderBy:
-			p.mergeOrdered(n, pull, lim, fail)
-		}
-	}
-}
-
-// head is one collection's next ORDER BY row in a k-way merge.
-type head struct {
-	row  any
-	keys []any
-	coll int
-	next func() (any, bool)
-}
-
-type headHeap struct {
-	p     *Plan
-	heads []*head
-}
-
-func (h *headHeap) Len() int { return len(h.heads) }
-func (h *headHeap) Less(i, j int) bool {
-	a, b := h.heads[i], h.heads[j]
-	return h.p.CompareRows(a.keys, a.coll, b.keys, b.coll) < 0
-}
-func (h *headHeap) Swap(i, j int) { h.heads[i], h.heads[j] = h.heads[j], h.heads[i] }
-func (h *headHeap) Push(x any)    { h.heads = append(h.heads, x.(*head)) }
-func (h *headHeap) Pop() any {
-	x := h.heads[len(h.heads)-1]
-	h.heads = h.heads[:len(h.heads)-1]
-	return x
-}
-
-// mergeOrdered is the k-way merge of OrderBy streams: it holds one row per
-// collection, so its memory does not grow with the results.
-func (p *Plan) mergeOrdered(n int, pull func(int) (func() (any, bool), func()), lim *limiter, fail func(error)) {
-	h := &headHeap{p: p}
-	var stops []func()
-	defer func() {
-		for _, stop := range stops {
-			stop()
-		}
-	}()
-	// advance loads a collection's next row; false means it is exhausted
-	// or failed.
-	advance := func(hd *head) (bool, error) {
-		row, ok := hd.next()
-		if !ok {
-			return false, nil
-		}
-		keys, err := p.SortKeys(row)
-		if err != nil {
-			return false, fmt.Errorf("collection %d: %w", hd.coll, err)
-		}
-		hd.row, hd.keys = row, keys
-		return true, nil
-	}
-	for i := range n {
-		next, stop := pull(i)
-		stops = append(stops, stop)
-		hd := &head{coll: i, next: next}
-		ok, err := advance(hd)
-		if err != nil {
-			fail(err)
-			return
-		}
-		if ok {
-			h.heads = append(h.heads, hd)
-		}
-	}
-	heap.Init(h)
-	for h.Len() > 0 {
-		hd := h.heads[0]
-		v := p.Payload(hd.row)
-		ok, err := advance(hd)
-		if err != nil {
-			fail(err)
-			return
-		}
-		if ok {
-			heap.Fix(h, 0)
-		} else {
-			heap.Pop(h)
-		}
-		if isUndefined(v) {
-			continue
-		}
-		if !lim.emit(v, nil) {
-			return
-		}
-	}
-}
-
-// MergeAll merges whole result lists, one per collection in collection
-// order, as Merge does: the reference the router's own streaming merge
-// must agree with. Rows are decoded JSON values as the collections
-// returned them. It returns an empty, non-nil slice for no results.
-func (p *Plan) MergeAll(parts [][]any) ([]any, error) {
-	seq := func(i int) iter.Seq[any] {
-		return func(yield func(any) bool) {
-			for _, v := range parts[i] {
-				if !yield(v) {
-					return
-				}
-			}
-		}
-	}
-	// Slices need no coroutine (iter.Pull) to be read one row at a time.
-	pull := func(i int) (func() (any, bool), func()) {
-		pos := 0
-		return func() (any, bool) {
-			if pos >= len(parts[i]) {
-				return nil, false
-			}
-			pos++
-			return parts[i][pos-1], true
-		}, func() {}
-	}
-	out := []any{}
-	for v, err := range p.merge(len(parts), seq, pull) {
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
 }

