@@ -57,6 +57,8 @@ func TestQueryAuto(t *testing.T) {
 	assert.Equal(t, want, got, "pushed to the service, paged by 3")
 	got = read(`SELECT TOP 3 VALUE c.n FROM c WHERE c.s = "red" ORDER BY c.n DESC`, store.QueryOptions{})
 	assert.Equal(t, []any{18.0, 16.0, 14.0}, got, "WHERE pushed down, ORDER BY and TOP evaluated here")
+	got = read(`SELECT TOP 2 VALUE r.n FROM root r WHERE r.s = "red" ORDER BY r.n`, store.QueryOptions{})
+	assert.Equal(t, []any{0.0, 2.0}, got, "the pushed-down WHERE keeps the query's alias")
 	got = read(`SELECT VALUE COUNT(1) FROM c WHERE c.s = "blue"`, store.QueryOptions{PartitionKey: "p1"})
 	assert.Equal(t, []any{4.0}, got, "scoped to a partition key: d01, d07, d13, d19")
 }

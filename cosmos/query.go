@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"hash/fnv"
 	"sort"
 	"strconv"
@@ -245,8 +244,14 @@ func (s *Store) evaluate(ctx context.Context, cc *azcosmos.ContainerClient, l st
 	scan := "SELECT * FROM c"
 	var scanParams []azcosmos.QueryParameter
 	if s.opts.QueryMode == QueryAuto && query.Analyze(parsed).PushableWhere() {
-		if id, ok := parsed.From.Source.(*query.Ident); ok {
-			scan = fmt.Sprintf("SELECT * FROM %s WHERE %s", id.Name, query.Format(parsed.Where))
+		if _, ok := parsed.From.Source.(*query.Ident); ok {
+			// SELECT VALUE alias FROM the query's own FROM, alias included:
+			// its WHERE names rows by that alias, and the value is the whole
+			// document whatever the alias.
+			scan = query.FormatQuery(&query.Query{
+				Value: true, Items: []query.SelectItem{{X: &query.Ident{Name: parsed.From.Alias}}},
+				From: parsed.From, Where: parsed.Where,
+			})
 			scanParams = toParams(q.Parameters)
 		}
 	}
