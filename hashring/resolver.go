@@ -336,14 +336,14 @@ func (r *Resolver) Options() *Options {
 // bounded strategy only, because its absence means the ring, in the form
 // DESIGN.md fixes.
 type spec struct {
-	Kind           string           `json:"kind"`
-	PartitionKey   *resolver.KeyDef `json:"partitionKey,omitempty"`
-	Collections    []string         `json:"collections"`
-	VirtualNodes   int              `json:"virtualNodes"`
-	Hash           string           `json:"hash"`
-	Strategy       string           `json:"strategy,omitempty"`
-	LoadFactor     float64          `json:"loadFactor,omitempty"`
-	PartitionCount int              `json:"partitionCount,omitempty"`
+	Kind           string          `json:"kind"`
+	PartitionKey   resolver.KeyDef `json:"partitionKey,omitzero"`
+	Collections    []string        `json:"collections"`
+	VirtualNodes   int             `json:"virtualNodes"`
+	Hash           string          `json:"hash"`
+	Strategy       string          `json:"strategy,omitempty"`
+	LoadFactor     float64         `json:"loadFactor,omitempty"`
+	PartitionCount int             `json:"partitionCount,omitempty"`
 }
 
 // MarshalJSON writes the resolver with every setting, defaults included:
@@ -353,10 +353,7 @@ type spec struct {
 // "partitionKey" is left out when the resolver has none.
 func (r *Resolver) MarshalJSON() ([]byte, error) {
 	s := spec{Kind: Kind, Collections: r.ring.links, VirtualNodes: r.vnodes, Hash: r.hash}
-	if !r.key.IsZero() {
-		k := r.key
-		s.PartitionKey = &k
-	}
+	s.PartitionKey = r.key
 	if r.strategy == StrategyBounded {
 		s.Strategy, s.LoadFactor, s.PartitionCount = r.strategy, r.loadFactor, r.partitions
 	}
@@ -369,14 +366,14 @@ func (r *Resolver) MarshalJSON() ([]byte, error) {
 // "partitionCount" of 0 are errors, as are unknown members.
 func decode(data []byte) (resolver.Resolver, error) {
 	var s struct {
-		Kind           string           `json:"kind"`
-		PartitionKey   *resolver.KeyDef `json:"partitionKey"`
-		Collections    []string         `json:"collections"`
-		VirtualNodes   *int             `json:"virtualNodes"`
-		Hash           *string          `json:"hash"`
-		Strategy       *string          `json:"strategy"`
-		LoadFactor     *float64         `json:"loadFactor"`
-		PartitionCount *int             `json:"partitionCount"`
+		Kind           string          `json:"kind"`
+		PartitionKey   resolver.KeyDef `json:"partitionKey"`
+		Collections    []string        `json:"collections"`
+		VirtualNodes   *int            `json:"virtualNodes"`
+		Hash           *string         `json:"hash"`
+		Strategy       *string         `json:"strategy"`
+		LoadFactor     *float64        `json:"loadFactor"`
+		PartitionCount *int            `json:"partitionCount"`
 	}
 	if err := resolver.DecodeStrict(data, &s); err != nil {
 		return nil, err
@@ -384,10 +381,7 @@ func decode(data []byte) (resolver.Resolver, error) {
 	if s.Kind != Kind {
 		return nil, resolver.Invalid("kind", s.Kind, fmt.Sprintf("want %q", Kind))
 	}
-	var o Options
-	if s.PartitionKey != nil {
-		o.PartitionKey = *s.PartitionKey
-	}
+	o := Options{PartitionKey: s.PartitionKey}
 	if s.Collections == nil {
 		return nil, resolver.Invalid("collections", nil, "missing: a hash resolver needs at least one collection")
 	}

@@ -10,40 +10,31 @@ import (
 // spec is the JSON form, fields in the order DESIGN.md writes them.
 type spec struct {
 	Kind         string                     `json:"kind"`
-	PartitionKey *resolver.KeyDef           `json:"partitionKey,omitempty"`
+	PartitionKey resolver.KeyDef            `json:"partitionKey,omitzero"`
 	Entries      map[string]resolver.Target `json:"entries"`
-	Default      *resolver.Target           `json:"default,omitempty"`
+	Default      resolver.Target            `json:"default,omitzero"`
 }
 
 // MarshalJSON writes the resolver in its JSON form, entries sorted by name
 // (an empty lookup writes "entries":{}). resolver.Unmarshal reads it back
 // to a resolver with the same settings and placement.
 func (r *Resolver) MarshalJSON() ([]byte, error) {
-	s := spec{Kind: Kind, Entries: r.entries}
-	if !r.key.IsZero() {
-		s.PartitionKey = &r.key
-	}
-	if !r.def.IsZero() {
-		s.Default = &r.def
-	}
+	s := spec{Kind: Kind, PartitionKey: r.key, Entries: r.entries, Default: r.def}
 	return json.Marshal(s)
 }
 
 // decode is the DecodeFunc of kind "lookup".
 func decode(data []byte) (resolver.Resolver, error) {
 	var s struct {
-		Kind         string           `json:"kind"`
-		PartitionKey *resolver.KeyDef `json:"partitionKey"`
-		Entries      json.RawMessage  `json:"entries"`
-		Default      json.RawMessage  `json:"default"`
+		Kind         string          `json:"kind"`
+		PartitionKey resolver.KeyDef `json:"partitionKey"`
+		Entries      json.RawMessage `json:"entries"`
+		Default      json.RawMessage `json:"default"`
 	}
 	if err := resolver.DecodeStrict(data, &s); err != nil {
 		return nil, err
 	}
-	var key resolver.KeyDef
-	if s.PartitionKey != nil {
-		key = *s.PartitionKey
-	}
+	key := s.PartitionKey
 	entries, err := decodeEntries(s.Entries)
 	if err != nil {
 		return nil, err

@@ -71,13 +71,8 @@ func formatQuery(b *strings.Builder, q *Query) {
 		b.WriteString(" WHERE ")
 		formatExpr(b, q.Where)
 	}
-	for i, g := range q.GroupBy {
-		if i == 0 {
-			b.WriteString(" GROUP BY ")
-		} else {
-			b.WriteString(", ")
-		}
-		formatExpr(b, g)
+	if len(q.GroupBy) > 0 {
+		formatExprs(b, " GROUP BY ", q.GroupBy, "")
 	}
 	for i, o := range q.OrderBy {
 		if i == 0 {
@@ -98,6 +93,18 @@ func formatQuery(b *strings.Builder, q *Query) {
 		b.WriteString(" LIMIT ")
 		formatExpr(b, q.Limit)
 	}
+}
+
+// formatExprs writes es separated by ", " between open and close.
+func formatExprs(b *strings.Builder, open string, es []Expr, close string) {
+	b.WriteString(open)
+	for i, x := range es {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		formatExpr(b, x)
+	}
+	b.WriteString(close)
 }
 
 func isPlainName(s string) bool {
@@ -170,14 +177,7 @@ func formatExpr(b *strings.Builder, e Expr) {
 		if n.Not {
 			b.WriteString(" NOT")
 		}
-		b.WriteString(" IN (")
-		for i, x := range n.List {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			formatExpr(b, x)
-		}
-		b.WriteString("))")
+		formatExprs(b, " IN (", n.List, "))")
 	case *Like:
 		b.WriteByte('(')
 		formatExpr(b, n.X)
@@ -201,23 +201,9 @@ func formatExpr(b *strings.Builder, e Expr) {
 		b.WriteByte(')')
 	case *Call:
 		b.WriteString(n.Name)
-		b.WriteByte('(')
-		for i, a := range n.Args {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			formatExpr(b, a)
-		}
-		b.WriteByte(')')
+		formatExprs(b, "(", n.Args, ")")
 	case *ArrayLit:
-		b.WriteByte('[')
-		for i, x := range n.Elems {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			formatExpr(b, x)
-		}
-		b.WriteByte(']')
+		formatExprs(b, "[", n.Elems, "]")
 	case *ObjectLit:
 		b.WriteByte('{')
 		for i, k := range n.Keys {

@@ -385,48 +385,15 @@ func (p *parser) parseTernary() (Expr, error) {
 }
 
 func (p *parser) parseCoalesce() (Expr, error) {
-	l, err := p.parseOr()
-	if err != nil {
-		return nil, err
-	}
-	for p.acceptOp("??") {
-		r, err := p.parseOr()
-		if err != nil {
-			return nil, err
-		}
-		l = &Binary{Op: "??", L: l, R: r}
-	}
-	return l, nil
+	return p.binaryLevel(tOp, []string{"??"}, p.parseOr)
 }
 
 func (p *parser) parseOr() (Expr, error) {
-	l, err := p.parseAnd()
-	if err != nil {
-		return nil, err
-	}
-	for p.acceptKeyword("OR") {
-		r, err := p.parseAnd()
-		if err != nil {
-			return nil, err
-		}
-		l = &Binary{Op: "OR", L: l, R: r}
-	}
-	return l, nil
+	return p.binaryLevel(tKeyword, []string{"OR"}, p.parseAnd)
 }
 
 func (p *parser) parseAnd() (Expr, error) {
-	l, err := p.parseNot()
-	if err != nil {
-		return nil, err
-	}
-	for p.acceptKeyword("AND") {
-		r, err := p.parseNot()
-		if err != nil {
-			return nil, err
-		}
-		l = &Binary{Op: "AND", L: l, R: r}
-	}
-	return l, nil
+	return p.binaryLevel(tKeyword, []string{"AND"}, p.parseNot)
 }
 
 func (p *parser) parseNot() (Expr, error) {
@@ -522,8 +489,10 @@ func (p *parser) parseComparison() (Expr, error) {
 	}
 }
 
-// binaryLevel parses left-associative operators of one precedence level.
-func (p *parser) binaryLevel(ops []string, next func() (Expr, error)) (Expr, error) {
+// binaryLevel parses left-associative operators of one precedence level:
+// tokens of the kind (an operator, or a keyword such as AND) whose text is
+// one of ops.
+func (p *parser) binaryLevel(kind tokKind, ops []string, next func() (Expr, error)) (Expr, error) {
 	l, err := next()
 	if err != nil {
 		return nil, err
@@ -531,7 +500,7 @@ func (p *parser) binaryLevel(ops []string, next func() (Expr, error)) (Expr, err
 	for {
 		t := p.peek()
 		matched := ""
-		if t.kind == tOp {
+		if t.kind == kind {
 			for _, op := range ops {
 				if t.text == op {
 					matched = op
@@ -552,22 +521,22 @@ func (p *parser) binaryLevel(ops []string, next func() (Expr, error)) (Expr, err
 }
 
 func (p *parser) parseBitOr() (Expr, error) {
-	return p.binaryLevel([]string{"|"}, p.parseBitXor)
+	return p.binaryLevel(tOp, []string{"|"}, p.parseBitXor)
 }
 func (p *parser) parseBitXor() (Expr, error) {
-	return p.binaryLevel([]string{"^"}, p.parseBitAnd)
+	return p.binaryLevel(tOp, []string{"^"}, p.parseBitAnd)
 }
 func (p *parser) parseBitAnd() (Expr, error) {
-	return p.binaryLevel([]string{"&"}, p.parseShift)
+	return p.binaryLevel(tOp, []string{"&"}, p.parseShift)
 }
 func (p *parser) parseShift() (Expr, error) {
-	return p.binaryLevel([]string{"<<", ">>", ">>>"}, p.parseAdditive)
+	return p.binaryLevel(tOp, []string{"<<", ">>", ">>>"}, p.parseAdditive)
 }
 func (p *parser) parseAdditive() (Expr, error) {
-	return p.binaryLevel([]string{"+", "-", "||"}, p.parseMultiplicative)
+	return p.binaryLevel(tOp, []string{"+", "-", "||"}, p.parseMultiplicative)
 }
 func (p *parser) parseMultiplicative() (Expr, error) {
-	return p.binaryLevel([]string{"*", "/", "%"}, p.parseUnary)
+	return p.binaryLevel(tOp, []string{"*", "/", "%"}, p.parseUnary)
 }
 
 func (p *parser) parseUnary() (Expr, error) {

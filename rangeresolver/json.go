@@ -20,11 +20,11 @@ type rangeSpec struct {
 
 // spec is the JSON form, fields in the order DESIGN.md writes them.
 type spec struct {
-	Kind         string           `json:"kind"`
-	PartitionKey *resolver.KeyDef `json:"partitionKey,omitempty"`
-	KeyType      string           `json:"keyType"`
-	Ranges       []rangeSpec      `json:"ranges"`
-	Default      *resolver.Target `json:"default,omitempty"`
+	Kind         string          `json:"kind"`
+	PartitionKey resolver.KeyDef `json:"partitionKey,omitzero"`
+	KeyType      string          `json:"keyType"`
+	Ranges       []rangeSpec     `json:"ranges"`
+	Default      resolver.Target `json:"default,omitzero"`
 }
 
 // MarshalJSON writes the resolver in its JSON form, ranges in definition
@@ -36,13 +36,7 @@ func (r *Resolver) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := spec{Kind: Kind, KeyType: r.tab.keyType(), Ranges: ranges}
-	if !r.key.IsZero() {
-		s.PartitionKey = &r.key
-	}
-	if !r.def.IsZero() {
-		s.Default = &r.def
-	}
+	s := spec{Kind: Kind, PartitionKey: r.key, KeyType: r.tab.keyType(), Ranges: ranges, Default: r.def}
 	return json.Marshal(s)
 }
 
@@ -102,7 +96,7 @@ func decodeTime(raw []byte) (time.Time, string) {
 func decode(data []byte) (resolver.Resolver, error) {
 	var s struct {
 		Kind         string            `json:"kind"`
-		PartitionKey *resolver.KeyDef  `json:"partitionKey"`
+		PartitionKey resolver.KeyDef   `json:"partitionKey"`
 		KeyType      string            `json:"keyType"`
 		Ranges       []json.RawMessage `json:"ranges"`
 		Default      json.RawMessage   `json:"default"`
@@ -110,10 +104,7 @@ func decode(data []byte) (resolver.Resolver, error) {
 	if err := resolver.DecodeStrict(data, &s); err != nil {
 		return nil, err
 	}
-	var key resolver.KeyDef
-	if s.PartitionKey != nil {
-		key = *s.PartitionKey
-	}
+	key := s.PartitionKey
 	var tab table
 	var err error
 	switch s.KeyType {
