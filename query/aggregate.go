@@ -21,7 +21,7 @@ func newAccumulator(name string) accumulator {
 	case "SUM":
 		return &sumAcc{}
 	case "AVG":
-		return &avgAcc{}
+		return &sumAcc{avg: true}
 	case "MIN":
 		return &minMaxAcc{max: false}
 	default:
@@ -38,35 +38,16 @@ func (a *countAcc) add(v any) {
 }
 func (a *countAcc) result() any { return a.n }
 
+// sumAcc is SUM, and AVG when avg is set: both add numbers and turn
+// undefined on meeting anything else.
 type sumAcc struct {
-	sum float64
-	bad bool
-}
-
-func (a *sumAcc) add(v any) {
-	switch x := v.(type) {
-	case undefinedType:
-	case float64:
-		a.sum += x
-	default:
-		a.bad = true
-	}
-}
-
-func (a *sumAcc) result() any {
-	if a.bad {
-		return Undefined
-	}
-	return finite(a.sum)
-}
-
-type avgAcc struct {
 	sum float64
 	n   float64
 	bad bool
+	avg bool
 }
 
-func (a *avgAcc) add(v any) {
+func (a *sumAcc) add(v any) {
 	switch x := v.(type) {
 	case undefinedType:
 	case float64:
@@ -77,11 +58,14 @@ func (a *avgAcc) add(v any) {
 	}
 }
 
-func (a *avgAcc) result() any {
-	if a.bad || a.n == 0 {
+func (a *sumAcc) result() any {
+	switch {
+	case a.bad, a.avg && a.n == 0:
 		return Undefined
+	case a.avg:
+		return finite(a.sum / a.n)
 	}
-	return finite(a.sum / a.n)
+	return finite(a.sum)
 }
 
 type minMaxAcc struct {

@@ -304,7 +304,28 @@ func (p *parser) parsePath() (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	var x Expr = &Ident{Name: name}
+	return p.accessors(&Ident{Name: name}, p.pathIndex)
+}
+
+// pathIndex reads what a path's brackets hold: a string, a number or a
+// parameter.
+func (p *parser) pathIndex() (Expr, error) {
+	t := p.next()
+	switch t.kind {
+	case tString:
+		return &Literal{Value: t.str}, nil
+	case tNumber:
+		return &Literal{Value: t.num}, nil
+	case tParam:
+		return &ParamRef{Name: t.text}, nil
+	}
+	p.i--
+	return nil, p.errorf("a string, number or @parameter inside [ ]")
+}
+
+// accessors reads the .name and [index] accessors after x; index reads
+// what the brackets hold.
+func (p *parser) accessors(x Expr, index func() (Expr, error)) (Expr, error) {
 	for {
 		switch {
 		case p.acceptOp("."):
@@ -314,18 +335,9 @@ func (p *parser) parsePath() (Expr, error) {
 			}
 			x = &Member{X: x, Name: n}
 		case p.acceptOp("["):
-			t := p.next()
-			var idx Expr
-			switch t.kind {
-			case tString:
-				idx = &Literal{Value: t.str}
-			case tNumber:
-				idx = &Literal{Value: t.num}
-			case tParam:
-				idx = &ParamRef{Name: t.text}
-			default:
-				p.i--
-				return nil, p.errorf("a string, number or @parameter inside [ ]")
+			idx, err := index()
+			if err != nil {
+				return nil, err
 			}
 			if err := p.expectOp("]"); err != nil {
 				return nil, err
@@ -567,27 +579,7 @@ func (p *parser) parsePostfix() (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	for {
-		switch {
-		case p.acceptOp("."):
-			n, err := p.parsePropertyName()
-			if err != nil {
-				return nil, err
-			}
-			x = &Member{X: x, Name: n}
-		case p.acceptOp("["):
-			idx, err := p.parseExpr()
-			if err != nil {
-				return nil, err
-			}
-			if err := p.expectOp("]"); err != nil {
-				return nil, err
-			}
-			x = &Index{X: x, Index: idx}
-		default:
-			return x, nil
-		}
-	}
+	return p.accessors(x, p.parseExpr)
 }
 
 func (p *parser) parsePrimary() (Expr, error) {
