@@ -7,9 +7,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/resolver"
 )
 
-// The golden vectors of issue 2. They pin the rings to DESIGN.md and to the
+// The golden vectors of issue 2. They pin the rings to docs/design.md#the-ring and to the
 // old SDKs' own tests.
 //
 // How the SDKs place a key, read from their sources:
@@ -200,4 +202,43 @@ func compareDigest(a, b Digest) int {
 		}
 	}
 	return 0
+}
+
+// TestDesignVectors pins the vector table of docs/design.md#vectors: seven
+// keys (strings, numbers, a composite key) under every flavour and both
+// strategies, on the users links with default settings.
+func TestDesignVectors(t *testing.T) {
+	users := []string{"dbs/app/colls/users0", "dbs/app/colls/users1", "dbs/app/colls/users2"}
+	configs := []struct {
+		name string
+		opts Options
+	}{
+		{"md5", Options{}},
+		{"xxhash", Options{Hash: FlavourXXHash}},
+		{"murmur3", Options{Hash: FlavourMurmur3}},
+		{"dotnet-x64", Options{Hash: FlavourDotnetX64}},
+		{"dotnet-x86", Options{Hash: FlavourDotnetX86}},
+		{"bounded md5", Options{Strategy: StrategyBounded}},
+		{"bounded xxhash", Options{Strategy: StrategyBounded, Hash: FlavourXXHash}},
+	}
+	// want[key][config] is the index of the owning link.
+	keys := []any{"J1", "U4", "alice", 42, 1.5, 1e21, resolver.CompositeKey{"eu", 42}}
+	want := [][]int{
+		{0, 1, 0, 0, 2, 1, 1},
+		{2, 0, 2, 0, 1, 1, 0},
+		{1, 0, 2, 0, 0, 0, 2},
+		{0, 0, 2, 2, 2, 1, 2},
+		{1, 0, 1, 2, 1, 2, 2},
+		{1, 1, 2, 1, 2, 0, 0},
+		{0, 1, 2, 0, 2, 1, 1},
+	}
+	for ci, c := range configs {
+		r, err := New(users, &c.opts)
+		require.NoError(t, err)
+		for ki, k := range keys {
+			got, err := r.ResolveForCreate(k)
+			require.NoError(t, err)
+			assert.Equal(t, users[want[ki][ci]], got, "%s: key %v", c.name, k)
+		}
+	}
 }
