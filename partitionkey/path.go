@@ -195,8 +195,11 @@ func (p Path) LookupAt(doc []byte, from int) (RawValue, error) {
 		}
 		if !found {
 			ke := &KeyError{Path: p.text, Err: ErrNoPartitionKey}
-			if s.Seek(0); from == 0 && s.Peek() != '{' && s.Pos() < len(doc) {
-				ke.Reason = "the document is not a JSON object"
+			if from == 0 {
+				s.Seek(0)
+				if s.Peek() != '{' && s.Pos() < len(doc) {
+					ke.Reason = "the document is not a JSON object"
+				}
 			}
 			return RawValue{}, ke
 		}

@@ -97,8 +97,9 @@ func (s *Scanner) SkipSpace() int {
 	return s.pos
 }
 
-// Peek returns the byte after white space, which it moves past; 0 at the end
-// of the text.
+// Peek moves past white space and returns the byte there, without
+// consuming it; 0 at the end of the text (check Pos to tell a NUL byte,
+// which is never valid there).
 func (s *Scanner) Peek() byte {
 	if s.SkipSpace() < len(s.data) {
 		return s.data[s.pos]
@@ -322,7 +323,7 @@ func (s *Scanner) scalar() (kind Kind, escaped bool, err error) {
 // Skip moves past one value (after white space), checking it as the Mode
 // says. depth is the number of containers enclosing the value (0 for a
 // whole text), so nesting is bounded by MaxDepth however the caller got
-// there. It never recurses.
+// there. It never recurses; it costs one pass over the value.
 func (s *Scanner) Skip(depth int) error {
 	switch s.Peek() {
 	case '{', '[':
