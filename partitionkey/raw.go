@@ -45,9 +45,10 @@ type RawValue struct {
 	text    []byte // the JSON text as in the document, a string's quotes included
 }
 
+// rawValue views a scalar Token: jsontext numbers its scalar kinds as
+// ValueKind does (TestRawValue checks it).
 func rawValue(t jsontext.Token) RawValue {
-	kinds := [...]ValueKind{jsontext.String: ValueString, jsontext.Number: ValueNumber, jsontext.Bool: ValueBool, jsontext.Null: ValueNull}
-	return RawValue{kind: kinds[t.Kind], escaped: t.Escaped, text: t.Text}
+	return RawValue{kind: ValueKind(t.Kind), escaped: t.Escaped, text: t.Text}
 }
 
 // RawValueOf views text, the JSON text of one string, number, true, false

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/internal/jsontext"
 )
 
 func TestPlacementText(t *testing.T) {
@@ -175,6 +177,9 @@ func TestRawValue(t *testing.T) {
 	for kind, want := range map[ValueKind]string{ValueString: "string", ValueNumber: "number", ValueBool: "bool", ValueNull: "null", 0: "invalid"} {
 		assert.Equal(t, want, kind.String())
 	}
+	// rawValue converts jsontext's kinds by number.
+	assert.Equal(t, []ValueKind{ValueString, ValueNumber, ValueBool, ValueNull},
+		[]ValueKind{ValueKind(jsontext.String), ValueKind(jsontext.Number), ValueKind(jsontext.Bool), ValueKind(jsontext.Null)})
 }
 
 func TestErrors(t *testing.T) {

@@ -73,10 +73,10 @@ func rowError(err error) error {
 // sortKeys reads [{"v": key}, ...] of row into keys; a wrapper without "v"
 // is an undefined key.
 func sortKeys(s *jsontext.Scanner, row []byte, keys []any) error {
-	if s.Peek() != '[' {
-		return s.Fail("want the sort keys' '['")
+	elements, err := s.Array()
+	if err != nil {
+		return err
 	}
-	elements, _ := s.Array()
 	n := 0
 	for {
 		ok, err := elements.Next()
@@ -86,11 +86,11 @@ func sortKeys(s *jsontext.Scanner, row []byte, keys []any) error {
 		if !ok {
 			break
 		}
-		if s.Peek() != '{' {
+		members, err := s.Object()
+		if err != nil {
 			return errors.New("a sort key is not wrapped in an object")
 		}
 		var v any = query.Undefined
-		members, _ := s.Object()
 		for {
 			name, ok, err := members.Next()
 			if err != nil {
@@ -123,7 +123,6 @@ func sortKeys(s *jsontext.Scanner, row []byte, keys []any) error {
 // in place (a string without escapes in valid UTF-8 aliases the row),
 // anything else through encoding/json.
 func scalar(s *jsontext.Scanner, row []byte) (any, error) {
-	start := s.SkipSpace()
 	tok, err := s.Scalar()
 	if err != nil {
 		return nil, err
@@ -138,7 +137,7 @@ func scalar(s *jsontext.Scanner, row []byte) (any, error) {
 	case jsontext.Number:
 		f, err := strconv.ParseFloat(unsafe.String(&tok.Text[0], len(tok.Text)), 64)
 		if err != nil {
-			return nil, fmt.Errorf("malformed row: number %q at byte %d", tok.Text, start)
+			return nil, fmt.Errorf("malformed row: number %q at byte %d", tok.Text, s.Pos()-len(tok.Text))
 		}
 		return f, nil
 	case jsontext.Bool:
@@ -146,6 +145,7 @@ func scalar(s *jsontext.Scanner, row []byte) (any, error) {
 	case jsontext.Null:
 		return nil, nil
 	}
+	start := s.Pos() // an object or array: Scalar did not move
 	if err := s.Skip(3); err != nil {
 		return nil, err
 	}

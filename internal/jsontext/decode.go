@@ -37,13 +37,18 @@ func (q Quoted) Decode() string {
 // It does not allocate for strings without escapes, nor for escaped ones
 // that decode to at most 128 bytes.
 func (q Quoted) Is(name string) bool {
-	if !q.Escaped {
+	if !q.Escaped && len(q.Body) >= len(name) {
 		// Decoding can only replace invalid UTF-8 bytes with the longer
 		// U+FFFD, so a body as long as name decodes to name only if it
 		// equals it.
-		if len(q.Body) >= len(name) || !strings.Contains(name, "\uFFFD") {
-			return string(q.Body) == name
-		}
+		return string(q.Body) == name
+	}
+	return q.isDecoded(name)
+}
+
+func (q Quoted) isDecoded(name string) bool {
+	if !q.Escaped && !strings.Contains(name, "\uFFFD") {
+		return false // shorter than name, and nothing to lengthen it
 	}
 	var buf [128]byte
 	return string(AppendUnescaped(buf[:0], q.Body)) == name

@@ -74,10 +74,17 @@ type Scanner struct {
 	data []byte
 	pos  int
 	mode Mode
+	stop *[256]bool // the mode's stopLenient or stopStrict
 }
 
 // NewScanner returns a Scanner at the start of data.
-func NewScanner(data []byte, mode Mode) Scanner { return Scanner{data: data, mode: mode} }
+func NewScanner(data []byte, mode Mode) Scanner {
+	stop := &stopLenient
+	if mode == Strict {
+		stop = &stopStrict
+	}
+	return Scanner{data: data, mode: mode, stop: stop}
+}
 
 // Pos returns the offset the scanner is at.
 func (s *Scanner) Pos() int { return s.pos }
@@ -91,10 +98,15 @@ var isSpace = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}
 
 // SkipSpace moves past white space and returns the offset it stops at.
 func (s *Scanner) SkipSpace() int {
-	for s.pos < len(s.data) && isSpace[s.data[s.pos]] {
-		s.pos++
+	if s.pos < len(s.data) && s.data[s.pos] > ' ' { // the usual case: no space
+		return s.pos
 	}
-	return s.pos
+	data, pos := s.data, s.pos
+	for pos < len(data) && isSpace[data[pos]] {
+		pos++
+	}
+	s.pos = pos
+	return pos
 }
 
 // Peek moves past white space and returns the byte there, without
@@ -131,13 +143,6 @@ var stopLenient, stopStrict = func() (l, st [256]bool) {
 	return
 }()
 
-func (s *Scanner) stops() *[256]bool {
-	if s.mode == Strict {
-		return &stopStrict
-	}
-	return &stopLenient
-}
-
 // fastString returns the offset after the string whose quote is at pos when
 // its body is one plain run, or -1 (scanString then reads it). It is small
 // enough to be inlined in the scanner's loops.
@@ -155,7 +160,7 @@ func fastString(data []byte, pos int, stop *[256]bool) int {
 // holds an escape.
 func (s *Scanner) scanString() (escaped bool, err error) {
 	data, start := s.data, s.pos
-	stop := s.stops()
+	stop := s.stop
 	high := false
 	for i := start + 1; ; {
 		for i < len(data) && !stop[data[i]] {
@@ -204,7 +209,7 @@ func (s *Scanner) scanString() (escaped bool, err error) {
 
 // str reads the string at pos, the fast way when it is one plain run.
 func (s *Scanner) str() (escaped bool, err error) {
-	if end := fastString(s.data, s.pos, s.stops()); end >= 0 {
+	if end := fastString(s.data, s.pos, s.stop); end >= 0 {
 		s.pos = end
 		return false, nil
 	}
@@ -376,7 +381,7 @@ func (c *containers) top() (object bool) {
 // line.
 func (s *Scanner) skipContainer(depth int) error {
 	data, pos := s.data, s.pos
-	stop := s.stops()
+	stop := s.stop
 	var open containers
 	wantName := false
 	for {
@@ -581,7 +586,7 @@ func Valid(data []byte, mode Mode) error {
 // offset in a local and plain strings scanned in line, rather than through
 // Members.
 func (s *Scanner) FindMember(name string, depth int) (bool, error) {
-	data, stop := s.data, s.stops()
+	data, stop := s.data, s.stop
 	pos := s.SkipSpace()
 	if pos >= len(data) {
 		return false, s.failWant(pos, "a value")
