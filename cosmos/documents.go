@@ -55,9 +55,9 @@ func bodyKey(path partitionkey.Path, body []byte) (v any, found bool, err error)
 	case err != nil:
 		var ke *partitionkey.KeyError
 		if errors.As(err, &ke) {
-			err = errors.New(ke.Reason)
+			err = errors.New(ke.Reason) // "the value is an object or array, ..."
 		}
-		return nil, false, fmt.Errorf("the partition-key value at %s must be a string, number, boolean or null: %w", path, err)
+		return nil, false, fmt.Errorf("the partition-key value at %s: %w", path, err)
 	}
 	return v, true, nil
 }

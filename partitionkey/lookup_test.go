@@ -57,6 +57,8 @@ func TestLookup(t *testing.T) {
 	v, err = p.LookupAt([]byte(` "whole" `), 2)
 	require.NoError(t, err)
 	assert.Equal(t, `"whole"`, string(v.JSON()))
+	_, err = p.LookupAt([]byte(`{}`), 3)
+	assert.ErrorIs(t, err, ErrNoPartitionKey)
 	_, err = p.LookupAt([]byte(`"a string"`), 1)
 	assert.ErrorIs(t, err, ErrNoPartitionKey)
 	assert.NotContains(t, err.Error(), "document", "only the document itself is said not to be an object")

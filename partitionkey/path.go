@@ -186,6 +186,9 @@ func (p Path) Lookup(doc []byte) (RawValue, error) { return p.LookupAt(doc, 0) }
 // names (0 ≤ from ≤ Len): it walks the remaining names. With from == Len it
 // reads the text's one value. Errors name the whole path.
 func (p Path) LookupAt(doc []byte, from int) (RawValue, error) {
+	if from < 0 || from > len(p.segments) {
+		return RawValue{}, &KeyError{Path: p.text, Err: ErrNoPartitionKey, Reason: "LookupAt past the path's end"}
+	}
 	s := jsontext.NewScanner(doc, jsontext.Lenient)
 	segs := p.segments[from:]
 	for depth, seg := range segs {
