@@ -11,13 +11,14 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/docshard/docshard/link"
+	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/store"
 )
 
 // containerSpec is what the store remembers of a container.
 type containerSpec struct {
 	spec store.CollectionSpec
-	path []string // partition-key path segments
+	path partitionkey.Path
 }
 
 // CreateCollection creates the container (and its database when missing).
@@ -145,9 +146,9 @@ func (s *Store) spec(ctx context.Context, op string, cc *azcosmos.ContainerClien
 			sp.Indexing, _ = json.Marshal(props.IndexingPolicy)
 		}
 	}
-	path, err := store.ParsePartitionKeyPath(sp.PartitionKeyPath)
+	path, err := partitionkey.ParsePath(sp.PartitionKeyPath)
 	if err != nil {
-		return nil, err
+		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: err.Error()}
 	}
 	cs = &containerSpec{spec: sp, path: path}
 	s.mu.Lock()
@@ -213,5 +214,5 @@ func usageField(h, name string) (int64, bool) {
 }
 
 func (cs *containerSpec) String() string {
-	return fmt.Sprintf("%s %v", cs.spec.PartitionKeyPath, cs.path)
+	return fmt.Sprintf("%s %v", cs.spec.PartitionKeyPath, cs.path.Segments())
 }

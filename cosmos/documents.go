@@ -3,14 +3,15 @@ package cosmos
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"strings"
+	"math"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/tidwall/gjson"
 
+	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/store"
 )
 
@@ -23,65 +24,42 @@ func partitionKey(v any) (azcosmos.PartitionKey, error) {
 		return azcosmos.NewPartitionKeyBool(x), nil
 	case nil:
 		return azcosmos.NullPartitionKey, nil
-	case json.Number:
-		f, err := x.Float64()
-		if err != nil {
-			return azcosmos.PartitionKey{}, err
-		}
-		return azcosmos.NewPartitionKeyNumber(f), nil
-	case fmt.Stringer:
-		if x.String() == "null" {
-			return azcosmos.NullPartitionKey, nil
-		}
 	}
-	text, err := store.KeyText(v)
+	if v == partitionkey.Null {
+		return azcosmos.NullPartitionKey, nil
+	}
+	f, ok, err := partitionkey.Number(v)
+	switch {
+	case !ok:
+		return azcosmos.PartitionKey{}, fmt.Errorf("partition key of type %T: want a string, number, bool or null", v)
+	case err == nil && (math.IsNaN(f) || math.IsInf(f, 0)):
+		err = fmt.Errorf("partition key %v is not a finite number", f)
+	}
 	if err != nil {
 		return azcosmos.PartitionKey{}, err
-	}
-	var f float64
-	if err := json.Unmarshal([]byte(text), &f); err != nil {
-		return azcosmos.PartitionKey{}, fmt.Errorf("partition key of type %T: want a string, number, bool or null", v)
 	}
 	return azcosmos.NewPartitionKeyNumber(f), nil
 }
 
-// bodyKey reads the partition-key value from a document body.
-func bodyKey(path []string, body []byte) (any, bool, error) {
-	segs := make([]string, len(path))
-	for i, p := range path {
-		segs[i] = escapePath(p)
+// bodyKey reads the partition-key value from a document body: a string, a
+// float64, a bool or partitionkey.Null; found is false when the body has
+// none.
+func bodyKey(path partitionkey.Path, body []byte) (v any, found bool, err error) {
+	raw, err := path.Lookup(body)
+	if err == nil {
+		v, err = raw.Value()
 	}
-	r := gjson.GetBytes(body, strings.Join(segs, "."))
-	switch r.Type {
-	case gjson.String:
-		return r.String(), true, nil
-	case gjson.Number:
-		return r.Float(), true, nil
-	case gjson.True:
-		return true, true, nil
-	case gjson.False:
-		return false, true, nil
-	case gjson.Null:
-		if r.Exists() {
-			return nil, true, nil
-		}
+	switch {
+	case errors.Is(err, partitionkey.ErrNoPartitionKey):
 		return nil, false, nil
-	}
-	if !r.Exists() {
-		return nil, false, nil
-	}
-	return nil, false, fmt.Errorf("the partition-key value must be a string, number, boolean or null, got %s", r.Raw)
-}
-
-func escapePath(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`.*?|#@\!=<>%`, r) {
-			b.WriteByte('\\')
+	case err != nil:
+		var ke *partitionkey.KeyError
+		if errors.As(err, &ke) {
+			err = errors.New(ke.Reason) // "the value is an object or array, ..."
 		}
-		b.WriteRune(r)
+		return nil, false, fmt.Errorf("the partition-key value at %s: %w", path, err)
 	}
-	return b.String()
+	return v, true, nil
 }
 
 // checkDoc validates a document before sending it: JSON object, string id
@@ -145,13 +123,13 @@ func (s *Store) writeKey(ctx context.Context, op, l, id string, cc *azcosmos.Con
 		return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Message: err.Error()}
 	}
 	if given != nil {
-		gt, err := store.KeyText(given)
+		gt, err := partitionkey.IdentityText(given)
 		if err != nil {
-			return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Err: err}
+			return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Err: store.BadPartitionKey(err)}
 		}
-		bt, _ := store.KeyText(v)
-		if !found {
-			bt = store.NoneText
+		bt := partitionkey.NoneText
+		if found {
+			bt, _ = partitionkey.IdentityText(v)
 		}
 		if !found || gt != bt {
 			return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id,

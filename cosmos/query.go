@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/docshard/docshard/internal/cursor"
+	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
@@ -83,8 +84,8 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	}
 	keyText := ""
 	if o.PartitionKey != nil {
-		if keyText, err = store.KeyText(o.PartitionKey); err != nil {
-			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
+		if keyText, err = partitionkey.IdentityText(o.PartitionKey); err != nil {
+			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: store.BadPartitionKey(err)}
 		}
 	}
 	// Only filters and projections go to the service whole. Queries with
@@ -257,12 +258,12 @@ func (s *Store) evaluate(ctx context.Context, cc *azcosmos.ContainerClient, l st
 	}
 	pk := azcosmos.NewPartitionKey()
 	var keyText string
-	var path []string
+	var path partitionkey.Path
 	if key != nil {
 		if pk, err = partitionKey(key); err != nil {
 			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 		}
-		keyText, _ = store.KeyText(key)
+		keyText, _ = partitionkey.IdentityText(key)
 		_, c, _ := s.container(op, l)
 		cs, err := s.spec(ctx, op, cc, c, l)
 		if err != nil {
@@ -281,7 +282,7 @@ func (s *Store) evaluate(ctx context.Context, cc *azcosmos.ContainerClient, l st
 			if key != nil {
 				// Scope here too: an emulator may ignore the partition key.
 				v, found, _ := bodyKey(path, it)
-				if t, _ := store.KeyText(v); !found || t != keyText {
+				if t, _ := partitionkey.IdentityText(v); !found || t != keyText {
 					continue
 				}
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/resolver"
 )
 
@@ -90,9 +91,10 @@ func (g *Ring) Links() []string { return slices.Clone(g.links) }
 func (g *Ring) Len() int { return len(g.owner) }
 
 // Owner returns the index in Links of the collection owning key: a string, a
-// number (placed by its RFC 8785 text) or a resolver.CompositeKey (by its
-// canonical JSON array). Other types are an error wrapping
-// resolver.ErrKeyType, nil one wrapping resolver.ErrNoPartitionKey. Cost:
+// number (placed by its RFC 8785 text) or a composite key (by its canonical
+// JSON array): its placement text, partitionkey.PlacementText. Other types
+// are an error wrapping resolver.ErrKeyType, nil one wrapping
+// resolver.ErrNoPartitionKey. Cost:
 // one hash of the key's text and a binary search; no allocation for strings
 // and numbers.
 func (g *Ring) Owner(key any) (int, error) {
@@ -100,7 +102,7 @@ func (g *Ring) Owner(key any) (int, error) {
 		return g.OwnerString(s), nil
 	}
 	var buf [64]byte
-	b, err := resolver.AppendKey(buf[:0], key)
+	b, err := partitionkey.AppendPlacement(buf[:0], key)
 	if err != nil {
 		return -1, err
 	}
@@ -123,7 +125,7 @@ func (g *Ring) OwnerString(s string) int {
 // Digest. Errors as Owner.
 func (g *Ring) KeyHash(key any) (Digest, error) {
 	var buf [64]byte
-	b, err := resolver.AppendKey(buf[:0], key)
+	b, err := partitionkey.AppendPlacement(buf[:0], key)
 	if err != nil {
 		return Digest{}, err
 	}

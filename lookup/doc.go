@@ -12,7 +12,7 @@
 // # Entries and key types
 //
 // An entry's name is the canonical text of the keys it takes, the text
-// resolver.KeyString gives (the same text the hash ring hashes), and a key
+// partitionkey.PlacementText gives (the text the hash ring hashes), and a key
 // finds its entry by that text alone, whatever its Go type:
 //
 //   - a string is itself: the entry "bigcorp" takes the key "bigcorp";

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/resolver"
 )
 
@@ -72,7 +73,8 @@ func New(key resolver.KeyDef, entries map[string]resolver.Target, def resolver.T
 
 // NewValues is New for entries keyed by Go values (strings, numbers of any
 // type, json.Number), each turned into its canonical text by
-// resolver.KeyString: map[int]resolver.Target{7: ...} makes the entry "7".
+// partitionkey.PlacementText: map[int]resolver.Target{7: ...} makes the
+// entry "7".
 // Two values with the same text (1 and 1.0, or 42 and "42" in a
 // map[any]resolver.Target) are an error naming both, as is a value of
 // another type.
@@ -84,7 +86,7 @@ func NewValues[K comparable](key resolver.KeyDef, entries map[K]resolver.Target,
 		return strings.Compare(fmt.Sprintf("%T %v", a, a), fmt.Sprintf("%T %v", b, b))
 	})
 	for _, v := range values {
-		text, err := resolver.KeyString(v)
+		text, err := partitionkey.PlacementText(v)
 		if err != nil {
 			return nil, &resolver.ConfigError{Field: fmt.Sprintf("entries[%v]", v), Value: fmt.Sprintf("%v (%T)", v, v), Reason: "a lookup value is a string, a number or a composite key", Err: err}
 		}
@@ -139,7 +141,7 @@ func (r *Resolver) Lookup(key any) (resolver.Target, error) {
 		t, ok = r.entries[s]
 	} else {
 		var buf [64]byte
-		text, err := resolver.AppendKey(buf[:0], key)
+		text, err := partitionkey.AppendPlacement(buf[:0], key)
 		if err != nil {
 			return resolver.Target{}, err
 		}

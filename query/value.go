@@ -8,7 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/docshard/docshard/internal/jsontext"
 )
 
 // Values are Go JSON values as encoding/json decodes them (nil for null,
@@ -232,35 +233,6 @@ func Normalize(v any) (any, error) {
 		return x, nil
 	case undefinedType:
 		return x, nil
-	case int:
-		return float64(x), nil
-	case int8:
-		return float64(x), nil
-	case int16:
-		return float64(x), nil
-	case int32:
-		return float64(x), nil
-	case int64:
-		return float64(x), nil
-	case uint:
-		return float64(x), nil
-	case uint8:
-		return float64(x), nil
-	case uint16:
-		return float64(x), nil
-	case uint32:
-		return float64(x), nil
-	case uint64:
-		return float64(x), nil
-	case float32:
-		f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
-		return f, nil
-	case json.Number:
-		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil {
-			return nil, fmt.Errorf("invalid number %q", string(x))
-		}
-		return f, nil
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
@@ -283,6 +255,12 @@ func Normalize(v any) (any, error) {
 		return out, nil
 	case json.RawMessage:
 		return decodeJSON(x)
+	}
+	if f, ok, err := jsontext.GoNumber(v); ok {
+		if err != nil {
+			return nil, fmt.Errorf("invalid number %q", v)
+		}
+		return f, nil
 	}
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -367,83 +345,14 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 	return append(b, data...), nil
 }
 
-// appendFloat writes a number as encoding/json does (ECMAScript style).
-func appendFloat(b []byte, f float64) []byte {
-	if i := int64(f); float64(i) == f && i > -1<<53 && i < 1<<53 && (i != 0 || !math.Signbit(f)) {
-		// An integer, as most numbers in documents are: the same digits,
-		// several times faster than the shortest-form search.
-		return strconv.AppendInt(b, i, 10)
-	}
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// Clean up e-09 to e-9, as encoding/json does.
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
-}
+// appendFloat writes a finite number as encoding/json does (ECMAScript
+// style, -0 as "-0").
+func appendFloat(b []byte, f float64) []byte { return jsontext.AppendNumber(b, f, jsontext.Result) }
 
-// appendJSONString writes s quoted, escaping what JSON requires (and <, >,
-// & as encoding/json does not: results are data, not HTML).
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				b = append(b, s[start:i]...)
-				b = append(b, "\uFFFD"...) // the replacement character itself, as text
-				i += size
-				start = i
-				continue
-			}
-			if r == '\u2028' || r == '\u2029' {
-				b = append(b, s[start:i]...)
-				b = append(b, `\u202`...)
-				b = append(b, hex[r&0xf])
-				i += size
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"':
-			b = append(b, '\\', '"')
-		case '\\':
-			b = append(b, '\\', '\\')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		i++
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// appendJSONString writes s quoted, escaping what JSON requires (and
+// U+2028, U+2029, but not <, > and & as encoding/json does: results are
+// data, not HTML).
+func appendJSONString(b []byte, s string) []byte { return jsontext.AppendString(b, s, jsontext.Result) }
 
 // typeName names a value's type in messages.
 func typeName(v any) string {

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/resolver"
 )
 
@@ -116,7 +117,7 @@ var (
 			}
 			return v + 0, "" // -0 becomes 0, as JSON writes it
 		},
-		encode: func(v float64) ([]byte, error) { return resolver.AppendNumber(nil, v) },
+		encode: func(v float64) ([]byte, error) { return partitionkey.AppendNumber(nil, v) },
 		decode: decodeNumber,
 	}
 	timeOps = ops[time.Time]{
@@ -165,7 +166,7 @@ func compareFloat(a, b float64) int {
 }
 
 func formatNumber(v float64) string {
-	b, err := resolver.AppendNumber(nil, v)
+	b, err := partitionkey.AppendNumber(nil, v)
 	if err != nil {
 		return strconv.FormatFloat(v, 'g', -1, 64)
 	}
@@ -173,7 +174,7 @@ func formatNumber(v float64) string {
 }
 
 func numberKey(k any) (float64, bool, error) {
-	f, ok, err := resolver.Number(k)
+	f, ok, err := partitionkey.Number(k)
 	if ok && err == nil && math.IsNaN(f) {
 		err = &resolver.KeyError{Key: k, Err: resolver.ErrKeyType, Reason: "NaN is not a key"}
 	}

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/docshard/docshard/internal/jsontext"
 	"github.com/docshard/docshard/link"
+	"github.com/docshard/docshard/partitionkey"
 )
 
 // DecodeFunc builds a resolver of one kind from its whole JSON object (the
@@ -78,10 +80,9 @@ func Unmarshal(data []byte) (Resolver, error) {
 		var v any
 		return nil, jsonError(json.Unmarshal(data, &v))
 	}
-	s := scanner{data: data}
-	v, found, err := s.find([]string{"kind"})
+	v, err := kindPath.Lookup(data) // the text is valid: ErrNoPartitionKey means no "kind"
 	switch {
-	case !found:
+	case errors.Is(err, ErrNoPartitionKey):
 		return nil, Invalid("kind", nil, "missing; known kinds: "+strings.Join(Kinds(), ", "))
 	case err != nil || v.Kind() != ValueString:
 		return nil, Invalid("kind", nil, "want a string naming a kind; known kinds: "+strings.Join(Kinds(), ", "))
@@ -102,6 +103,9 @@ func Unmarshal(data []byte) (Resolver, error) {
 	}
 	return r, nil
 }
+
+// kindPath is "/kind", where a resolver's JSON names its kind.
+var kindPath, _ = partitionkey.ParsePath("/kind")
 
 // nesting returns how deeply objects and arrays nest in data, skipping
 // strings; on malformed JSON its answer is only an estimate (the caller
@@ -169,8 +173,8 @@ func DecodeStrict(data []byte, v any) error {
 		return jsonError(err)
 	}
 	if t := reflect.TypeOf(v); t != nil && t.Kind() == reflect.Pointer {
-		s := scanner{data: data}
-		return s.checkNames(t.Elem(), "")
+		s := jsontext.NewScanner(data, jsontext.Lenient)
+		return checkNames(&s, t.Elem(), "")
 	}
 	return nil
 }
@@ -180,38 +184,29 @@ var (
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-// checkNames walks the (valid) JSON value at pos alongside Go type t,
-// rejecting member names that match no field exactly.
-func (s *scanner) checkNames(t reflect.Type, at string) error {
+// checkNames walks the (valid) JSON value at the scanner alongside Go type
+// t, rejecting member names that match no field exactly.
+func checkNames(s *jsontext.Scanner, t reflect.Type, at string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	pt := reflect.PointerTo(t)
 	if pt.Implements(unmarshalerType) || pt.Implements(textUnmarshalerType) {
-		return s.skipValue()
+		return s.Skip(0)
 	}
-	s.skipSpace()
-	if s.pos >= len(s.data) {
-		return s.skipValue()
-	}
-	switch c := s.data[s.pos]; {
+	switch c := s.Peek(); {
 	case c == '{' && (t.Kind() == reflect.Struct || t.Kind() == reflect.Map):
-		s.pos++
-		s.skipSpace()
-		if s.pos < len(s.data) && s.data[s.pos] == '}' {
-			s.pos++
-			return nil
-		}
 		var fields map[string]field
 		if t.Kind() == reflect.Struct {
 			fields = infoOf(t).fields
 		}
+		members, _ := s.Object()
 		for {
-			start, end, flags, err := s.memberHead()
-			if err != nil {
+			n, ok, err := members.Next()
+			if err != nil || !ok {
 				return err
 			}
-			name := string(RawValue{kind: ValueString, flags: flags, text: s.data[start-1 : end+1]}.AppendText(nil))
+			name := n.Decode()
 			sub := joinField(at, name)
 			elem := t.Elem
 			if fields != nil {
@@ -221,38 +216,22 @@ func (s *scanner) checkNames(t reflect.Type, at string) error {
 				}
 				elem = func() reflect.Type { return typeByIndex(t, f.index) }
 			}
-			if err := s.checkNames(elem(), sub); err != nil {
+			if err := checkNames(s, elem(), sub); err != nil {
 				return err
 			}
-			s.skipSpace()
-			if s.pos < len(s.data) && s.data[s.pos] == ',' {
-				s.pos++
-				continue
-			}
-			s.pos++ // '}': the JSON is valid
-			return nil
 		}
 	case c == '[' && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array):
-		s.pos++
-		s.skipSpace()
-		if s.pos < len(s.data) && s.data[s.pos] == ']' {
-			s.pos++
-			return nil
-		}
+		elements, _ := s.Array()
 		for i := 0; ; i++ {
-			if err := s.checkNames(t.Elem(), fmt.Sprintf("%s[%d]", at, i)); err != nil {
+			if ok, err := elements.Next(); err != nil || !ok {
 				return err
 			}
-			s.skipSpace()
-			if s.pos < len(s.data) && s.data[s.pos] == ',' {
-				s.pos++
-				continue
+			if err := checkNames(s, t.Elem(), fmt.Sprintf("%s[%d]", at, i)); err != nil {
+				return err
 			}
-			s.pos++ // ']'
-			return nil
 		}
 	}
-	return s.skipValue()
+	return s.Skip(0)
 }
 
 // unknownField explains a member name that matches no field, suggesting

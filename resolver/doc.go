@@ -1,9 +1,11 @@
 // Package resolver holds the contract every docshard partition resolver
 // implements, and what they share: partition-key extraction from documents
-// (Cosmos DB JSON paths, composite keys, zero-copy scanning of raw JSON), the
-// canonical text a key is placed by (RFC 8785 numbers), targets that are
-// either a collection link or a nested resolver, and the JSON codec for
-// resolver trees.
+// in every form (Cosmos DB JSON paths, composite keys, zero-copy scanning of
+// raw JSON), targets that are either a collection link or a nested
+// resolver, and the JSON codec for resolver trees. The partition-key value
+// model itself (paths, Null, CompositeKey, RawValue, the key errors, the
+// canonical text a key is placed by) is package partitionkey, which the
+// stores share; resolver keeps its names for it as aliases and forwarders.
 //
 // # Partition keys
 //

@@ -38,7 +38,7 @@ func ExampleKeyDef_Extract_composite() {
 	text, _ := resolver.KeyString(v)
 	fmt.Printf("%#v %s\n", v, text)
 	// Output:
-	// resolver.CompositeKey{"eu", 7} ["eu",7]
+	// partitionkey.CompositeKey{"eu", 7} ["eu",7]
 }
 
 // AppendKey reads the key's canonical text into a reused buffer: hashing a

@@ -45,10 +45,10 @@ func ParseKeyDef(paths ...string) (KeyDef, error) {
 		}
 		for j, q := range d.paths {
 			switch {
-			case p.hasPrefix(q) && q.hasPrefix(p):
-				return KeyDef{}, Invalid(fmt.Sprintf("partitionKey[%d]", i), s, fmt.Sprintf("repeats partitionKey[%d] %s", j, q.text))
-			case p.hasPrefix(q), q.hasPrefix(p):
-				return KeyDef{}, Invalid(fmt.Sprintf("partitionKey[%d]", i), s, fmt.Sprintf("overlaps partitionKey[%d] %s: one path lies inside the other, so the outer value would be an object", j, q.text))
+			case p.HasPrefix(q) && q.HasPrefix(p):
+				return KeyDef{}, Invalid(fmt.Sprintf("partitionKey[%d]", i), s, fmt.Sprintf("repeats partitionKey[%d] %s", j, q))
+			case p.HasPrefix(q), q.HasPrefix(p):
+				return KeyDef{}, Invalid(fmt.Sprintf("partitionKey[%d]", i), s, fmt.Sprintf("overlaps partitionKey[%d] %s: one path lies inside the other, so the outer value would be an object", j, q))
 			}
 		}
 		d.paths = append(d.paths, p)
@@ -73,7 +73,7 @@ func (d KeyDef) IsZero() bool { return len(d.paths) == 0 }
 func (d KeyDef) Paths() []string {
 	out := make([]string, len(d.paths))
 	for i, p := range d.paths {
-		out[i] = p.text
+		out[i] = p.String()
 	}
 	return out
 }
@@ -83,21 +83,6 @@ func (d KeyDef) Composite() bool { return len(d.paths) > 1 }
 
 // String returns the path, or the paths joined by ", ".
 func (d KeyDef) String() string { return strings.Join(d.Paths(), ", ") }
-
-// Null is the partition key of a document whose value at the key path is
-// JSON null, in every document form: raw JSON null, a nil value in a map, a
-// nil pointer, interface, map or slice in a struct. It differs from a missing
-// key, which is an error wrapping ErrNoPartitionKey. Cosmos DB accepts null
-// keys; the hash ring and lookup do not (ErrKeyType); in a composite key it
-// is written null.
-var Null = nullKey{}
-
-type nullKey struct{}
-
-func (nullKey) String() string { return "null" }
-
-// MarshalJSON writes null.
-func (nullKey) MarshalJSON() ([]byte, error) { return []byte("null"), nil }
 
 // Extract returns the partition key of doc: the value at each path, the same
 // whichever form the document takes:
@@ -175,7 +160,7 @@ func (d KeyDef) ExtractRaw(doc []byte, dst []RawValue) ([]RawValue, error) {
 		return dst, &KeyError{Err: ErrNoPartitionKey, Reason: "the resolver has no partitionKey path to read documents with"}
 	}
 	for i := range d.paths {
-		v, err := scanRaw(doc, &d.paths[i])
+		v, err := d.paths[i].Lookup(doc)
 		if err != nil {
 			return dst, err
 		}
@@ -199,7 +184,7 @@ func (d KeyDef) AppendKey(dst, doc []byte) ([]byte, error) {
 	if err != nil {
 		var ke *KeyError
 		if errors.As(err, &ke) && len(vals) == 1 {
-			ke.Path = d.paths[0].text
+			ke.Path = d.paths[0].String()
 		}
 		return dst, err
 	}
@@ -216,58 +201,50 @@ func extractPath(doc any, p *Path, borrow bool) (any, error) {
 		// A string is immutable: its substrings are safe to return.
 		return extractRaw(unsafe.Slice(unsafe.StringData(v), len(v)), p, true)
 	case map[string]any:
-		return walkMap(v, p, p.segments)
+		return walkMap(v, p, 0)
 	case map[string]string:
-		if len(p.segments) == 1 {
-			if s, ok := v[p.segments[0]]; ok {
+		if p.Len() == 1 {
+			if s, ok := v[p.Segment(0)]; ok {
 				return s, nil
 			}
 		}
 		return nil, missing(p)
 	case nil:
-		return nil, &KeyError{Path: p.text, Err: ErrNoPartitionKey, Reason: "the document is nil"}
+		return nil, &KeyError{Path: p.String(), Err: ErrNoPartitionKey, Reason: "the document is nil"}
 	}
-	return extractReflect(reflect.ValueOf(doc), p, p.segments)
+	return extractReflect(reflect.ValueOf(doc), p, 0)
 }
 
 func missing(p *Path) error {
-	return &KeyError{Path: p.text, Err: ErrNoPartitionKey}
+	return &KeyError{Path: p.String(), Err: ErrNoPartitionKey}
 }
 
-// scanRaw finds the value at p in raw JSON.
-func scanRaw(doc []byte, p *Path) (RawValue, error) {
-	s := scanner{data: doc}
-	v, found, err := s.find(p.segments)
-	switch {
-	case errors.Is(err, errObjectKey):
-		return RawValue{}, &KeyError{Path: p.text, Err: ErrKeyType, Reason: err.Error()}
-	case err != nil:
-		return RawValue{}, &KeyError{Path: p.text, Err: ErrNoPartitionKey, Reason: "malformed JSON: " + err.Error()}
-	case !found:
-		ke := &KeyError{Path: p.text, Err: ErrNoPartitionKey}
-		s.pos = 0
-		if s.skipSpace(); s.pos < len(doc) && doc[s.pos] != '{' {
-			ke.Reason = "the document is not a JSON object"
-		}
-		return RawValue{}, ke
+// scalarKey turns a RawValue found at p into a key; borrow lets a string
+// without escapes view the document's bytes instead of copying them.
+func scalarKey(v RawValue, p *Path, borrow bool) (any, error) {
+	var k any
+	var err error
+	if borrow {
+		k, err = v.BorrowedValue()
+	} else {
+		k, err = v.Value()
 	}
-	return v, nil
-}
-
-func extractRaw(doc []byte, p *Path, alias bool) (any, error) {
-	v, err := scanRaw(doc, p)
-	if err != nil {
-		return nil, err
-	}
-	k, err := v.value(alias)
 	if err != nil {
 		var ke *KeyError
 		if errors.As(err, &ke) {
-			ke.Path = p.text
+			ke.Path = p.String()
 		}
 		return nil, err
 	}
 	return k, nil
+}
+
+func extractRaw(doc []byte, p *Path, borrow bool) (any, error) {
+	v, err := p.Lookup(doc)
+	if err != nil {
+		return nil, err
+	}
+	return scalarKey(v, p, borrow)
 }
 
 // MarshalJSON writes one path as a string, several as an array, and none as
@@ -277,7 +254,7 @@ func (d KeyDef) MarshalJSON() ([]byte, error) {
 	case 0:
 		return []byte("null"), nil
 	case 1:
-		return json.Marshal(d.paths[0].text)
+		return json.Marshal(d.paths[0].String())
 	}
 	return json.Marshal(d.Paths())
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/internal/jsontext"
 )
 
 type Inner struct {
@@ -259,7 +261,7 @@ func TestExtractRawEdgeCases(t *testing.T) {
 		{`{"a":1.,"k":1}`, ErrNoPartitionKey, "decimal point"},
 		{`{"a":1e,"k":1}`, ErrNoPartitionKey, "exponent"},
 		{`{"a":+1,"k":1}`, ErrNoPartitionKey, "invalid value"},
-		{`{"a":` + strings.Repeat("[", maxDepth+1) + "1" + strings.Repeat("]", maxDepth+1) + `,"k":1}`, ErrNoPartitionKey, "nested too deeply"},
+		{`{"a":` + strings.Repeat("[", jsontext.MaxDepth+1) + "1" + strings.Repeat("]", jsontext.MaxDepth+1) + `,"k":1}`, ErrNoPartitionKey, "nested too deeply"},
 		{`{"k":tru}`, ErrNoPartitionKey, "invalid value"},
 		{`{"k":01}`, ErrNoPartitionKey, "want ',' or '}' after the key"},
 		{`{"k":1 2}`, ErrNoPartitionKey, "want ',' or '}' after the key"},

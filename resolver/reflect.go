@@ -4,7 +4,6 @@ import (
 	"encoding"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -228,18 +227,20 @@ func indirect(v reflect.Value) (reflect.Value, bool) {
 	return v, v.IsValid()
 }
 
-// extractReflect walks segs from v: structs by their JSON field names, maps
-// by key; a value with its own JSON form is marshalled and scanned.
-func extractReflect(v reflect.Value, p *Path, segs []string) (any, error) {
+// extractReflect walks p's names from the from-th on from v: structs by
+// their JSON field names, maps by key; a value with its own JSON form is
+// marshalled and scanned.
+func extractReflect(v reflect.Value, p *Path, from int) (any, error) {
 	quoted := false
-	for i, seg := range segs {
+	for i := from; i < p.Len(); i++ {
+		seg := p.Segment(i)
 		var ok bool
 		if v, ok = indirect(v); !ok {
 			return nil, missing(p)
 		}
 		ti := infoOf(v.Type())
 		if ti.custom(v) {
-			return marshalScan(v, p, segs[i:])
+			return marshalScan(v, p, i)
 		}
 		switch v.Kind() {
 		case reflect.Struct:
@@ -253,7 +254,7 @@ func extractReflect(v reflect.Value, p *Path, segs []string) (any, error) {
 			quoted = f.quoted
 		case reflect.Map:
 			if v.Type() == mapStringAnyType && v.CanInterface() {
-				return walkMap(v.Interface().(map[string]any), p, segs[i:])
+				return walkMap(v.Interface().(map[string]any), p, i)
 			}
 			if v = mapIndex(v, ti, seg); !v.IsValid() {
 				return nil, missing(p)
@@ -262,7 +263,7 @@ func extractReflect(v reflect.Value, p *Path, segs []string) (any, error) {
 		default:
 			return nil, missing(p)
 		}
-		if quoted && i < len(segs)-1 {
+		if quoted && i < p.Len()-1 {
 			return nil, missing(p) // a ",string" field is a JSON string
 		}
 	}
@@ -374,10 +375,11 @@ func mapIndex(m reflect.Value, ti *typeInfo, name string) reflect.Value {
 	return m.MapIndex(k)
 }
 
-// marshalScan writes v as encoding/json does and reads segs from the JSON.
-func marshalScan(v reflect.Value, p *Path, segs []string) (key any, err error) {
+// marshalScan writes v, the value at p's first from names, as
+// encoding/json does and reads the rest of p from the JSON.
+func marshalScan(v reflect.Value, p *Path, from int) (key any, err error) {
 	if !v.CanInterface() {
-		return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: "the value is not readable (reached through an unexported field)"}
+		return nil, &KeyError{Path: p.String(), Err: ErrKeyType, Reason: "the value is not readable (reached through an unexported field)"}
 	}
 	target := v.Interface()
 	if v.CanAddr() {
@@ -385,31 +387,22 @@ func marshalScan(v reflect.Value, p *Path, segs []string) (key any, err error) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			key, err = nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: fmt.Sprintf("marshalling the %s panicked: %v", v.Type(), r)}
+			key, err = nil, &KeyError{Path: p.String(), Err: ErrKeyType, Reason: fmt.Sprintf("marshalling the %s panicked: %v", v.Type(), r)}
 		}
 	}()
 	data, err := json.Marshal(target)
 	if err != nil {
-		return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: "the value does not marshal to JSON: " + err.Error()}
+		return nil, &KeyError{Path: p.String(), Err: ErrKeyType, Reason: "the value does not marshal to JSON: " + err.Error()}
 	}
-	s := scanner{data: data}
-	rv, found, err := s.find(segs)
-	switch {
-	case errors.Is(err, errObjectKey):
-		return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: err.Error()}
-	case err != nil:
-		return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: "the value's JSON is malformed: " + err.Error()}
-	case !found:
-		return nil, missing(p)
-	}
-	if key, err = rv.value(false); err != nil {
-		if ke, ok := err.(*KeyError); ok {
-			ke.Path = p.text
-		}
+	rv, err := p.LookupAt(data, from)
+	if err != nil {
 		return nil, err
 	}
-	return key, nil
+	return scalarKey(rv, p, false)
 }
+
+// objectKey explains an object or array where a key was expected.
+const objectKey = "the value is an object or array, not a string, number, boolean or null"
 
 // reflectScalar converts the value found at the path to a key.
 func reflectScalar(v reflect.Value, p *Path, quoted bool) (any, error) {
@@ -423,7 +416,7 @@ func reflectScalar(v reflect.Value, p *Path, quoted bool) (any, error) {
 		ti := infoOf(t)
 		switch {
 		case ti.custom(v):
-			return marshalScan(v, p, nil)
+			return marshalScan(v, p, p.Len())
 		case ti.byteSlice:
 			if v.IsNil() {
 				return Null, nil
@@ -435,12 +428,12 @@ func reflectScalar(v reflect.Value, p *Path, quoted bool) (any, error) {
 	}
 	if quoted {
 		if !v.CanInterface() {
-			return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: "the value is not readable (reached through an unexported field)"}
+			return nil, &KeyError{Path: p.String(), Err: ErrKeyType, Reason: "the value is not readable (reached through an unexported field)"}
 		}
 		// ",string": the JSON value written inside a JSON string.
 		data, err := json.Marshal(v.Interface())
 		if err != nil {
-			return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: "the value does not marshal to JSON: " + err.Error()}
+			return nil, &KeyError{Path: p.String(), Err: ErrKeyType, Reason: "the value does not marshal to JSON: " + err.Error()}
 		}
 		return string(data), nil
 	}
@@ -456,7 +449,7 @@ func reflectScalar(v reflect.Value, p *Path, quoted bool) (any, error) {
 	case reflect.Float32, reflect.Float64:
 		f := v.Float()
 		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, &KeyError{Path: p.text, Key: f, Err: ErrKeyType, Reason: "NaN and infinities have no JSON form"}
+			return nil, &KeyError{Path: p.String(), Key: f, Err: ErrKeyType, Reason: "NaN and infinities have no JSON form"}
 		}
 		if v.Kind() == reflect.Float32 {
 			f, _, _ = Number(float32(f))
@@ -466,21 +459,21 @@ func reflectScalar(v reflect.Value, p *Path, quoted bool) (any, error) {
 		if (v.Kind() == reflect.Map || v.Kind() == reflect.Slice) && v.IsNil() {
 			return Null, nil
 		}
-		return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: errObjectKey.Error()}
+		return nil, &KeyError{Path: p.String(), Err: ErrKeyType, Reason: objectKey}
 	}
-	return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: "a " + v.Type().String() + " has no JSON form"}
+	return nil, &KeyError{Path: p.String(), Err: ErrKeyType, Reason: "a " + v.Type().String() + " has no JSON form"}
 }
 
-// walkMap walks segs through nested map[string]any; any other value on the
-// way is walked by reflection.
-func walkMap(m map[string]any, p *Path, segs []string) (any, error) {
+// walkMap walks p's names from the from-th on through nested
+// map[string]any; any other value on the way is walked by reflection.
+func walkMap(m map[string]any, p *Path, from int) (any, error) {
 	var cur any = m
-	for i, seg := range segs {
+	for i := from; i < p.Len(); i++ {
 		obj, ok := cur.(map[string]any)
 		if !ok {
-			return extractReflect(reflect.ValueOf(cur), p, segs[i:])
+			return extractReflect(reflect.ValueOf(cur), p, i)
 		}
-		if cur, ok = obj[seg]; !ok {
+		if cur, ok = obj[p.Segment(i)]; !ok {
 			return nil, missing(p)
 		}
 	}
@@ -496,16 +489,16 @@ func goScalar(v any, p *Path) (any, error) {
 		return v, nil
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil, &KeyError{Path: p.text, Key: x, Err: ErrKeyType, Reason: "NaN and infinities have no JSON form"}
+			return nil, &KeyError{Path: p.String(), Key: x, Err: ErrKeyType, Reason: "NaN and infinities have no JSON form"}
 		}
 		return v, nil
 	case map[string]any, []any:
-		return nil, &KeyError{Path: p.text, Err: ErrKeyType, Reason: errObjectKey.Error()}
+		return nil, &KeyError{Path: p.String(), Err: ErrKeyType, Reason: objectKey}
 	case json.Number:
 		f, _, err := Number(x)
 		if err != nil {
 			if ke, ok := err.(*KeyError); ok {
-				ke.Path = p.text
+				ke.Path = p.String()
 			}
 			return nil, err
 		}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/partitionkey"
 )
 
 // oracle extracts segs from a document decoded by encoding/json, by the
@@ -68,7 +70,9 @@ func checkParity(t *testing.T, doc any, extra ...[]string) {
 		if strings.ContainsFunc(strings.Join(segs, ""), func(r rune) bool { return r < 0x20 }) {
 			continue // no path can name it
 		}
-		path := quotePath(segs)
+		p, err := partitionkey.PathOf(segs...)
+		require.NoError(t, err)
+		path := p.String()
 		d := MustKeyDef(path)
 		want, wantErr := oracle(decoded, segs)
 		got, err := d.Extract(doc)

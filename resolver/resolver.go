@@ -3,6 +3,8 @@ package resolver
 import (
 	"errors"
 	"fmt"
+
+	"github.com/docshard/docshard/partitionkey"
 )
 
 // Resolver maps documents and partition keys to collection links
@@ -77,11 +79,12 @@ type TextResolver interface {
 var (
 	// ErrNoPartitionKey: the document has no value at the partition-key
 	// path, the key passed to ResolveForCreate is nil, or the resolver has no
-	// partitionKey to extract with.
-	ErrNoPartitionKey = errors.New("no partition key")
+	// partitionKey to extract with. It is partitionkey.ErrNoPartitionKey.
+	ErrNoPartitionKey = partitionkey.ErrNoPartitionKey
 	// ErrKeyType: the key has a type the resolver cannot place (a bool for a
-	// hash ring, a string for a numeric range, ...).
-	ErrKeyType = errors.New("partition key has an unsupported type")
+	// hash ring, a string for a numeric range, ...). It is
+	// partitionkey.ErrKeyType.
+	ErrKeyType = partitionkey.ErrKeyType
 	// ErrNoTarget: no collection is configured for the key (a lookup value
 	// with no entry and no default, a range key outside every range).
 	ErrNoTarget = errors.New("no collection for partition key")
@@ -92,31 +95,9 @@ var (
 
 // KeyError reports a key that could not be resolved or extracted. It names
 // the key (and the path it came from, where there is one) and wraps one of
-// ErrNoPartitionKey, ErrKeyType or ErrNoTarget.
-type KeyError struct {
-	Path   string // the partition-key path, when the key came from a document
-	Key    any    // the offending key; nil when the key is missing
-	Reason string // extra detail, may be empty
-	Err    error  // the sentinel
-}
-
-// Error implements error.
-func (e *KeyError) Error() string {
-	msg := "resolver: " + e.Err.Error()
-	if e.Path != "" {
-		msg += " at path " + e.Path
-	}
-	if e.Key != nil {
-		msg += fmt.Sprintf(": key %s (%T)", quoteKey(e.Key), e.Key)
-	}
-	if e.Reason != "" {
-		msg += ": " + e.Reason
-	}
-	return msg
-}
-
-// Unwrap returns the sentinel.
-func (e *KeyError) Unwrap() error { return e.Err }
+// ErrNoPartitionKey, ErrKeyType or ErrNoTarget. It is partitionkey.KeyError,
+// so the errors of both packages match errors.As with either name.
+type KeyError = partitionkey.KeyError
 
 func quoteKey(k any) string {
 	if s, ok := k.(string); ok {

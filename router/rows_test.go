@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -158,4 +159,28 @@ func FuzzOrderedRow(f *testing.F) {
 			assert.JSONEq(t, string(wantPayload), string(payload))
 		}
 	})
+}
+
+// BenchmarkOrderedRow reads the rows of an ORDER BY fan-out: a short one,
+// as OrderBy100K's, and one carrying a 1 KB payload.
+//
+//	go test -run '^$' -bench OrderedRow -benchmem ./router
+func BenchmarkOrderedRow(b *testing.B) {
+	long := fmt.Sprintf(`{"k":[{"v":37},{"v":"1234"}],"p":{"id":"1234","userId":"user-1234","name":"User 1234","age":37,"notes":%q}}`, strings.Repeat("lorem ipsum ", 70))
+	for _, tc := range []struct{ name, row string }{
+		{"short", `{"k":[{"v":0.8376},{"v":"51234"}],"p":{"id":"51234","score":0.8376}}`},
+		{"1KB-payload", long},
+	} {
+		row := []byte(tc.row)
+		keys := make([]any, 2)
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(row)))
+			for b.Loop() {
+				if _, err := orderedRow(row, keys); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -1,154 +1,68 @@
 package store
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
-	"math"
-	"strconv"
-	"strings"
+
+	"github.com/docshard/docshard/partitionkey"
 )
 
 // ParsePartitionKeyPath splits a collection's partition-key path
-// ("/userId", "/a/b", `/"name with space"`) into property names. Empty
-// means "/id". Errors wrap ErrBadRequest.
+// ("/userId", "/a/b", `/"name with space"`) into property names, with the
+// grammar of partitionkey.ParsePath. Empty means "/id". Errors wrap
+// ErrBadRequest.
+//
+// It is kept only for the router, its last caller, and goes when the router
+// is ported: new code uses partitionkey.ParsePath (CheckSpec gives the parsed
+// path of a spec). It is not marked deprecated yet only because staticcheck
+// would then fail on the router.
 func ParsePartitionKeyPath(path string) ([]string, error) {
 	if path == "" {
-		return []string{"id"}, nil
+		path = "/id"
 	}
-	bad := func(reason string) error {
-		return &Error{Kind: ErrBadRequest, Message: fmt.Sprintf("partition-key path %q: %s", path, reason)}
+	p, err := parseKeyPath(path)
+	if err != nil {
+		return nil, err
 	}
-	var segs []string
-	for i := 0; i < len(path); {
-		if path[i] != '/' {
-			return nil, bad("want '/' before every property name")
-		}
-		i++
-		if i < len(path) && path[i] == '"' {
-			var b strings.Builder
-			i++
-			closed := false
-			for i < len(path) {
-				if path[i] == '\\' && i+1 < len(path) {
-					b.WriteByte(path[i+1])
-					i += 2
-					continue
-				}
-				if path[i] == '"' {
-					closed = true
-					i++
-					break
-				}
-				b.WriteByte(path[i])
-				i++
-			}
-			if !closed {
-				return nil, bad("unterminated quoted name")
-			}
-			segs = append(segs, b.String())
-			continue
-		}
-		j := i
-		for j < len(path) && path[j] != '/' {
-			j++
-		}
-		if j == i {
-			return nil, bad("empty property name")
-		}
-		segs = append(segs, path[i:j])
-		i = j
-	}
-	return segs, nil
+	return p.Segments(), nil
 }
 
-// KeyText returns the canonical text of a partition-key value, which is
-// equal for equal values: a JSON string for strings, the shortest form for
-// numbers (any Go number type), true/false, null for Null (or a JSON null
-// value), and NoneText (not JSON, so unlike every other text) for None.
-// Backends use it to compare and index keys. Other types wrap
-// ErrBadRequest.
+// parseKeyPath parses a partition-key path; errors are *Error wrapping
+// ErrBadRequest that name the path and the byte offset.
+func parseKeyPath(path string) (partitionkey.Path, error) {
+	p, err := partitionkey.ParsePath(path)
+	if err != nil {
+		return p, &Error{Kind: ErrBadRequest, Message: err.Error()}
+	}
+	return p, nil
+}
+
+// KeyText returns the identity text of a partition-key value, equal for
+// equal values (see partitionkey.IdentityText): RFC 8785 JSON for a string,
+// number (any Go number type), bool, Null (or nil), and NoneText for None.
+// Other types wrap ErrBadRequest.
+//
+// It is kept only for the router, its last caller, and goes when the router
+// is ported: new code uses partitionkey.IdentityText, and BadPartitionKey
+// for its errors. It is not marked deprecated yet only because staticcheck
+// would then fail on the router.
 func KeyText(v any) (string, error) {
-	switch x := v.(type) {
-	case noneKey:
-		return NoneText, nil
-	case string:
-		if plainASCII(x) {
-			return `"` + x + `"`, nil
-		}
-		b, _ := json.Marshal(x)
-		return string(b), nil
-	case bool:
-		return strconv.FormatBool(x), nil
-	case nullKey:
-		return "null", nil
-	case nil:
-		return "null", nil
-	case json.Number:
-		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil {
-			return "", &Error{Kind: ErrBadRequest, Message: fmt.Sprintf("partition key %q is not a number", string(x))}
-		}
-		return numberText(f), nil
-	case fmt.Stringer:
-		if x.String() == "null" {
-			return "null", nil
-		}
+	t, err := partitionkey.IdentityText(v)
+	if err != nil {
+		return "", BadPartitionKey(err)
 	}
-	if f, ok := toFloat(v); ok {
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return "", &Error{Kind: ErrBadRequest, Message: "partition key is not a finite number"}
-		}
-		return numberText(f), nil
-	}
-	return "", &Error{Kind: ErrBadRequest, Message: fmt.Sprintf("partition key of type %T: want a string, number, bool or null", v)}
+	return t, nil
 }
 
-func numberText(f float64) string {
-	if f == 0 {
-		return "0"
+// BadPartitionKey returns the error a backend gives for a partition-key
+// value partitionkey has no identity text for (err from
+// partitionkey.IdentityText): an *Error wrapping ErrBadRequest that names the
+// value and its type.
+func BadPartitionKey(err error) *Error {
+	msg := "partition key: " + err.Error()
+	var ke *partitionkey.KeyError
+	if errors.As(err, &ke) {
+		msg = fmt.Sprintf("partition key %v of type %T: %s", ke.Key, ke.Key, ke.Reason)
 	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
-}
-
-func toFloat(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case float32:
-		f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(n), 'g', -1, 32), 64)
-		return f, true
-	case int:
-		return float64(n), true
-	case int8:
-		return float64(n), true
-	case int16:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case uint:
-		return float64(n), true
-	case uint8:
-		return float64(n), true
-	case uint16:
-		return float64(n), true
-	case uint32:
-		return float64(n), true
-	case uint64:
-		return float64(n), true
-	}
-	return 0, false
-}
-
-// plainASCII reports whether s needs no escaping in JSON (and none from
-// encoding/json's HTML-safe rules), so quoting it is concatenation.
-func plainASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
+	return &Error{Kind: ErrBadRequest, Message: msg}
 }

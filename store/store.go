@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+
+	"github.com/docshard/docshard/partitionkey"
 )
 
 // Limits Cosmos DB applies and every backend enforces.
@@ -142,29 +144,19 @@ type ReadOptions struct {
 }
 
 // Null is the partition-key value of documents whose key is JSON null
-// (distinct from a nil PartitionKey, which means "not given").
-var Null = nullKey{}
+// (distinct from a nil PartitionKey, which means "not given"). It is
+// partitionkey.Null, the same value as resolver.Null.
+var Null = partitionkey.Null
 
 // None is the partition-key value of documents that have no value at the
 // collection's partition-key path: Cosmos DB stores them under the
 // "undefined" key (PartitionKey.None in its SDKs), distinct from Null, and
 // they are read, replaced, deleted and queried with None. A nil
-// PartitionKey still means "not given".
-var None = noneKey{}
+// PartitionKey still means "not given". It is partitionkey.None.
+var None = partitionkey.None
 
-// NoneText is KeyText(None).
-const NoneText = "undefined"
-
-type noneKey struct{}
-
-func (noneKey) String() string { return NoneText }
-
-type nullKey struct{}
-
-func (nullKey) String() string { return "null" }
-
-// MarshalJSON writes null.
-func (nullKey) MarshalJSON() ([]byte, error) { return []byte("null"), nil }
+// NoneText is the identity text of None (partitionkey.NoneText).
+const NoneText = partitionkey.NoneText
 
 // Query is a Cosmos DB SQL query with its parameters.
 type Query struct {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/docshard/docshard/partitionkey"
 )
 
 // ValidateID checks a document id against Cosmos DB's rules: non-empty, at
@@ -26,10 +28,11 @@ func ValidateID(id string) error {
 // CheckSpec validates a collection spec as Cosmos DB would and returns a
 // normalised copy (an empty PartitionKeyPath becomes "/id"; DefaultTTL and
 // Indexing are copied, so the caller's spec can change afterwards) and the
-// parsed key path. A bad key path, a DefaultTTL that is 0, below -1 or
-// above 2^31-1, or an indexing policy that is not a JSON object wrap
+// parsed key path. A bad key path (partitionkey.ParsePath's grammar; the
+// error names the path and the byte offset), a DefaultTTL that is 0, below
+// -1 or above 2^31-1, or an indexing policy that is not a JSON object wrap
 // ErrBadRequest. A nil spec means defaults.
-func CheckSpec(spec *CollectionSpec) (CollectionSpec, []string, error) {
+func CheckSpec(spec *CollectionSpec) (CollectionSpec, partitionkey.Path, error) {
 	var sp CollectionSpec
 	if spec != nil {
 		sp = *spec
@@ -37,21 +40,21 @@ func CheckSpec(spec *CollectionSpec) (CollectionSpec, []string, error) {
 	if sp.PartitionKeyPath == "" {
 		sp.PartitionKeyPath = "/id"
 	}
-	path, err := ParsePartitionKeyPath(sp.PartitionKeyPath)
+	path, err := parseKeyPath(sp.PartitionKeyPath)
 	if err != nil {
-		return sp, nil, err
+		return sp, path, err
 	}
 	if sp.DefaultTTL != nil {
 		ttl := *sp.DefaultTTL
 		if ttl == 0 || ttl < -1 || ttl > math.MaxInt32 {
-			return sp, nil, &Error{Kind: ErrBadRequest, Message: fmt.Sprintf("defaultTtl %d: want -1 or 1 to %d seconds (nil for off)", ttl, math.MaxInt32)}
+			return sp, path, &Error{Kind: ErrBadRequest, Message: fmt.Sprintf("defaultTtl %d: want -1 or 1 to %d seconds (nil for off)", ttl, math.MaxInt32)}
 		}
 		sp.DefaultTTL = &ttl
 	}
 	if len(sp.Indexing) > 0 {
 		t := bytes.TrimSpace(sp.Indexing)
 		if len(t) == 0 || t[0] != '{' || !json.Valid(t) {
-			return sp, nil, &Error{Kind: ErrBadRequest, Message: "the indexing policy is not a JSON object"}
+			return sp, path, &Error{Kind: ErrBadRequest, Message: "the indexing policy is not a JSON object"}
 		}
 		sp.Indexing = append(json.RawMessage(nil), t...)
 	}

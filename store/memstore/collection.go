@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
@@ -22,7 +23,7 @@ const never = math.MaxInt64
 // under the collection's lock only.
 type entry struct {
 	doc      atomic.Pointer[query.Doc] // decoded on first query, then kept
-	pk       string                    // store.KeyText of the partition-key value
+	pk       string                    // partitionkey.IdentityText of the partition-key value
 	pkHash   uint64                    // keyHash(pk)
 	expireAt int64                     // Unix seconds; never when it does not expire
 	seq      uint64                    // feed position; a replace keeps it
@@ -70,7 +71,7 @@ type collection struct {
 	link string // canonical link
 	uid  string // random per incarnation: bucket name, bound into tokens
 	spec store.CollectionSpec
-	path []string
+	path partitionkey.Path
 
 	mu      sync.RWMutex
 	byID    map[string]*entry
@@ -106,7 +107,7 @@ type snapItem struct {
 	pk       string
 }
 
-func newCollection(link, uid string, spec store.CollectionSpec, path []string) *collection {
+func newCollection(link, uid string, spec store.CollectionSpec, path partitionkey.Path) *collection {
 	c := &collection{link: link, uid: uid, spec: spec, path: path, byID: map[string]*entry{}}
 	c.nextSeq.Store(1)
 	c.nextExpiry.Store(never)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/docshard/docshard/internal/jsontext"
+	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/store"
 )
 
@@ -22,21 +24,12 @@ type incoming struct {
 	sys    bool   // it holds system properties, which the store replaces
 }
 
-// isSystem reports whether a top-level property belongs to the store:
-// whatever the caller wrote there is replaced.
-func isSystem(name string) bool {
-	switch name {
-	case "_etag", "_ts", "_rid", "_self", "_attachments":
-		return true
-	}
-	return false
-}
-
 // prepare validates a document in one pass without decoding it: JSON text
-// of one object (see scanner), a string "id" valid for store.ValidateID, a
-// partition-key value that is a string, number, boolean or null (or none),
-// and, when the collection has TTL on, a "ttl" of -1 or 1 to 2^31-1. "id",
-// "ttl" and the property holding the key may appear only once.
+// of one object (jsontext.Strict: what encoding/json decodes, in valid
+// UTF-8), a string "id" valid for store.ValidateID, a partition-key value
+// that is a string, number, boolean or null (or none), and, when the
+// collection has TTL on, a "ttl" of -1 or 1 to 2^31-1. "id", "ttl" and the
+// property holding the key may appear only once.
 func (c *collection) prepare(op, l string, doc []byte) (in incoming, err error) {
 	bad := func(id, format string, args ...any) error {
 		return store.Errorf(store.ErrBadRequest, op, l, id, format, args...)
@@ -44,99 +37,105 @@ func (c *collection) prepare(op, l string, doc []byte) (in incoming, err error) 
 	if len(doc) > store.MaxDocumentSize {
 		return in, store.Errorf(store.ErrTooLarge, op, l, "", "the document is %d bytes, more than %d", len(doc), store.MaxDocumentSize)
 	}
-	sc := scanner{b: doc}
-	sc.stack = sc.buf[:0]
-	start := sc.ws(0)
+	sc := jsontext.NewScanner(doc, jsontext.Strict)
+	start := sc.SkipSpace()
 	if start < len(doc) && doc[start] != '{' {
-		if end, err := sc.value(start, 0); err == nil && sc.ws(end) == len(doc) {
+		if err := sc.Skip(0); err == nil && sc.SkipSpace() == len(doc) {
 			return in, bad("", "a document is a JSON object, got %s", kindOf(doc[start]))
 		}
+		sc.Seek(start)
 	}
-	it, err := sc.members(start, 1)
+	members, err := sc.Object()
 	if err != nil {
-		return in, bad("", "%v", err)
+		return in, bad("", "malformed JSON: %v", err)
 	}
-	var idm, keym, ttlm member
-	var hasID, hasKey, hasTTL bool
+	var idv, keyv, ttlv []byte
 	for {
-		m, ok, err := it.next()
+		name, ok, err := members.Next()
 		if err != nil {
-			return in, bad("", "%v", err)
+			return in, bad("", "malformed JSON: %v", err)
 		}
 		if !ok {
 			break
 		}
+		v := sc.Pos()
+		if err := sc.Skip(1); err != nil {
+			return in, bad("", "malformed JSON: %v", err)
+		}
+		val := doc[v:sc.Pos()]
 		switch {
-		case m.is(doc, "id"):
-			if hasID {
+		case name.Is("id"):
+			if idv != nil {
 				return in, bad("", `"id" appears twice`)
 			}
-			idm, hasID = m, true
-		case m.is(doc, "ttl"):
-			if hasTTL {
+			idv = val
+		case name.Is("ttl"):
+			if ttlv != nil {
 				return in, bad("", `"ttl" appears twice`)
 			}
-			ttlm, hasTTL = m, true
-		case doc[m.nameStart+1] == '_' || m.escaped:
-			if isSystem(m.nameString(doc)) {
-				in.sys = true
-			}
+			ttlv = val
+		case (len(name.Body) > 0 && name.Body[0] == '_') || name.Escaped:
+			in.sys = in.sys || isSystem(name)
 		}
-		if m.is(doc, c.path[0]) {
-			if hasKey {
-				return in, bad("", "the partition-key property %q appears twice", c.path[0])
+		if name.Is(c.path.Segment(0)) {
+			if keyv != nil {
+				return in, bad("", "the partition-key property %q appears twice", c.path.Segment(0))
 			}
-			keym, hasKey = m, true
+			keyv = val
 		}
 	}
-	end := it.end()
-	if sc.ws(end) != len(doc) {
-		return in, bad("", "%v", sc.fail(sc.ws(end), "unexpected %s after the document", sc.what(sc.ws(end))))
+	end := sc.Pos()
+	if sc.SkipSpace() != len(doc) {
+		return in, bad("", "malformed JSON: %v", sc.Fail("unexpected "+strconv.QuoteRune(rune(doc[sc.Pos()]))+" after the document"))
 	}
 	in.raw = doc[start:end]
 
-	if !hasID {
+	if idv == nil {
 		return in, bad("", `the document has no "id"`)
 	}
-	if doc[idm.valStart] != '"' {
-		return in, bad("", `"id" must be a string, got %.40s`, doc[idm.valStart:idm.valEnd])
+	if idv[0] != '"' {
+		return in, bad("", `"id" must be a string, got %.40s`, idv)
 	}
-	in.id = stringValue(doc[idm.valStart:idm.valEnd])
+	in.id = quoted(idv).Decode()
 	if err := store.ValidateID(in.id); err != nil {
 		return in, withOp(err, op, l)
 	}
 
 	in.pk = store.NoneText
-	if hasKey {
-		val := doc[keym.valStart:keym.valEnd]
-		for _, seg := range c.path[1:] {
-			if val[0] != '{' {
-				val = nil
-				break
-			}
-			if val, err = findMember(val, seg); err != nil {
-				return in, bad(in.id, "%v at %s", err, c.spec.PartitionKeyPath)
-			}
-			if val == nil {
-				break
-			}
+	for i := 1; i < c.path.Len() && keyv != nil; i++ {
+		if keyv[0] != '{' {
+			keyv = nil
+			break
 		}
-		if val != nil {
-			if in.pk, err = keyText(val); err != nil {
-				return in, bad(in.id, "the partition key at %s %v", c.spec.PartitionKeyPath, err)
-			}
+		if keyv, err = findMember(keyv, c.path.Segment(i)); err != nil {
+			return in, bad(in.id, "%v at %s", err, c.spec.PartitionKeyPath)
+		}
+	}
+	if keyv != nil {
+		if in.pk, err = keyText(keyv); err != nil {
+			return in, bad(in.id, "the partition key at %s %v", c.spec.PartitionKeyPath, err)
 		}
 	}
 
-	if hasTTL && c.ttlOn() {
-		v := doc[ttlm.valStart:ttlm.valEnd]
-		f, err := strconv.ParseFloat(string(v), 64)
-		if v[0] == '"' || err != nil || f != math.Trunc(f) || f == 0 || f < -1 || f > math.MaxInt32 {
-			return in, bad(in.id, `"ttl" must be -1 or a whole number of seconds from 1 to %d, got %.40s`, math.MaxInt32, v)
+	if ttlv != nil && c.ttlOn() {
+		f, err := strconv.ParseFloat(string(ttlv), 64)
+		if ttlv[0] == '"' || err != nil || f != math.Trunc(f) || f == 0 || f < -1 || f > math.MaxInt32 {
+			return in, bad(in.id, `"ttl" must be -1 or a whole number of seconds from 1 to %d, got %.40s`, math.MaxInt32, ttlv)
 		}
 		in.hasTTL, in.ttl = true, int64(f)
 	}
 	return in, nil
+}
+
+// isSystem reports whether a top-level property belongs to the store:
+// whatever the caller wrote there is replaced.
+func isSystem(name jsontext.Quoted) bool {
+	for _, sys := range [...]string{"_etag", "_ts", "_rid", "_self", "_attachments"} {
+		if name.Is(sys) {
+			return true
+		}
+	}
+	return false
 }
 
 func kindOf(c byte) string {
@@ -155,71 +154,55 @@ func kindOf(c byte) string {
 	return "a number"
 }
 
-// stringValue decodes a scanned JSON string.
-func stringValue(raw []byte) string {
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1 : len(raw)-1])
-	}
-	return unquote(raw)
+// quoted views a scanned JSON string.
+func quoted(text []byte) jsontext.Quoted {
+	return jsontext.Quoted{Body: text[1 : len(text)-1], Escaped: bytes.IndexByte(text, '\\') >= 0}
 }
 
 // findMember returns the value of the property name in a scanned object,
 // nil when it has none. A name that appears twice is an error.
 func findMember(obj []byte, name string) ([]byte, error) {
-	sc := scanner{b: obj}
-	sc.stack = sc.buf[:0]
-	it, err := sc.members(0, 1)
+	sc := jsontext.NewScanner(obj, jsontext.Lenient) // checked already
+	members, err := sc.Object()
 	if err != nil {
 		return nil, err
 	}
 	var found []byte
 	for {
-		m, ok, err := it.next()
-		if err != nil {
+		n, ok, err := members.Next()
+		if err != nil || !ok {
+			return found, err
+		}
+		v := sc.Pos()
+		if err := sc.Skip(1); err != nil {
 			return nil, err
 		}
-		if !ok {
-			return found, nil
-		}
-		if m.is(obj, name) {
+		if n.Is(name) {
 			if found != nil {
 				return nil, fmt.Errorf("the property %q appears twice", name)
 			}
-			found = obj[m.valStart:m.valEnd]
+			found = obj[v:sc.Pos()]
 		}
 	}
 }
 
-// keyText is store.KeyText of a scanned JSON value, which must be a
-// string, number, boolean or null. Plain ASCII strings cost one copy.
+// keyText is the identity text (partitionkey.IdentityText) of a scanned
+// JSON value, which must be a string, number, boolean or null.
 func keyText(v []byte) (string, error) {
 	switch v[0] {
-	case '"':
-		plain := true
-		for _, c := range v[1 : len(v)-1] {
-			if c == '\\' || c >= 0x7f || c == '<' || c == '>' || c == '&' {
-				plain = false
-				break
-			}
-		}
-		if plain {
-			return string(v), nil
-		}
-		return store.KeyText(unquote(v))
-	case 't':
-		return "true", nil
-	case 'f':
-		return "false", nil
-	case 'n':
-		return "null", nil
 	case '{', '[':
 		return "", fmt.Errorf("must be a string, number, boolean or null, got %s", kindOf(v[0]))
 	}
-	f, err := strconv.ParseFloat(string(v), 64)
-	if err != nil {
-		return "", fmt.Errorf("is not a number: %.40s", v)
+	rv, err := partitionkey.RawValueOf(v)
+	var buf [64]byte
+	var text []byte
+	if err == nil {
+		text, err = rv.AppendIdentity(buf[:0])
 	}
-	return store.KeyText(f)
+	if err != nil {
+		return "", fmt.Errorf("is not a valid value: %w", err)
+	}
+	return string(text), nil
 }
 
 // withOp fills in the operation and link of an error from store helpers.
@@ -242,22 +225,26 @@ func (in *incoming) body(etag string, ts int64) []byte {
 		out = append(out, in.raw[:len(in.raw)-1]...)
 	} else {
 		out = append(out, '{')
-		sc := scanner{b: in.raw}
-		sc.stack = sc.buf[:0]
-		it, _ := sc.members(0, 1)
+		sc := jsontext.NewScanner(in.raw, jsontext.Lenient) // checked already
+		members, _ := sc.Object()
 		n := 0
 		for {
-			m, ok, err := it.next()
+			from := sc.Pos()
+			name, ok, err := members.Next()
 			if err != nil || !ok {
 				break
 			}
-			if (in.raw[m.nameStart+1] == '_' || m.escaped) && isSystem(m.nameString(in.raw)) {
+			from += bytes.IndexByte(in.raw[from:], '"') // the name's quote, after any ',' and space
+			if err := sc.Skip(1); err != nil {
+				break
+			}
+			if (len(name.Body) > 0 && name.Body[0] == '_' || name.Escaped) && isSystem(name) {
 				continue
 			}
 			if n > 0 {
 				out = append(out, ',')
 			}
-			out = append(out, in.raw[m.nameStart:m.valEnd]...)
+			out = append(out, in.raw[from:sc.Pos()]...)
 			n++
 		}
 	}
@@ -275,9 +262,9 @@ func givenKey(op, l, id string, v any) (text string, given bool, err error) {
 	if v == nil {
 		return "", false, nil
 	}
-	text, err = store.KeyText(v)
+	text, err = partitionkey.IdentityText(v)
 	if err != nil {
-		return "", false, withOp(withID(err, id), op, l)
+		return "", false, withOp(withID(store.BadPartitionKey(err), id), op, l)
 	}
 	return text, true, nil
 }

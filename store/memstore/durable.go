@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/store"
 )
 
@@ -154,7 +155,7 @@ func (s *Store) loadCollection(tx *bolt.Tx, link string, metaJSON []byte, now in
 	if err := json.Unmarshal(metaJSON, &m); err != nil {
 		return fmt.Errorf("collection %s: corrupt metadata: %w", link, err)
 	}
-	path, err := store.ParsePartitionKeyPath(m.Spec.PartitionKeyPath)
+	path, err := partitionkey.ParsePath(m.Spec.PartitionKeyPath)
 	if err != nil {
 		return fmt.Errorf("collection %s: %w", link, err)
 	}
@@ -164,12 +165,13 @@ func (s *Store) loadCollection(tx *bolt.Tx, link string, metaJSON []byte, now in
 		return fmt.Errorf("collection %s: its documents bucket is missing", link)
 	}
 	var expired [][]byte
+	var upgraded []*entry
 	maxSeq := uint64(0)
 	err = b.ForEach(func(k, v []byte) error {
 		if len(k) != 8 {
 			return fmt.Errorf("collection %s: corrupt key %x", link, k)
 		}
-		e, err := decodeRecord(v)
+		e, old, err := decodeRecord(v)
 		if err != nil {
 			return fmt.Errorf("collection %s: key %x: %w", link, k, err)
 		}
@@ -178,6 +180,9 @@ func (s *Store) loadCollection(tx *bolt.Tx, link string, metaJSON []byte, now in
 		if e.expireAt <= now {
 			expired = append(expired, append([]byte(nil), k...))
 			return nil
+		}
+		if old {
+			upgraded = append(upgraded, e)
 		}
 		if c.find(e.id, e.pk) != nil {
 			return fmt.Errorf("collection %s: document %q (key %s) stored twice", link, e.id, e.pk)
@@ -190,6 +195,11 @@ func (s *Store) loadCollection(tx *bolt.Tx, link string, metaJSON []byte, now in
 	}
 	for _, k := range expired {
 		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	for _, e := range upgraded { // in the transaction that loads them
+		if err := b.Put(seqKey(e.seq), encodeRecord(e)); err != nil {
 			return err
 		}
 	}
@@ -271,8 +281,14 @@ func (d *disk) close() error {
 }
 
 // A record: format version, _ts, expiry, etag, id, key text, then the
-// stored JSON text to the end.
-const recordVersion = 2
+// stored JSON text to the end. The key text is the value's identity text
+// (partitionkey.IdentityText) since version 3; version 2 held store.KeyText
+// as it was before (encoding/json's strings, strconv's 'g' numbers such as
+// 1e-07), and is converted when the file is opened.
+const (
+	recordVersion   = 3
+	recordVersionV2 = 2
+)
 
 func encodeRecord(e *entry) []byte {
 	b := make([]byte, 0, len(e.body)+len(e.etag)+len(e.id)+len(e.pk)+32)
@@ -287,36 +303,59 @@ func encodeRecord(e *entry) []byte {
 }
 
 // decodeRecord reads a record; the body is copied out of bbolt's memory.
-func decodeRecord(rec []byte) (*entry, error) {
+// old reports a version-2 record, whose key text it converted: the caller
+// writes it again.
+func decodeRecord(rec []byte) (e *entry, old bool, err error) {
 	bad := errors.New("corrupt record")
-	if len(rec) == 0 || rec[0] != recordVersion {
-		return nil, bad
+	if len(rec) == 0 || (rec[0] != recordVersion && rec[0] != recordVersionV2) {
+		return nil, false, bad
 	}
+	old = rec[0] == recordVersionV2
 	r := rec[1:]
-	e := &entry{heapIdx: -1}
+	e = &entry{heapIdx: -1}
 	var n int
 	if e.ts, n = binary.Varint(r); n <= 0 {
-		return nil, bad
+		return nil, false, bad
 	}
 	r = r[n:]
 	if e.expireAt, n = binary.Varint(r); n <= 0 {
-		return nil, bad
+		return nil, false, bad
 	}
 	r = r[n:]
 	var strs [3]string
 	for i := range strs {
 		l, n := binary.Uvarint(r)
 		if n <= 0 || uint64(len(r)-n) < l {
-			return nil, bad
+			return nil, false, bad
 		}
 		strs[i] = string(r[n : n+int(l)])
 		r = r[n+int(l):]
 	}
 	e.etag, e.id, e.pk = strs[0], strs[1], strs[2]
-	e.pkHash = keyHash(e.pk)
 	if e.id == "" || e.pk == "" || len(r) < 2 || r[0] != '{' {
-		return nil, bad
+		return nil, false, bad
 	}
+	if old {
+		if e.pk, err = upgradeKeyText(e.pk); err != nil {
+			return nil, false, fmt.Errorf("corrupt record: key text: %w", err)
+		}
+	}
+	e.pkHash = keyHash(e.pk)
 	e.body = append([]byte(nil), r...)
-	return e, nil
+	return e, old, nil
+}
+
+// upgradeKeyText converts the key text of a version-2 record to the
+// identity text of the same value: NoneText stays; every other old text is
+// JSON (a string, a number, true, false or null), read and written again.
+func upgradeKeyText(text string) (string, error) {
+	if text == store.NoneText {
+		return text, nil
+	}
+	v, err := partitionkey.RawValueOf([]byte(text))
+	if err != nil {
+		return "", err
+	}
+	out, err := v.AppendIdentity(nil)
+	return string(out), err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/docshard/docshard/internal/jsontext"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/storetest"
 )
@@ -111,8 +112,8 @@ func newColl(t *testing.T, s *Store, spec *store.CollectionSpec) string {
 func TestPrepare(t *testing.T) {
 	s := New(nil)
 	l := newColl(t, s, &store.CollectionSpec{PartitionKeyPath: "/a/b"})
-	deep := strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth)
-	tooDeep := strings.Repeat("[", maxDepth) + "[]" + strings.Repeat("]", maxDepth)
+	deep := strings.Repeat("[", jsontext.MaxDepth) + strings.Repeat("]", jsontext.MaxDepth)
+	tooDeep := strings.Repeat("[", jsontext.MaxDepth) + "[]" + strings.Repeat("]", jsontext.MaxDepth)
 	bad := []struct{ doc, want string }{
 		{`{"id":"x","a":{"b":{"c":1}}}`, "got an object"},
 		{`{"id":"x","a":{"b":[1]}}`, "got an array"},
@@ -124,7 +125,7 @@ func TestPrepare(t *testing.T) {
 		{`{"id":"x","n":01}`, "want ',' or '}'"},
 		{`{"id":"x","n":1.}`, "decimal point"},
 		{`{"id":"x","n":1e}`, "exponent"},
-		{`{"id":"x","n":-}`, "want a value"},
+		{`{"id":"x","n":-}`, "want a digit"},
 		{`{"id":"x","s":"a` + "\x01" + `"}`, "control character"},
 		{`{"id":"x","s":"` + "\xff" + `"}`, "UTF-8"},
 		{`{"id":"x","s":"\u12"}`, `\u escape`},
@@ -133,7 +134,7 @@ func TestPrepare(t *testing.T) {
 		{`{"id":"x",}`, "property name"},
 		{`{"id":"x" "y":1}`, "want ',' or '}'"},
 		{`{"id":"x","y" 1}`, "':'"},
-		{`{"id":"x","d":` + tooDeep + `}`, "nested more than"},
+		{`{"id":"x","d":` + tooDeep + `}`, "nested too deeply"},
 		{`{"id":"x"} x`, "after the document"},
 		{`{"id":"x"`, "want ',' or '}'"},
 		{`{"id":"x","s":"abc`, "unterminated"},

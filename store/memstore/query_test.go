@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/docshard/docshard/internal/cursor"
+	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
@@ -250,7 +251,7 @@ func engineAnswer(t *testing.T, s *Store, l, text string, params []store.Param, 
 	pk := ""
 	if key != nil {
 		var err error
-		pk, err = store.KeyText(key)
+		pk, err = partitionkey.IdentityText(key)
 		require.NoError(t, err)
 	}
 	pm := map[string]any{}
