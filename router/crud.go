@@ -7,8 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/tidwall/gjson"
-
+	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/store"
 )
@@ -170,7 +169,7 @@ func (c *Client) Replace(ctx context.Context, dbLink, id string, doc any, opts *
 	oldKey, sameKey := key, true
 	if o.OldKey != nil {
 		oldKey = o.OldKey
-		if sameKey, err = keysEqual(key, oldKey); err != nil {
+		if sameKey, err = partitionkey.Equal(key, oldKey); err != nil {
 			return nil, err
 		}
 	}
@@ -193,7 +192,7 @@ func (c *Client) Replace(ctx context.Context, dbLink, id string, doc any, opts *
 	if o.IfMatch != "" && o.IfMatch != old.ETag {
 		return nil, &store.Error{Kind: store.ErrPreconditionFailed, Op: "replace", Link: source, ID: id, Message: fmt.Sprintf("If-Match %s, stored ETag %s", o.IfMatch, old.ETag)}
 	}
-	samePartition, err := keysEqual(newRt.store, oldRt.store)
+	samePartition, err := partitionkey.Equal(newRt.store, oldRt.store)
 	if err != nil {
 		return nil, err
 	}
@@ -225,15 +224,11 @@ func checkID(body []byte, id string) error {
 	if rv, err := idPath.ExtractRaw(body, vals[:0]); err == nil && rv[0].Kind() == resolver.ValueString && string(rv[0].AppendText(buf[:0])) == id {
 		return nil
 	}
-	got := gjson.GetBytes(body, "id")
-	return &store.Error{Kind: store.ErrBadRequest, Op: "replace", ID: id, Message: fmt.Sprintf("the document's \"id\" (%s) must equal the id replaced", orMissing(got.Raw))}
-}
-
-func orMissing(raw string) string {
-	if raw == "" {
-		return "missing"
+	got := "missing"
+	if rv, err := idPath.ExtractRaw(body, vals[:0]); err == nil {
+		got = string(rv[0].JSON())
 	}
-	return raw
+	return &store.Error{Kind: store.ErrBadRequest, Op: "replace", ID: id, Message: fmt.Sprintf("the document's \"id\" (%s) must equal the id replaced", got)}
 }
 
 // move creates the new version at target, then deletes the old one at
@@ -259,46 +254,6 @@ func (c *Client) move(ctx context.Context, id string, body []byte, source, targe
 		return nil, &MoveError{ID: id, From: source, To: target, Duplicate: true, Err: fmt.Errorf("%w; then removing the new copy failed: %v", err, undo)}
 	}
 	return nil, &MoveError{ID: id, From: source, To: target, Err: err}
-}
-
-// keysEqual compares two partition keys by value and type (the string "1"
-// and the number 1 differ), composite keys element by element.
-func keysEqual(a, b any) (bool, error) {
-	ca, aComp := asComposite(a)
-	cb, bComp := asComposite(b)
-	if aComp != bComp {
-		return false, nil
-	}
-	if !aComp {
-		ca, cb = []any{a}, []any{b}
-	}
-	if len(ca) != len(cb) {
-		return false, nil
-	}
-	for i := range ca {
-		ta, err := store.KeyText(storeKey(ca[i]))
-		if err != nil {
-			return false, fmt.Errorf("router: partition key %v: %w", a, err)
-		}
-		tb, err := store.KeyText(storeKey(cb[i]))
-		if err != nil {
-			return false, fmt.Errorf("router: partition key %v: %w", b, err)
-		}
-		if ta != tb {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
-func asComposite(k any) ([]any, bool) {
-	switch x := k.(type) {
-	case resolver.CompositeKey:
-		return x, true
-	case []any:
-		return x, true
-	}
-	return nil, false
 }
 
 // Delete removes the document with this id and key from every collection
@@ -397,7 +352,7 @@ func (c *Client) EnsureCollections(ctx context.Context, dbLink string, spec *sto
 	return out, errors.Join(errs...)
 }
 
-func (c *Client) checkExisting(ctx context.Context, l string, want []string) error {
+func (c *Client) checkExisting(ctx context.Context, l string, want partitionkey.Path) error {
 	info, err := c.st.CollectionInfo(ctx, l)
 	if err != nil {
 		return err
@@ -408,12 +363,12 @@ func (c *Client) checkExisting(ctx context.Context, l string, want []string) err
 	return nil
 }
 
-func checkPath(path string, want []string) error {
-	got, err := store.ParsePartitionKeyPath(path)
+func checkPath(path string, want partitionkey.Path) error {
+	got, err := collectionPath(path)
 	if err != nil {
 		return fmt.Errorf("partition-key path %q: %w", path, err)
 	}
-	if !slices.Equal(got, want) {
+	if !slices.Equal(got.Segments(), want.Segments()) {
 		if path == "" {
 			path = "/id (the default)"
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/store"
 )
@@ -48,13 +49,13 @@ type route struct {
 	hash  uint64 // the key's hash in the route cache: a probe for another key stops here
 	key   string
 	links []string // ResolveForRead: where to look, in order
-	store any      // the key as the store gets it (storeKey)
+	store any      // the key as the store gets it (partitionkey.CollectionKey)
 	ro    store.ReadOptions
 	wo    store.WriteOptions // for unconditional replaces and deletes
 }
 
 func newRoute(h uint64, s string, links []string, key any) *route {
-	sk := storeKey(key)
+	sk := partitionkey.CollectionKey(key)
 	return &route{hash: h, key: s, links: links, store: sk, ro: store.ReadOptions{PartitionKey: sk}, wo: store.WriteOptions{PartitionKey: sk}}
 }
 
@@ -257,8 +258,8 @@ func (pl *placement) forQuery(key any) (links []string, scope any, err error) {
 		return nil, nil, err
 	}
 	if key != nil {
-		if sk := storeKey(key); sk != nil {
-			if _, err := store.KeyText(sk); err == nil {
+		if sk := partitionkey.CollectionKey(key); sk != nil {
+			if _, err := partitionkey.IdentityText(sk); err == nil {
 				scope = sk
 			}
 		}
@@ -270,9 +271,9 @@ func (pl *placement) forQuery(key any) (links []string, scope any, err error) {
 // partition-key path they must be partitioned by: the resolver's own (the
 // first path of a composite key), else the template's. A template that
 // disagrees with the resolver is an error wrapping ErrKeyPathMismatch.
-func (pl *placement) collections(dbLink string, spec *store.CollectionSpec) (links []string, sp store.CollectionSpec, want []string, err error) {
+func (pl *placement) collections(dbLink string, spec *store.CollectionSpec) (links []string, sp store.CollectionSpec, want partitionkey.Path, err error) {
 	if links, err = pl.r.ResolveForRead(nil); err != nil {
-		return nil, sp, nil, err
+		return nil, sp, want, err
 	}
 	if spec != nil {
 		sp = *spec
@@ -281,15 +282,15 @@ func (pl *placement) collections(dbLink string, spec *store.CollectionSpec) (lin
 	if !pl.kd.IsZero() {
 		path = pl.kd.Paths()[0]
 	} else if path == "" {
-		return nil, sp, nil, fmt.Errorf("router: the resolver of %s reads no documents itself (it is no resolver.KeyDefiner, or its partitionKey is empty): give the path the collections are partitioned by in the template", dbLink)
+		return nil, sp, want, fmt.Errorf("router: the resolver of %s reads no documents itself (it is no resolver.KeyDefiner, or its partitionKey is empty): give the path the collections are partitioned by in the template", dbLink)
 	}
-	if want, err = store.ParsePartitionKeyPath(path); err != nil {
-		return nil, sp, nil, fmt.Errorf("router: the resolver's partition key %s: %w", path, err)
+	if want, err = collectionPath(path); err != nil {
+		return nil, sp, want, fmt.Errorf("router: the resolver's partition key %s: %w", path, err)
 	}
 	if sp.PartitionKeyPath == "" {
 		sp.PartitionKeyPath = path
 	} else if err := checkPath(sp.PartitionKeyPath, want); err != nil {
-		return nil, sp, nil, fmt.Errorf("router: the template's %w (the resolver's key is %s)", err, path)
+		return nil, sp, want, fmt.Errorf("router: the template's %w (the resolver's key is %s)", err, path)
 	}
 	return links, sp, want, nil
 }
@@ -320,24 +321,11 @@ func rawDoc(doc any) ([]byte, bool) {
 	return nil, false
 }
 
-// storeKey is the partition-key value passed to the store: collections are
-// partitioned by the resolver's partition-key path (the first path of a
-// composite key), which is how EnsureCollections creates them.
-func storeKey(key any) any {
-	switch k := key.(type) {
-	case resolver.CompositeKey:
-		if len(k) > 0 {
-			return storeKey(k[0])
-		}
-		return nil
-	case []any:
-		if len(k) > 0 {
-			return storeKey(k[0])
-		}
-		return nil
+// collectionPath parses a collection's partition-key path; empty means
+// "/id", as for the stores.
+func collectionPath(path string) (partitionkey.Path, error) {
+	if path == "" {
+		path = "/id"
 	}
-	if key == resolver.Null {
-		return store.Null
-	}
-	return key
+	return partitionkey.ParsePath(path)
 }

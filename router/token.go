@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
@@ -290,7 +291,12 @@ func keyText(key any) string {
 	if key == nil {
 		return ""
 	}
-	if t, err := store.KeyText(storeKey(key)); err == nil {
+	// A single value by its identity text ("1" and 1 differ); a composite
+	// key by its canonical JSON array, every part.
+	if t, err := partitionkey.IdentityText(key); err == nil {
+		return t
+	}
+	if t, err := partitionkey.PlacementText(key); err == nil {
 		return t
 	}
 	b, err := json.Marshal(key)
