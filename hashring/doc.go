@@ -6,7 +6,7 @@
 // moves to the new collection.
 //
 // The ring is exact, so every process and language places a key alike (see
-// DESIGN.md). With flavour "md5" (the default, 16 virtual nodes) a link's
+// docs/design.md#the-ring). With flavour "md5" (the default, 16 virtual nodes) a link's
 // first point is MD5 of its UTF-8 bytes, each next point MD5 of the previous
 // digest; points sort as unsigned big-endian digests, equal ones in link
 // order; a key's hash is MD5 of its canonical text (a string as is, a number

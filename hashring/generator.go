@@ -35,7 +35,7 @@ type HashGenerator interface {
 }
 
 // MD5 is the default generator: MD5 of the bytes, all 16 bytes significant.
-// It is the ring of DESIGN.md and of the .NET SDK. Cost: one MD5 block per
+// It is the ring of docs/design.md#the-md5-flavour and of the .NET SDK. Cost: one MD5 block per
 // 64 bytes of input (about 80 ns for a short key on a current x86 core).
 type MD5 struct{}
 

@@ -18,7 +18,7 @@ const Kind = "hash"
 // JSON member "hash"). Any name registered with RegisterHashGenerator is also
 // a flavour of the md5-style ring.
 const (
-	// FlavourMD5 is the default: the MD5 ring of DESIGN.md.
+	// FlavourMD5 is the default: the MD5 ring of docs/design.md#the-md5-flavour.
 	FlavourMD5 = "md5"
 	// FlavourXXHash is the md5-style ring with 64-bit xxHash (see XXHash).
 	FlavourXXHash = "xxhash"
@@ -37,7 +37,7 @@ const (
 // "strategy").
 const (
 	// StrategyRing is consistent hashing on the flavour's ring (the default;
-	// the JSON form omits "strategy" for it, as DESIGN.md writes a ring).
+	// the JSON form omits "strategy" for it, as docs/design.md#resolver-json writes a ring).
 	StrategyRing = "ring"
 	// StrategyBounded is consistent hashing with bounded loads.
 	StrategyBounded = "bounded"
@@ -334,7 +334,7 @@ func (r *Resolver) Options() *Options {
 // stored form places keys alike whatever later versions choose as defaults;
 // "strategy" (with "loadFactor" and "partitionCount") is written for the
 // bounded strategy only, because its absence means the ring, in the form
-// DESIGN.md fixes.
+// docs/design.md#resolver-json fixes.
 type spec struct {
 	Kind           string          `json:"kind"`
 	PartitionKey   resolver.KeyDef `json:"partitionKey,omitzero"`

@@ -170,7 +170,7 @@ func TestDotnetGetHashCode(t *testing.T) {
 	assert.Equal(t, MD5{}.Hash(seed[:]), r.Ring().Points()[0].At)
 }
 
-// TestMD5RingPoints checks the md5 ring's points against DESIGN.md step by
+// TestMD5RingPoints checks the md5 ring's points against docs/design.md#the-md5-flavour step by
 // step: MD5 of the link, then MD5 of the previous digest, sorted as
 // unsigned big-endian numbers.
 func TestMD5RingPoints(t *testing.T) {

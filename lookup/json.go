@@ -7,7 +7,7 @@ import (
 	"github.com/docshard/docshard/resolver"
 )
 
-// spec is the JSON form, fields in the order DESIGN.md writes them.
+// spec is the JSON form, fields in the order docs/design.md#resolver-json writes them.
 type spec struct {
 	Kind         string                     `json:"kind"`
 	PartitionKey resolver.KeyDef            `json:"partitionKey,omitzero"`

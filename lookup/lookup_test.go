@@ -31,7 +31,7 @@ func mapNames(names []string, f func(string) string) []string {
 	return out
 }
 
-// tenants is the lookup of DESIGN.md with two more entries: a number and a
+// tenants is the lookup of docs/design.md#resolver-json with two more entries: a number and a
 // second value sharing bigcorp's collection.
 const tenants = `{"kind":"lookup","partitionKey":"/tenant",
  "entries":{"bigcorp":"dbs/app/colls/bigcorp","42":"dbs/app/colls/answer","megacorp":"dbs/app/colls/bigcorp"},
@@ -290,7 +290,7 @@ func TestAccessors(t *testing.T) {
 
 func TestJSONForms(t *testing.T) {
 	for _, tc := range []struct{ in, out string }{
-		{ // DESIGN.md's form; the ring writes its defaults
+		{ // docs/design.md#resolver-json's form; the ring writes its defaults
 			`{"kind": "lookup", "partitionKey": "/tenant", "entries": {"bigcorp": "dbs/app/colls/bigcorp"},
 			  "default": {"kind": "hash", "collections": ["dbs/app/colls/shared0", "dbs/app/colls/shared1"]}}`,
 			`{"kind":"lookup","partitionKey":"/tenant","entries":{"bigcorp":"dbs/app/colls/bigcorp"},"default":{"kind":"hash","collections":["dbs/app/colls/shared0","dbs/app/colls/shared1"],"virtualNodes":16,"hash":"md5"}}`,

@@ -18,7 +18,7 @@ type rangeSpec struct {
 	Target resolver.Target `json:"target"`
 }
 
-// spec is the JSON form, fields in the order DESIGN.md writes them.
+// spec is the JSON form, fields in the order docs/design.md#resolver-json writes them.
 type spec struct {
 	Kind         string          `json:"kind"`
 	PartitionKey resolver.KeyDef `json:"partitionKey,omitzero"`

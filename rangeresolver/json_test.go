@@ -11,7 +11,7 @@ import (
 	"github.com/docshard/docshard/resolver"
 )
 
-// designExample is the range resolver of DESIGN.md, to the byte.
+// designExample is the range resolver of docs/design.md#resolver-json, to the byte.
 const designExample = `{"kind":"range","partitionKey":"/eventTime","keyType":"time",` +
 	`"ranges":[{"low":"2026-01-01T00:00:00Z","high":"2026-01-31T23:59:59Z","target":"dbs/app/colls/jan"}],` +
 	`"default":"dbs/app/colls/overflow"}`

@@ -19,7 +19,7 @@ import (
 //     every time for the same resolver value.
 //   - ResolveForRead returns every collection that may hold the key, each
 //     link once, in the order to look in: the most authoritative placement
-//     first (in a transition, the next placement, then the current one).
+//     first (for a resolver moving keys, the new placement, then the old one).
 //     For a nil key it returns every collection the resolver knows, in a
 //     stable order.
 //   - The slice ResolveForRead returns belongs to the resolver: callers

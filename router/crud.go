@@ -33,9 +33,8 @@ type ReplaceOptions struct {
 
 // MoveError reports a Replace that changed a document's key and failed
 // part-way through moving it. Duplicate tells whether both copies exist:
-// the new one at To and the old one at From (a state `docshard verify`
-// reports, and that Delete(id, old key) resolves); otherwise nothing was
-// changed.
+// the new one at To and the old one at From (which Delete(id, old key)
+// resolves); otherwise nothing was changed.
 type MoveError struct {
 	ID        string
 	From, To  string // the old and the new collection
@@ -118,7 +117,7 @@ func (c *Client) find(ctx context.Context, rt *route, id string) (string, *store
 }
 
 // Read returns the document with this id and partition key from the first
-// collection ResolveForRead names that has it (during a transition: the
+// collection ResolveForRead names that has it (for a resolver moving keys: the
 // next placement, then the current one). A missing key is an error
 // wrapping resolver.ErrNoPartitionKey; a missing document, store.ErrNotFound.
 //
@@ -147,7 +146,7 @@ func (c *Client) Read(ctx context.Context, dbLink, id string, key any) (*store.D
 // version is created where it now belongs, then the old copy is deleted on
 // condition of the ETag just read. The order means a crash or failure
 // leaves at worst both copies (a *MoveError with Duplicate set, or a
-// duplicate `docshard verify` reports), never neither. If the old copy
+// duplicate a query would see), never neither. If the old copy
 // changed or vanished meanwhile, the new one is removed again and Replace
 // fails with nothing changed.
 func (c *Client) Replace(ctx context.Context, dbLink, id string, doc any, opts *ReplaceOptions) (*store.Document, error) {
@@ -257,7 +256,7 @@ func (c *Client) move(ctx context.Context, id string, body []byte, source, targe
 }
 
 // Delete removes the document with this id and key from every collection
-// ResolveForRead names (during a transition a document can sit in two).
+// ResolveForRead names (a resolver moving keys may name two, and a document sit in both).
 // opts.IfMatch applies to the first copy found. It is an error wrapping
 // store.ErrNotFound when no collection has it.
 func (c *Client) Delete(ctx context.Context, dbLink, id string, key any, opts *WriteOptions) error {

@@ -19,8 +19,9 @@
 //
 // Writes go where ResolveForCreate puts the document's key. Point reads,
 // replaces and deletes take (id, key) and look in every collection
-// ResolveForRead names, in order, first hit wins, so a document is found
-// while a transition moves it. A replace that changes the key (the caller
+// ResolveForRead names, in order, first hit wins (a resolver moving keys
+// names the new placement first, so a document is found on either side).
+// A replace that changes the key (the caller
 // gives the old one) moves the document: create at the new place, then
 // delete the old copy on condition of its ETag, so a crash leaves at worst
 // a duplicate, never a loss. EnsureCollections creates the collections a

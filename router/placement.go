@@ -15,7 +15,7 @@ import (
 // registered resolver, where a document is written (ResolveForCreate) and
 // where it may be read (ResolveForRead, in the order to look), with the
 // route cache behind both. Everything else in the router asks it and
-// never calls the resolver itself, so a placement rule (a transition, a
+// never calls the resolver itself, so a placement rule (a resolver moving keys, a
 // key written to one placement and read from two) is taught here once.
 //
 // A placement is immutable apart from the cache, whose slots are atomic;

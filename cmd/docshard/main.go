@@ -1,5 +1,5 @@
 // Command docshard is the command line of docshard: run the demo, locate
-// keys, compare resolvers, load and query documents, reshard and verify.
+// keys, compare resolvers, load and query documents.
 // Run "docshard help" for the list of commands.
 package main
 

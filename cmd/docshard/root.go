@@ -30,7 +30,8 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Use:   "docshard",
 		Short: "Client-side sharding of document databases",
 		Long: `docshard routes documents to many collections by a partition resolver
-(hash ring, range, lookup, ...) and moves them safely when collections are added.`,
+(hash ring, range, lookup, ...), loads and queries them across collections, and
+shows which keys would move when collections change (plan).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
