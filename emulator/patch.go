@@ -36,12 +36,24 @@ type patchOp struct {
 // atomically. A patch that would change the id or the partition key, or
 // touch a system property, is refused with 400.
 func (s *Server) patch(c *call, ref collRef, id string, key any, ifMatch string) (*store.Document, *apiError) {
+	var raw json.RawMessage
+	if e := c.decode("patch", &raw); e != nil {
+		return nil, e
+	}
+	// {"condition": ..., "operations": [...]}, or a bare JSON Patch array
+	// (as the Node.js SDK sends a patch without a condition).
 	var body struct {
 		Condition  *string   `json:"condition"`
 		Operations []patchOp `json:"operations"`
 	}
-	if e := c.decode("patch", &body); e != nil {
-		return nil, e
+	var err error
+	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '[' {
+		err = json.Unmarshal(t, &body.Operations)
+	} else {
+		err = json.Unmarshal(t, &body)
+	}
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "the patch is not {\"condition\": ..., \"operations\": [...]} or an array of operations: %v", err)
 	}
 	if n := len(body.Operations); n == 0 || n > maxPatchOperations {
 		return nil, errorf(http.StatusBadRequest, "a patch holds 1 to %d operations, got %d", maxPatchOperations, n)
@@ -61,7 +73,6 @@ func (s *Server) patch(c *call, ref collRef, id string, key any, ifMatch string)
 	}
 	var cond *query.Program
 	if body.Condition != nil && strings.TrimSpace(*body.Condition) != "" {
-		var err error
 		if cond, err = query.Prepare("SELECT VALUE 1 "+*body.Condition, nil); err != nil {
 			return nil, errorf(http.StatusBadRequest, "patch condition %q: %v", *body.Condition, err)
 		}

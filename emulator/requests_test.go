@@ -312,6 +312,12 @@ func TestWireFormat(t *testing.T) {
 		assert.Equal(t, 1.0, m["moved"])
 		assert.NotContains(t, m, "n")
 	})
+	t.Run("patch as a JSON Patch array", func(t *testing.T) {
+		code, _, body := send(t, srv, rawRequest{method: "PATCH", path: d + "/a", header: pkHeader(`["p"]`),
+			body: []byte(`[{"op":"add","path":"/list","value":[1]},{"op":"add","path":"/list/0","value":0}]`)})
+		require.Equal(t, http.StatusOK, code, "%s", body)
+		assert.Contains(t, string(body), `"list":[0,1]`)
+	})
 	t.Run("query plan", func(t *testing.T) {
 		code, _, body := send(t, srv, rawRequest{method: "POST", path: d, body: []byte(`{"query":"SELECT VALUE COUNT(1) FROM c"}`),
 			header: queryHeader(map[string]string{"x-ms-cosmos-is-query-plan-request": "True", "x-ms-cosmos-supported-query-features": "Aggregate, OrderBy"})})
