@@ -143,7 +143,7 @@ func runServe(g *globals, f *serveFlags) error {
 	}
 	scheme := "http"
 	if tlsConfig != nil {
-		ln, scheme = tls.NewListener(ln, tlsConfig), "https"
+		scheme = "https"
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	endpoint := scheme + "://" + net.JoinHostPort(publicHost(host), port) + "/"
@@ -159,11 +159,18 @@ func runServe(g *globals, f *serveFlags) error {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          log.New(lineWriter{logf}, "", 0),
+		TLSConfig:         tlsConfig,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() {
+		if tlsConfig != nil {
+			served <- srv.ServeTLS(ln, "", "") // HTTP/2 as well
+			return
+		}
+		served <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-served:
 		st.Close()
