@@ -18,6 +18,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -519,15 +520,13 @@ func TestDatabasesAndContainers(t *testing.T) {
 	_, err = db.Read(ctx, nil)
 	require.NoError(t, err, "an empty database exists")
 
-	var names []string
-	dbs := c.NewQueryDatabasesPager("SELECT * FROM d WHERE d.id = 'lifecycle'", nil)
-	for dbs.More() {
-		page, err := dbs.NextPage(ctx)
-		require.NoError(t, err)
-		for _, d := range page.Databases {
-			names = append(names, d.ID)
-		}
-	}
+	names := collect(t, c.NewQueryDatabasesPager("SELECT * FROM d WHERE d.id = 'lifecycle'", nil),
+		func(p azcosmos.QueryDatabasesResponse) (ids []string) {
+			for _, d := range p.Databases {
+				ids = append(ids, d.ID)
+			}
+			return ids
+		})
 	assert.Equal(t, []string{"lifecycle"}, names)
 
 	ttl := int32(3600)
@@ -578,15 +577,12 @@ func TestDatabasesAndContainers(t *testing.T) {
 	_, err = db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "refused", DefaultTimeToLive: &zero, PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/a"}}}, nil)
 	assert.Equal(t, http.StatusBadRequest, status(err), "defaultTtl 0")
 
-	var ids []string
-	colls := db.NewQueryContainersPager("SELECT * FROM c", nil)
-	for colls.More() {
-		page, err := colls.NextPage(ctx)
-		require.NoError(t, err)
-		for _, p := range page.Containers {
-			ids = append(ids, p.ID)
+	ids := collect(t, db.NewQueryContainersPager("SELECT * FROM c", nil), func(p azcosmos.QueryContainersResponse) (ids []string) {
+		for _, c := range p.Containers {
+			ids = append(ids, c.ID)
 		}
-	}
+		return ids
+	})
 	assert.Equal(t, []string{"kept"}, ids)
 
 	_, err = cc.CreateItem(ctx, azcosmos.NewPartitionKeyString("t"), []byte(`{"id":"1","tenant":"t"}`), nil)
@@ -613,6 +609,19 @@ func TestDatabasesAndContainers(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, status(err))
 	_, err = db.CreateContainer(ctx, props, nil)
 	assert.Equal(t, http.StatusNotFound, status(err), "a container needs its database")
+}
+
+// collect reads a pager to the end and returns what items takes from its
+// pages.
+func collect[P, T any](t testing.TB, pager *runtime.Pager[P], items func(P) []T) []T {
+	t.Helper()
+	var out []T
+	for pager.More() {
+		page, err := pager.NextPage(context.Background())
+		require.NoError(t, err)
+		out = append(out, items(page)...)
+	}
+	return out
 }
 
 // TestUnsupportedAnswersClearly: what the emulator leaves out is refused

@@ -44,22 +44,11 @@ func (s *Server) query(c *call, ref collRef) *apiError {
 	if isTrue(c.r.Header.Get("x-ms-cosmos-is-query-plan-request")) {
 		return c.queryPlan(q.Text)
 	}
-	if e := c.pkRangeScope(ref); e != nil {
-		return e
-	}
-	key, given, e := c.partitionKey()
+	ps, e := c.pageScope(ref)
 	if e != nil {
 		return e
 	}
-	size, e := c.pageSize()
-	if e != nil {
-		return e
-	}
-	opts := &store.QueryOptions{PageSize: size, Continuation: c.r.Header.Get("x-ms-continuation")}
-	if given {
-		opts.PartitionKey = key
-	}
-	page, err := s.st.Query(c.r.Context(), ref.link, q, opts)
+	page, err := s.st.Query(c.r.Context(), ref.link, q, ps.queryOptions())
 	if err != nil {
 		return fromStore(err)
 	}
@@ -69,6 +58,40 @@ func (s *Server) query(c *call, ref collRef) *apiError {
 	}
 	c.writePage(ref, items, page.Continuation)
 	return nil
+}
+
+// pageScope is what a page of a query or of the feed asks for.
+type pageScope struct {
+	key          any
+	keyed        bool // x-ms-documentdb-partitionkey was given
+	size         int  // x-ms-max-item-count; 0 the store's default, -1 all a page holds
+	continuation string
+}
+
+// pageScope reads a page request's range, partition key, page size and
+// continuation.
+func (c *call) pageScope(ref collRef) (pageScope, *apiError) {
+	var ps pageScope
+	if e := c.pkRangeScope(ref); e != nil {
+		return ps, e
+	}
+	var e *apiError
+	if ps.key, ps.keyed, e = c.partitionKey(); e != nil {
+		return ps, e
+	}
+	if ps.size, e = c.pageSize(); e != nil {
+		return ps, e
+	}
+	ps.continuation = c.r.Header.Get("x-ms-continuation")
+	return ps, nil
+}
+
+func (ps pageScope) queryOptions() *store.QueryOptions {
+	o := &store.QueryOptions{PageSize: ps.size, Continuation: ps.continuation}
+	if ps.keyed {
+		o.PartitionKey = ps.key
+	}
+	return o
 }
 
 // writePage answers one page of documents or query results.
@@ -90,14 +113,7 @@ func (s *Server) readFeed(c *call, ref collRef) *apiError {
 	if c.r.Header.Get("A-IM") != "" {
 		return unsupported("the change feed")
 	}
-	if e := c.pkRangeScope(ref); e != nil {
-		return e
-	}
-	key, given, e := c.partitionKey()
-	if e != nil {
-		return e
-	}
-	size, e := c.pageSize()
+	ps, e := c.pageScope(ref)
 	if e != nil {
 		return e
 	}
@@ -105,17 +121,16 @@ func (s *Server) readFeed(c *call, ref collRef) *apiError {
 	if e != nil {
 		return e
 	}
-	cont := c.r.Header.Get("x-ms-continuation")
 	var page *store.Page
 	var err error
-	if given {
-		page, err = s.st.Query(c.r.Context(), ref.link, store.Query{Text: "SELECT * FROM c"},
-			&store.QueryOptions{PartitionKey: key, PageSize: size, Continuation: cont})
+	if ps.keyed {
+		page, err = s.st.Query(c.r.Context(), ref.link, store.Query{Text: "SELECT * FROM c"}, ps.queryOptions())
 	} else {
+		size := ps.size
 		if size < 0 {
 			size = math.MaxInt32 // as many as a page holds
 		}
-		page, err = s.st.ReadFeed(c.r.Context(), ref.link, &store.FeedOptions{PageSize: size, Continuation: cont})
+		page, err = s.st.ReadFeed(c.r.Context(), ref.link, &store.FeedOptions{PageSize: size, Continuation: ps.continuation})
 	}
 	if err != nil {
 		return fromStore(err)
