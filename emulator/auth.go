@@ -49,9 +49,12 @@ func (s *Server) authorize(r *http.Request, resType, resLink string) *apiError {
 	if raw == "" {
 		return errorf(http.StatusUnauthorized, "Required Header authorization is missing. Ensure a valid Authorization token is passed.")
 	}
-	token, err := url.QueryUnescape(raw)
-	if err != nil {
-		token = raw
+	// The SDKs URL-encode the token; one that did not keeps its '+'.
+	token := raw
+	if strings.Contains(raw, "%") {
+		if t, err := url.QueryUnescape(raw); err == nil {
+			token = t
+		}
 	}
 	fields := map[string]string{}
 	for _, part := range strings.Split(token, "&") {
