@@ -164,7 +164,7 @@ func TestBadConfiguration(t *testing.T) {
 		{"malformed endpoint", &cosmos.Options{Account: cosmos.Account{Endpoint: "not a url", Key: secret}}, "malformed endpoint"},
 		{"wrong scheme", &cosmos.Options{Account: cosmos.Account{Endpoint: "ftp://acct.documents.azure.com/", Key: secret}}, "malformed endpoint"},
 		{"plain http remote", &cosmos.Options{Account: cosmos.Account{Endpoint: "http://acct.documents.azure.com/", Key: secret}}, "only a loopback emulator may skip TLS"},
-		{"missing key", &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint}}, "no credential"},
+		{"missing key, remote", &cosmos.Options{Account: cosmos.Account{Endpoint: "https://acct.documents.azure.com:443/"}}, "no credential"},
 		{"malformed key", &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint, Key: "not base64 ###"}}, "not valid base64"},
 		{"bad account binding", &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint, Key: cosmostest.Key}, Accounts: map[string]cosmos.Account{"users": {Endpoint: srv.Endpoint, Key: secret}}}, `Accounts["users"]`},
 		{"wrong key", &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint, Key: secret}, HTTPClient: srv.HTTPClient()}, "rejected the credentials"},

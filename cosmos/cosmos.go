@@ -34,12 +34,19 @@ const (
 	QueryLocal
 )
 
+// EmulatorKey is the well-known account key of the Azure Cosmos DB
+// emulator, which docshard serve also answers by default. An Account with
+// a loopback endpoint and neither Key nor Credential uses it.
+const EmulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
+
 // Account is one Cosmos DB account: an endpoint and a credential.
 type Account struct {
-	// Endpoint is https://ACCOUNT.documents.azure.com:443/.
+	// Endpoint is https://ACCOUNT.documents.azure.com:443/; a loopback
+	// endpoint (an emulator, docshard serve) may use http://.
 	Endpoint string
 	// Key is the account key (base64). Never put it in a file; read it
-	// from the environment.
+	// from the environment. Empty with a loopback endpoint and no
+	// Credential means EmulatorKey.
 	Key string
 	// Credential authenticates with Microsoft Entra ID instead of a key.
 	Credential azcore.TokenCredential
@@ -158,6 +165,9 @@ func (s *Store) client(what string, a Account) (*azcosmos.Client, error) {
 	if s.opts.HTTPClient != nil {
 		co.Transport = s.opts.HTTPClient
 	}
+	if a.Key == "" && a.Credential == nil && isLoopback(u.Hostname()) {
+		a.Key = EmulatorKey
+	}
 	switch {
 	case a.Credential != nil:
 		c, err := azcosmos.NewClient(a.Endpoint, a.Credential, co)
@@ -177,6 +187,14 @@ func (s *Store) client(what string, a Account) (*azcosmos.Client, error) {
 		return c, nil
 	}
 	return nil, fmt.Errorf("cosmos: %s: no credential: set the account key (DOCSHARD_STORE_KEY) or a TokenCredential", what)
+}
+
+// LoopbackEndpoint reports whether an endpoint URL names this machine
+// (localhost or a loopback address): the endpoints that may use http:// and
+// default to EmulatorKey.
+func LoopbackEndpoint(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	return err == nil && isLoopback(u.Hostname())
 }
 
 func isLoopback(host string) bool {

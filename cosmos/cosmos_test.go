@@ -9,6 +9,7 @@ import (
 
 	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/cosmos/cosmostest"
+	"github.com/docshard/docshard/emulator/emulatortest"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/storetest"
 )
@@ -16,6 +17,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	cosmostest.StopShared()
+	emulatortest.StopShared()
 	os.Exit(code)
 }
 

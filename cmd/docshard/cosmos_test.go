@@ -48,9 +48,20 @@ databases:
 	require.Equal(t, 0, code)
 	assert.Equal(t, "29\n28\n", out)
 
-	// The key must come from the environment, and is never printed.
+	// On a loopback endpoint no key means the well-known emulator key,
+	// which cosmium answers.
 	t.Setenv("DOCSHARD_STORE_KEY", "")
-	code, _, errOut = runCLI(t, "", "query", "-c", cfg, "SELECT 1")
+	code, out, errOut = runCLI(t, "", "query", "-c", cfg, "SELECT VALUE COUNT(1) FROM c")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "30\n", out)
+	// Elsewhere the key must come from the environment, and is never printed.
+	remote := writeFile(t, dir, "remote.yaml", fmt.Sprintf(`
+store: {kind: cosmos, endpoint: "https://acct.documents.azure.com:443/"}
+databases:
+  - link: %s
+    resolver: {kind: hash, partitionKey: /userId, collections: [%s/colls/u0]}
+`, db, db))
+	code, _, errOut = runCLI(t, "", "query", "-c", remote, "SELECT 1")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "DOCSHARD_STORE_KEY is not set")
 	t.Setenv("DOCSHARD_STORE_KEY", "d3Jvbmcta2V5LWZvci10ZXN0")

@@ -20,9 +20,11 @@ const CAEnv = "DOCSHARD_COSMOS_CA"
 
 // openCosmos connects to Azure Cosmos DB with the key from
 // DOCSHARD_STORE_KEY, checking within 30 seconds that the account answers.
+// A loopback endpoint (docshard serve, an emulator) needs no key: it gets
+// the well-known emulator key.
 func openCosmos(cfg *config.Config) (store.Store, error) {
-	if cfg.Store.Key == "" {
-		return nil, fmt.Errorf("store.kind is cosmos but %s_STORE_KEY is not set: export the account key in the environment", config.EnvPrefix)
+	if cfg.Store.Key == "" && !cosmos.LoopbackEndpoint(cfg.Store.Endpoint) {
+		return nil, fmt.Errorf("store.kind is cosmos but %s_STORE_KEY is not set: export the account key in the environment (only a loopback endpoint may go without)", config.EnvPrefix)
 	}
 	opts := &cosmos.Options{Account: cosmos.Account{Endpoint: cfg.Store.Endpoint, Key: cfg.Store.Key}}
 	if ca := os.Getenv(CAEnv); ca != "" {

@@ -1,0 +1,300 @@
+//go:build !windows
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/cosmos"
+	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/memstore"
+)
+
+func TestServeUsage(t *testing.T) {
+	dir := t.TempDir()
+	cert := writeFile(t, dir, "cert.pem", "not a certificate")
+	cases := []struct {
+		name string
+		env  string
+		args []string
+		want string
+	}{
+		{"no dir", "", []string{"serve"}, "--dir is required"},
+		{"bad addr", "", []string{"serve", "--dir", dir, "--addr", "8081"}, `--addr "8081": want HOST:PORT`},
+		{"not loopback", "", []string{"serve", "--dir", dir, "--addr", "0.0.0.0:0"}, "not a loopback address"},
+		{"cert without key", "", []string{"serve", "--dir", dir, "--tls-cert", cert}, "--tls-cert and --tls-key go together"},
+		{"cert and self-signed", "", []string{"serve", "--dir", dir, "--tls-cert", cert, "--tls-key", cert, "--self-signed"}, "not both"},
+		{"bad certificate", "", []string{"serve", "--dir", dir, "--tls-cert", cert, "--tls-key", cert}, "--tls-cert/--tls-key"},
+		{"unknown flag", "", []string{"serve", "--dir", dir, "--port", "1"}, "unknown flag: --port"},
+		{"arguments", "", []string{"serve", "--dir", dir, "extra"}, "takes no arguments"},
+		{"bad key", "not base64!", []string{"serve", "--dir", dir}, "DOCSHARD_SERVE_KEY is not base64"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(ServeKeyEnv, tc.env)
+			code, out, errOut := runCLI(t, "", tc.args...)
+			assert.Equal(t, 2, code, "a usage error exits 2")
+			assert.Empty(t, out)
+			assert.Contains(t, errOut, tc.want)
+			assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+		})
+	}
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// docshardBinary builds the command once per test binary.
+func docshardBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "docshard-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "docshard")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// lockedBuffer collects a process's stderr.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// serving is a docshard serve process.
+type serving struct {
+	cmd      *exec.Cmd
+	endpoint string
+	stderr   *lockedBuffer
+	exited   chan struct{}
+	err      error // Wait's, once exited is closed
+}
+
+// startServe runs the binary with args (and env) and reads the endpoint
+// from the first line of its stdout.
+func startServe(t *testing.T, env []string, args ...string) *serving {
+	t.Helper()
+	s := &serving{cmd: exec.Command(docshardBinary(t), args...), stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	s.cmd.Env = append(os.Environ(), env...)
+	s.cmd.Stderr = s.stderr
+	stdout, err := s.cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, s.cmd.Start())
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		for sc.Scan() {
+			t.Errorf("serve printed more on stdout: %q", sc.Text())
+		}
+		s.err = s.cmd.Wait()
+		close(s.exited)
+	}()
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	})
+	select {
+	case line, ok := <-lines:
+		require.True(t, ok, "serve printed nothing; stderr: %s", s.stderr.String())
+		s.endpoint = line
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve printed no endpoint within 30s; stderr: %s", s.stderr.String())
+	}
+	return s
+}
+
+// stop signals the process and returns its exit code.
+func (s *serving) stop(t *testing.T, sig syscall.Signal) int {
+	t.Helper()
+	require.NoError(t, s.cmd.Process.Signal(sig))
+	select {
+	case <-s.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("serve did not stop within 60s of %v; stderr: %s", sig, s.stderr.String())
+	}
+	var ee *exec.ExitError
+	if errors.As(s.err, &ee) {
+		return ee.ExitCode()
+	}
+	require.NoError(t, s.err)
+	return 0
+}
+
+// TestServeBinary runs docshard serve as a user would: the endpoint alone
+// on stdout's first line, other processes writing through the cosmos
+// backend with no key, a second serve on the same directory refused, and
+// SIGTERM under writes: exit 0, and every acknowledged write in the store.
+func TestServeBinary(t *testing.T) {
+	dir := t.TempDir()
+	s := startServe(t, nil, "serve", "--dir", dir, "--addr", "127.0.0.1:0")
+	require.Regexp(t, `^http://127\.0\.0\.1:\d+/$`, s.endpoint)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := cosmos.New(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: s.endpoint}})
+	require.NoError(t, err, "a loopback endpoint needs no key")
+	const coll = "dbs/app/colls/c"
+	require.NoError(t, st.CreateCollection(ctx, coll, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+
+	// The command line, as another process, through the same server.
+	cfg := writeFile(t, t.TempDir(), "c.yaml", fmt.Sprintf(`
+store: {kind: cosmos, endpoint: %q}
+databases:
+  - link: dbs/app
+    resolver: {kind: hash, partitionKey: /pk, collections: [%s]}
+`, s.endpoint, coll))
+	t.Setenv("DOCSHARD_STORE_KEY", "")
+	code, out, errOut := runCLI(t, `{"id":"cli","pk":"x","n":-1}`+"\n", "load", "-c", cfg)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "1 documents loaded")
+
+	second, err := exec.Command(docshardBinary(t), "serve", "--dir", dir, "--addr", "127.0.0.1:0").CombinedOutput()
+	require.Error(t, err, "a second serve on the same directory fails")
+	assert.Contains(t, string(second), filepath.Join(dir, "docshard.db"))
+	assert.Contains(t, string(second), "held by another process")
+	assert.Equal(t, 1, strings.Count(string(second), "\n"), "one line, no trace: %s", second)
+
+	var acked sync.Map // id -> n
+	var count atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				id := fmt.Sprintf("w%d-%d", w, i)
+				_, err := st.Create(ctx, coll, []byte(fmt.Sprintf(`{"id":%q,"pk":"w%d","n":%d}`, id, w, i)), nil)
+				if err != nil {
+					return // the server stopped
+				}
+				acked.Store(id, i)
+				count.Add(1)
+			}
+		})
+	}
+	for count.Load() < 200 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	assert.Equal(t, 0, s.stop(t, syscall.SIGTERM), "SIGTERM exits 0; stderr: %s", s.stderr.String())
+	wg.Wait()
+	assert.Contains(t, s.stderr.String(), "stopped; the store is closed")
+	assert.NotContains(t, s.stderr.String(), "goroutine")
+
+	ms, err := memstore.Open(dir, nil)
+	require.NoError(t, err, "the store was closed")
+	defer ms.Close()
+	n := 0
+	acked.Range(func(k, v any) bool {
+		id := k.(string)
+		d, err := ms.Read(ctx, coll, id, &store.ReadOptions{PartitionKey: strings.Split(id, "-")[0]})
+		if assert.NoError(t, err, "acknowledged write %s is in the store", id) {
+			assert.Contains(t, string(d.Body), fmt.Sprintf(`"n":%d`, v.(int)))
+		}
+		n++
+		return true
+	})
+	t.Logf("%d acknowledged writes, all in the store", n)
+	_, err = ms.Read(ctx, coll, "cli", &store.ReadOptions{PartitionKey: "x"})
+	require.NoError(t, err)
+	info, err := ms.CollectionInfo(ctx, coll)
+	require.NoError(t, err)
+	assert.EqualValues(t, n+1, info.Documents, "no write was applied without its answer reaching the client: requests in flight finished")
+	catalog, err := os.ReadFile(filepath.Join(dir, "serve-databases.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(catalog), `"app"`, "the database is in the catalog")
+}
+
+// TestServeHTTPSAndKey: --self-signed serves HTTPS with a certificate kept
+// in the directory, DOCSHARD_SERVE_KEY replaces the emulator key, and
+// SIGINT stops it too.
+func TestServeHTTPSAndKey(t *testing.T) {
+	dir := t.TempDir()
+	key := base64.StdEncoding.EncodeToString([]byte("the key of TestServeHTTPSAndKey"))
+	s := startServe(t, []string{ServeKeyEnv + "=" + key}, "serve", "--dir", dir, "--addr", "127.0.0.1:0", "--self-signed")
+	require.Regexp(t, `^https://127\.0\.0\.1:\d+/$`, s.endpoint)
+	certPath := filepath.Join(dir, serveCertFile)
+	assert.Eventually(t, func() bool { return strings.Contains(s.stderr.String(), certPath) }, 10*time.Second, 10*time.Millisecond,
+		"stderr names the certificate to trust")
+
+	cfg := writeFile(t, t.TempDir(), "c.yaml", fmt.Sprintf(`
+store: {kind: cosmos, endpoint: %q}
+databases:
+  - link: dbs/app
+    resolver: {kind: hash, partitionKey: /pk, collections: [dbs/app/colls/a, dbs/app/colls/b]}
+`, s.endpoint))
+	t.Setenv(CAEnv, certPath)
+	t.Setenv("DOCSHARD_STORE_KEY", "")
+	code, _, errOut := runCLI(t, "", "query", "-c", cfg, "SELECT 1")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "rejected the credentials", "the emulator key is not this server's")
+	t.Setenv("DOCSHARD_STORE_KEY", key)
+	code, out, errOut := runCLI(t, `{"id":"1","pk":"x","n":5}`+"\n", "load", "-c", cfg)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "1 documents loaded")
+	code, out, errOut = runCLI(t, "", "query", "-c", cfg, "SELECT VALUE c.n FROM c")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "5\n", out)
+	assert.Equal(t, 0, s.stop(t, syscall.SIGINT))
+
+	// Restarted, it keeps the certificate clients trust, and the data.
+	before, err := os.ReadFile(certPath)
+	require.NoError(t, err)
+	s = startServe(t, []string{ServeKeyEnv + "=" + key}, "serve", "--dir", dir, "--addr", "127.0.0.1:0", "--self-signed")
+	after, err := os.ReadFile(certPath)
+	require.NoError(t, err)
+	assert.Equal(t, before, after)
+	cfg = writeFile(t, t.TempDir(), "c.yaml", fmt.Sprintf(`
+store: {kind: cosmos, endpoint: %q}
+databases:
+  - link: dbs/app
+    resolver: {kind: hash, partitionKey: /pk, collections: [dbs/app/colls/a, dbs/app/colls/b]}
+`, s.endpoint))
+	code, out, errOut = runCLI(t, "", "query", "-c", cfg, "SELECT VALUE c.n FROM c")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "5\n", out)
+	assert.Equal(t, 0, s.stop(t, syscall.SIGTERM))
+}

@@ -1,0 +1,218 @@
+package emulator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/docshard/docshard/link"
+	"github.com/docshard/docshard/partitionkey"
+	"github.com/docshard/docshard/store"
+)
+
+// containerBody is a container as a client creates or replaces it.
+type containerBody struct {
+	ID           string `json:"id"`
+	PartitionKey *struct {
+		Paths []string `json:"paths"`
+		Kind  string   `json:"kind"`
+	} `json:"partitionKey"`
+	DefaultTTL      *int            `json:"defaultTtl"`
+	IndexingPolicy  json.RawMessage `json:"indexingPolicy"`
+	UniqueKeyPolicy *struct {
+		UniqueKeys []json.RawMessage `json:"uniqueKeys"`
+	} `json:"uniqueKeyPolicy"`
+}
+
+// spec turns a container body into the store's spec, refusing what the
+// store cannot keep: a hierarchical (MultiHash) or Range key, unique keys.
+func (b *containerBody) spec() (store.CollectionSpec, *apiError) {
+	var sp store.CollectionSpec
+	pk := b.PartitionKey
+	switch {
+	case pk == nil || len(pk.Paths) == 0:
+		return sp, errorf(http.StatusBadRequest, "container %q has no partition-key definition: give partitionKey {\"paths\": [\"/path\"], \"kind\": \"Hash\"}", b.ID)
+	case len(pk.Paths) > 1 || strings.EqualFold(pk.Kind, "MultiHash"):
+		return sp, errorf(http.StatusBadRequest, "container %q: hierarchical partition keys (kind MultiHash, %d paths) are not supported by docshard serve: give one path, kind Hash", b.ID, len(pk.Paths))
+	case pk.Kind != "" && !strings.EqualFold(pk.Kind, "Hash"):
+		return sp, errorf(http.StatusBadRequest, "container %q: partition-key kind %q is not supported: want Hash", b.ID, pk.Kind)
+	case b.UniqueKeyPolicy != nil && len(b.UniqueKeyPolicy.UniqueKeys) > 0:
+		return sp, unsupported("a unique key policy")
+	}
+	sp.PartitionKeyPath = pk.Paths[0]
+	sp.DefaultTTL = b.DefaultTTL
+	if t := bytes.TrimSpace(b.IndexingPolicy); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
+		sp.Indexing = t
+	}
+	if _, _, err := store.CheckSpec(&sp); err != nil {
+		return sp, fromStore(err)
+	}
+	return sp, nil
+}
+
+// collections answers /dbs/{db}/colls: GET lists the database's
+// collections, POST creates one or, as a query, queries them.
+func (s *Server) collections(c *call, db string) *apiError {
+	ctx := c.r.Context()
+	if c.r.Method == http.MethodGet || c.r.Method == http.MethodPost && c.isQuery() {
+		if _, ok, e := s.databaseExists(ctx, db); e != nil {
+			return e
+		} else if !ok {
+			return dbNotFound(db)
+		}
+		links, err := s.st.ListCollections(ctx, "dbs/"+db)
+		if err != nil {
+			return fromStore(err)
+		}
+		items := make([][]byte, 0, len(links))
+		for _, l := range links {
+			info, err := s.st.CollectionInfo(ctx, l)
+			if err != nil {
+				continue // deleted since the listing
+			}
+			lc, _ := link.ParseCollection(l)
+			items = append(items, containerJSON(newCollRef(lc.Database, lc.Collection), info.Spec))
+		}
+		return c.resourceFeed(ridString(dbRID(db)), "DocumentCollections", items)
+	}
+	if c.r.Method != http.MethodPost {
+		return c.badMethod()
+	}
+	var body containerBody
+	if e := c.decode("container", &body); e != nil {
+		return e
+	}
+	if _, err := link.ParseCollection("dbs/" + db + "/colls/" + body.ID); err != nil || len(body.ID) > 255 {
+		return errorf(http.StatusBadRequest, "container id %q: want 1 to 255 characters, none of / \\ ? #", body.ID)
+	}
+	spec, e := body.spec()
+	if e != nil {
+		return e
+	}
+	s.admin.Lock()
+	defer s.admin.Unlock()
+	if _, ok, e := s.databaseExists(ctx, db); e != nil {
+		return e
+	} else if !ok {
+		return dbNotFound(db)
+	}
+	ref := newCollRef(db, body.ID)
+	s.paths.Delete(ref.link)
+	if err := s.st.CreateCollection(ctx, ref.link, &spec); err != nil {
+		return fromStore(err)
+	}
+	return s.writeContainer(c, http.StatusCreated, ref)
+}
+
+// collection answers /dbs/{db}/colls/{coll}: GET reads it (with usage when
+// x-ms-documentdb-populatequotainfo is set), PUT replaces it where nothing
+// the store keeps changes, DELETE deletes it and its documents.
+func (s *Server) collection(c *call, ref collRef) *apiError {
+	ctx := c.r.Context()
+	switch c.r.Method {
+	case http.MethodGet:
+		return s.writeContainer(c, http.StatusOK, ref)
+	case http.MethodPut:
+		var body containerBody
+		if e := c.decode("container", &body); e != nil {
+			return e
+		}
+		if body.ID != ref.coll {
+			return errorf(http.StatusBadRequest, "the container's id %q differs from %q in the path", body.ID, ref.coll)
+		}
+		spec, e := body.spec()
+		if e != nil {
+			return e
+		}
+		info, err := s.st.CollectionInfo(ctx, ref.link)
+		if err != nil {
+			return fromStore(err)
+		}
+		if spec.PartitionKeyPath != info.Spec.PartitionKeyPath {
+			return errorf(http.StatusBadRequest, "the partition key of container %q cannot change (%s to %s)", ref.coll, info.Spec.PartitionKeyPath, spec.PartitionKeyPath)
+		}
+		if !sameTTL(spec.DefaultTTL, info.Spec.DefaultTTL) || len(spec.Indexing) > 0 && !sameJSON(spec.Indexing, info.Spec.Indexing) {
+			return unsupported("changing a container's default TTL or indexing policy (the store keeps them from its creation; delete the container and create it again)")
+		}
+		return s.writeContainer(c, http.StatusOK, ref)
+	case http.MethodDelete:
+		s.admin.Lock()
+		defer s.admin.Unlock()
+		s.paths.Delete(ref.link)
+		if err := s.st.DeleteCollection(ctx, ref.link); err != nil {
+			return fromStore(err)
+		}
+		c.empty(http.StatusNoContent, 1)
+		return nil
+	}
+	return c.badMethod()
+}
+
+func sameTTL(a, b *int) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
+
+// sameJSON reports whether two JSON texts hold equal values.
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
+
+// writeContainer answers a collection's resource, with its usage in Cosmos
+// DB's quota headers when asked (documentsSize in KB).
+func (s *Server) writeContainer(c *call, status int, ref collRef) *apiError {
+	info, err := s.st.CollectionInfo(c.r.Context(), ref.link)
+	if err != nil {
+		return fromStore(err)
+	}
+	if isTrue(c.r.Header.Get("x-ms-documentdb-populatequotainfo")) {
+		kb := (info.Bytes + 1023) / 1024
+		h := c.w.Header()
+		h.Set("x-ms-resource-quota", fmt.Sprintf("documentSize=%d;documentsSize=%d;documentsCount=-1;collectionSize=%d;", 10240, 10485760, 10485760))
+		h.Set("x-ms-resource-usage", fmt.Sprintf("documentSize=%d;documentsSize=%d;documentsCount=%d;collectionSize=%d;", kb/1024, kb, info.Documents, kb))
+	}
+	c.json(status, containerJSON(ref, info.Spec), 1)
+	return nil
+}
+
+// pathOf returns a collection's partition-key path, cached by link (the
+// cache is cleared whenever the emulator creates or deletes the link).
+func (s *Server) pathOf(ctx context.Context, ref collRef) (partitionkey.Path, *apiError) {
+	if p, ok := s.paths.Load(ref.link); ok {
+		return p.(partitionkey.Path), nil
+	}
+	info, err := s.st.CollectionInfo(ctx, ref.link)
+	if err != nil {
+		return partitionkey.Path{}, fromStore(err)
+	}
+	_, path, err := store.CheckSpec(&info.Spec)
+	if err != nil {
+		return partitionkey.Path{}, fromStore(err)
+	}
+	s.paths.Store(ref.link, path)
+	return path, nil
+}
+
+// pkRanges answers /dbs/{db}/colls/{coll}/pkranges: one range covering
+// every key. As an incremental feed (A-IM) with If-None-Match of the
+// ranges' ETag, it answers 304: they never change.
+func (s *Server) pkRanges(c *call, ref collRef) *apiError {
+	if _, e := s.pathOf(c.r.Context(), ref); e != nil {
+		return e
+	}
+	etag := pkRangesETag(ref)
+	c.w.Header().Set("etag", etag)
+	if c.r.Header.Get("A-IM") != "" && c.r.Header.Get("If-None-Match") == etag {
+		c.empty(http.StatusNotModified, 1)
+		return nil
+	}
+	c.w.Header().Set("x-ms-item-count", "1")
+	c.json(http.StatusOK, feedJSON(ridString(ref.rid), "PartitionKeyRanges", [][]byte{pkRangeJSON(ref)}), 1)
+	return nil
+}

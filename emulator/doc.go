@@ -1,0 +1,33 @@
+// Package emulator serves a docshard store over Azure Cosmos DB's REST API,
+// as the official SDKs speak it, so that many processes (docshard's own
+// cosmos backend, or any Cosmos DB SDK) share one embedded store exactly as
+// they would share a Cosmos DB account. "docshard serve" runs it over the
+// durable store of a directory; tests run it over an in-memory one
+// (package emulatortest).
+//
+// The Server is an http.Handler. It checks every request's master-key
+// signature (HMAC-SHA256 over the verb, resource type, resource link and
+// x-ms-date, within 15 minutes of the server's clock), routes by the
+// resource path, and answers with Cosmos DB's statuses, headers (etag,
+// x-ms-request-charge, x-ms-continuation, x-ms-item-count,
+// x-ms-session-token, x-ms-activity-id, lsn) and error bodies ({"code",
+// "message"}). It serves: the database account; databases (create, read,
+// list, query, delete; the store has none, so the emulator keeps the ones
+// created through it in a catalog file); containers (create with a
+// single-path Hash partition key, default TTL and indexing policy; read,
+// list, query, replace where nothing changes, delete); partition-key
+// ranges (one range covering every key); documents (create, read, replace,
+// upsert, delete, patch; ids scoped by partition key); queries (single- and
+// cross-partition, with parameters and paging, answered whole by the
+// store's own engine, so ORDER BY, aggregates, DISTINCT, GROUP BY, TOP and
+// OFFSET/LIMIT need no client-side merging; query-plan requests are
+// answered accordingly); and the read feed. The README's "docshard serve"
+// lists what it leaves out (change feed, transactional batch, stored
+// procedures and the like, throughput, users and permissions).
+//
+// What it costs: the store's own work plus HTTP and JSON. A point
+// operation adds a SHA-256 of the document's key and id (for its _rid) and
+// a copy of the document to add the system properties the store does not
+// keep (_rid, _self, _attachments); query results are passed through as
+// the engine wrote them.
+package emulator

@@ -1,0 +1,167 @@
+package emulator
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/docshard/docshard/query"
+	"github.com/docshard/docshard/store"
+)
+
+// pkRangeScope checks x-ms-documentdb-partitionkeyrangeid: the one range
+// ("0", or "{collection rid},0") or none. Another id is a range that does
+// not exist, 410 Gone with sub-status 1002 as Cosmos DB answers for a range
+// that split, so a client refreshes its ranges.
+func (c *call) pkRangeScope(ref collRef) *apiError {
+	h := strings.TrimSpace(c.r.Header.Get("x-ms-documentdb-partitionkeyrangeid"))
+	if h == "" || h == pkRangeID || h == ridString(ref.rid)+","+pkRangeID {
+		return nil
+	}
+	e := errorf(http.StatusGone, "partition-key range %q does not exist: the collection has one range, %q", h, pkRangeID)
+	e.substatus = 1002
+	return e
+}
+
+// query answers a query over a collection's documents, run by the store's
+// engine over the whole collection (or, with x-ms-documentdb-partitionkey,
+// the documents under that key): one page of x-ms-max-item-count results,
+// resumed from x-ms-continuation. The collection is one partition-key
+// range, so cross-partition queries need no merging by the client, and
+// ORDER BY, aggregates, DISTINCT, GROUP BY, TOP and OFFSET/LIMIT are
+// answered whole. A query-plan request (x-ms-cosmos-is-query-plan-request,
+// sent by SDKs that merge across ranges) is answered with a plan that asks
+// the client for no merging over the one range.
+func (s *Server) query(c *call, ref collRef) *apiError {
+	q, e := c.queryBody()
+	if e != nil {
+		return e
+	}
+	if isTrue(c.r.Header.Get("x-ms-cosmos-is-query-plan-request")) {
+		return c.queryPlan(q.Text)
+	}
+	ps, e := c.pageScope(ref)
+	if e != nil {
+		return e
+	}
+	page, err := s.st.Query(c.r.Context(), ref.link, q, ps.queryOptions())
+	if err != nil {
+		return fromStore(err)
+	}
+	items := make([][]byte, len(page.Items))
+	for i, it := range page.Items {
+		items[i] = it
+	}
+	c.writePage(ref, items, page.Continuation)
+	return nil
+}
+
+// pageScope is what a page of a query or of the feed asks for.
+type pageScope struct {
+	key          any
+	keyed        bool // x-ms-documentdb-partitionkey was given
+	size         int  // x-ms-max-item-count; 0 the store's default, -1 all a page holds
+	continuation string
+}
+
+// pageScope reads a page request's range, partition key, page size and
+// continuation.
+func (c *call) pageScope(ref collRef) (pageScope, *apiError) {
+	var ps pageScope
+	if e := c.pkRangeScope(ref); e != nil {
+		return ps, e
+	}
+	var e *apiError
+	if ps.key, ps.keyed, e = c.partitionKey(); e != nil {
+		return ps, e
+	}
+	if ps.size, e = c.pageSize(); e != nil {
+		return ps, e
+	}
+	ps.continuation = c.r.Header.Get("x-ms-continuation")
+	return ps, nil
+}
+
+func (ps pageScope) queryOptions() *store.QueryOptions {
+	o := &store.QueryOptions{PageSize: ps.size, Continuation: ps.continuation}
+	if ps.keyed {
+		o.PartitionKey = ps.key
+	}
+	return o
+}
+
+// writePage answers one page of documents or query results.
+func (c *call) writePage(ref collRef, items [][]byte, continuation string) {
+	h := c.w.Header()
+	h.Set("x-ms-item-count", strconv.Itoa(len(items)))
+	if continuation != "" {
+		h.Set("x-ms-continuation", continuation)
+	}
+	c.session(false)
+	c.json(http.StatusOK, feedJSON(ridString(ref.rid), "Documents", items), chargeRead+0.1*float64(len(items)))
+}
+
+// readFeed answers GET on a collection's documents: every document, page
+// by page in the store's feed order (with x-ms-documentdb-partitionkey,
+// those under the key), with the system properties point reads carry. An
+// incremental feed (A-IM, the change feed) is not offered.
+func (s *Server) readFeed(c *call, ref collRef) *apiError {
+	if c.r.Header.Get("A-IM") != "" {
+		return unsupported("the change feed")
+	}
+	ps, e := c.pageScope(ref)
+	if e != nil {
+		return e
+	}
+	path, e := s.pathOf(c.r.Context(), ref)
+	if e != nil {
+		return e
+	}
+	var page *store.Page
+	var err error
+	if ps.keyed {
+		page, err = s.st.Query(c.r.Context(), ref.link, store.Query{Text: "SELECT * FROM c"}, ps.queryOptions())
+	} else {
+		size := ps.size
+		if size < 0 {
+			size = math.MaxInt32 // as many as a page holds
+		}
+		page, err = s.st.ReadFeed(c.r.Context(), ref.link, &store.FeedOptions{PageSize: size, Continuation: ps.continuation})
+	}
+	if err != nil {
+		return fromStore(err)
+	}
+	items := make([][]byte, len(page.Items))
+	for i, it := range page.Items {
+		items[i] = ref.withSystem(it, keyTextOf(it, path), gjson.GetBytes(it, "id").String())
+	}
+	c.writePage(ref, items, page.Continuation)
+	return nil
+}
+
+// queryPlan answers a query-plan request: the query parses, and over the
+// one range the client runs it as it is and merges nothing, because this
+// server answers every query whole.
+func (c *call) queryPlan(text string) *apiError {
+	parsed, err := query.Parse(text)
+	if err != nil {
+		return errorf(http.StatusBadRequest, "%v", err)
+	}
+	plan := map[string]any{
+		"partitionedQueryExecutionInfoVersion": 2,
+		"queryInfo": map[string]any{
+			"distinctType": "None", "top": nil, "offset": nil, "limit": nil,
+			"orderBy": []string{}, "orderByExpressions": []string{}, "groupByExpressions": []string{},
+			"groupByAliases": []string{}, "aggregates": []string{}, "groupByAliasToAggregateType": map[string]string{},
+			"rewrittenQuery": "", "hasSelectValue": parsed.Value, "dCountInfo": nil, "hasNonStreamingOrderBy": false,
+		},
+		"queryRanges": []map[string]any{{"min": "", "max": "FF", "isMinInclusive": true, "isMaxInclusive": false}},
+	}
+	body, _ := json.Marshal(plan)
+	c.json(http.StatusOK, body, chargeRead)
+	return nil
+}

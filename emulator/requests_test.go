@@ -1,0 +1,474 @@
+package emulator_test
+
+// Requests written by hand: what no SDK sends, malformed or hostile
+// input, signatures and dates, and the wire format itself.
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/cosmos"
+	"github.com/docshard/docshard/emulator"
+	"github.com/docshard/docshard/emulator/emulatortest"
+	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/memstore"
+)
+
+// signing says how a hand-written request is signed.
+type signing int
+
+const (
+	signed signing = iota
+	wrongKey
+	unsigned
+	aadToken
+	staleDate
+	noDate
+	otherLink
+	badSignature
+	plainToken // signed, the token not URL-encoded
+)
+
+// rawRequest is one hand-written request.
+type rawRequest struct {
+	method, path string
+	body         []byte
+	header       map[string]string
+	sign         signing
+	date         time.Time // zero: now
+}
+
+// send signs and sends a request (resource type and link from the path,
+// as the SDKs compute them) and returns the status, headers and body.
+func send(t *testing.T, srv *emulatortest.Server, rq rawRequest) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(rq.method, strings.TrimSuffix(srv.Endpoint, "/")+rq.path, bytes.NewReader(rq.body))
+	require.NoError(t, err)
+	date := time.Now().UTC().Format(http.TimeFormat)
+	if !rq.date.IsZero() {
+		date = rq.date.UTC().Format(http.TimeFormat)
+	}
+	if rq.sign == staleDate {
+		date = time.Now().Add(-20 * time.Minute).UTC().Format(http.TimeFormat)
+	}
+	if rq.sign != noDate {
+		req.Header.Set("x-ms-date", date)
+	}
+	req.Header.Set("x-ms-version", "2020-11-05")
+	for k, v := range rq.header {
+		req.Header.Set(k, v)
+	}
+	var segs []string
+	for _, s := range strings.Split(strings.Trim(req.URL.EscapedPath(), "/"), "/") {
+		if s != "" {
+			u, _ := url.PathUnescape(s)
+			segs = append(segs, u)
+		}
+	}
+	typ, link := "", ""
+	if n := len(segs); n%2 == 1 {
+		typ, link = segs[n-1], strings.Join(segs[:n-1], "/")
+	} else if n > 0 {
+		typ, link = segs[n-2], strings.Join(segs, "/")
+	}
+	key, _ := base64.StdEncoding.DecodeString(srv.Key)
+	if rq.sign == wrongKey {
+		key = []byte("not the key")
+	}
+	if rq.sign == otherLink {
+		link += "x"
+	}
+	auth := "type=master&ver=1.0&sig=" + signature(key, rq.method, typ, link, date)
+	switch rq.sign {
+	case unsigned:
+		auth = ""
+	case aadToken:
+		auth = "type=aad&ver=1.0&sig=eyJ0eXAiOiJKV1Qi"
+	case badSignature:
+		auth = "type=master&ver=1.0&sig=%%%"
+	}
+	switch {
+	case rq.sign == plainToken:
+		req.Header.Set("Authorization", auth)
+	case auth != "":
+		req.Header.Set("Authorization", url.QueryEscape(auth))
+	}
+	resp, err := srv.HTTPClient().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, resp.Header, body
+}
+
+// signature is the master-key signature of a request, as the SDKs compute
+// it.
+func signature(key []byte, method, resType, resLink, date string) string {
+	mac := hmac.New(sha256.New, key)
+	fmt.Fprintf(mac, "%s\n%s\n%s\n%s\n\n", strings.ToLower(method), resType, resLink, strings.ToLower(date))
+	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// requireServing checks that the server still answers a good request.
+func requireServing(t *testing.T, srv *emulatortest.Server) {
+	t.Helper()
+	code, _, body := send(t, srv, rawRequest{method: "GET", path: "/"})
+	require.Equal(t, http.StatusOK, code, "the server keeps serving: %s", body)
+}
+
+// cosmosError checks a Cosmos-shaped error body and returns its code.
+func cosmosError(t *testing.T, header http.Header, body []byte) string {
+	t.Helper()
+	assert.Equal(t, "application/json", header.Get("Content-Type"))
+	assert.NotEmpty(t, header.Get("x-ms-activity-id"))
+	var e struct{ Code, Message string }
+	require.NoError(t, json.Unmarshal(body, &e), "an error body is JSON: %s", body)
+	assert.NotEmpty(t, e.Message)
+	return e.Code
+}
+
+const docs = "/dbs/raw/colls/c/docs"
+
+func pkHeader(v string) map[string]string {
+	return map[string]string{"x-ms-documentdb-partitionkey": v}
+}
+
+func queryHeader(extra map[string]string) map[string]string {
+	h := map[string]string{"x-ms-documentdb-isquery": "True", "Content-Type": "application/query+json", "x-ms-documentdb-query-enablecrosspartition": "True"}
+	for k, v := range extra {
+		h[k] = v
+	}
+	return h
+}
+
+// TestBadRequests: each answered with Cosmos DB's status and a
+// {"code","message"} body, nothing written, and the server keeps serving.
+func TestBadRequests(t *testing.T) {
+	srv := emulatortest.Start(t, nil)
+	ctx := context.Background()
+	c := newClient(t, srv)
+	_, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "raw"}, nil)
+	require.NoError(t, err)
+	db, _ := c.NewDatabase("raw")
+	_, err = db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+	require.NoError(t, err)
+	cc, _ := db.NewContainer("c")
+	for _, id := range []string{"a", "b", "c"} {
+		_, err = cc.CreateItem(ctx, azcosmos.NewPartitionKeyString("p"), []byte(`{"id":"`+id+`","pk":"p"}`), nil)
+		require.NoError(t, err)
+	}
+	// A real token, of another query.
+	_, h, _ := send(t, srv, rawRequest{method: "POST", path: docs, body: []byte(`{"query":"SELECT * FROM c"}`),
+		header: queryHeader(map[string]string{"x-ms-max-item-count": "1"})})
+	otherToken := h.Get("x-ms-continuation")
+	require.NotEmpty(t, otherToken)
+
+	cases := []struct {
+		name string
+		rq   rawRequest
+		want int
+	}{
+		{"unknown route", rawRequest{method: "GET", path: "/nothing/here"}, http.StatusNotFound},
+		{"unknown child of a collection", rawRequest{method: "GET", path: "/dbs/raw/colls/c/things"}, http.StatusNotFound},
+		{"stored procedures", rawRequest{method: "GET", path: "/dbs/raw/colls/c/sprocs"}, http.StatusNotImplemented},
+		{"users", rawRequest{method: "GET", path: "/dbs/raw/users"}, http.StatusNotImplemented},
+		{"offers", rawRequest{method: "GET", path: "/offers"}, http.StatusNotImplemented},
+		{"attachments", rawRequest{method: "GET", path: docs + "/a/attachments"}, http.StatusNotImplemented},
+		{"wrong method", rawRequest{method: "PUT", path: "/dbs"}, http.StatusMethodNotAllowed},
+		{"wrong method on a document", rawRequest{method: "POST", path: docs + "/a", header: pkHeader(`["p"]`)}, http.StatusMethodNotAllowed},
+		{"malformed JSON", rawRequest{method: "POST", path: docs, body: []byte(`{"id":"x","pk":"p",`), header: pkHeader(`["p"]`)}, http.StatusBadRequest},
+		{"not an object", rawRequest{method: "POST", path: docs, body: []byte(`[1,2]`), header: pkHeader(`["p"]`)}, http.StatusBadRequest},
+		{"empty body", rawRequest{method: "POST", path: docs, header: pkHeader(`["p"]`)}, http.StatusBadRequest},
+		{"oversize body", rawRequest{method: "POST", path: docs, body: bytes.Repeat([]byte(" "), 4<<20), header: pkHeader(`["p"]`)}, http.StatusRequestEntityTooLarge},
+		{"oversize document", rawRequest{method: "POST", path: docs, body: []byte(`{"id":"x","pk":"p","b":"` + strings.Repeat("x", store.MaxDocumentSize) + `"}`), header: pkHeader(`["p"]`)}, http.StatusRequestEntityTooLarge},
+		{"bad id in the body", rawRequest{method: "POST", path: docs, body: []byte(`{"id":"a?b","pk":"p"}`), header: pkHeader(`["p"]`)}, http.StatusBadRequest},
+		{"numeric id", rawRequest{method: "POST", path: docs, body: []byte(`{"id":7,"pk":"p"}`), header: pkHeader(`["p"]`)}, http.StatusBadRequest},
+		{"bad id in the path", rawRequest{method: "GET", path: docs + "/a%2Fb", header: pkHeader(`["p"]`)}, http.StatusBadRequest},
+		{"long id in the path", rawRequest{method: "GET", path: docs + "/" + strings.Repeat("x", 256), header: pkHeader(`["p"]`)}, http.StatusBadRequest},
+		{"no partition key", rawRequest{method: "GET", path: docs + "/a"}, http.StatusBadRequest},
+		{"hierarchical key", rawRequest{method: "GET", path: docs + "/a", header: pkHeader(`["p","q"]`)}, http.StatusBadRequest},
+		{"malformed key", rawRequest{method: "GET", path: docs + "/a", header: pkHeader(`p`)}, http.StatusBadRequest},
+		{"array key", rawRequest{method: "GET", path: docs + "/a", header: pkHeader(`[[1]]`)}, http.StatusBadRequest},
+		{"wrong key", rawRequest{method: "GET", path: docs + "/a", header: pkHeader(`["q"]`)}, http.StatusNotFound},
+		{"missing collection", rawRequest{method: "GET", path: "/dbs/raw/colls/none/docs/a", header: pkHeader(`["p"]`)}, http.StatusNotFound},
+		{"missing database", rawRequest{method: "GET", path: "/dbs/none"}, http.StatusNotFound},
+		{"bad database id", rawRequest{method: "POST", path: "/dbs", body: []byte(`{"id":"a\\b"}`)}, http.StatusBadRequest},
+		{"database conflict", rawRequest{method: "POST", path: "/dbs", body: []byte(`{"id":"raw"}`)}, http.StatusConflict},
+		{"container without a key", rawRequest{method: "POST", path: "/dbs/raw/colls", body: []byte(`{"id":"k"}`)}, http.StatusBadRequest},
+		{"unique keys", rawRequest{method: "POST", path: "/dbs/raw/colls", body: []byte(`{"id":"k","partitionKey":{"paths":["/a"]},"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/b"]}]}}`)}, http.StatusNotImplemented},
+		{"wrong key signature", rawRequest{method: "GET", path: "/", sign: wrongKey}, http.StatusUnauthorized},
+		{"wrong key on a write", rawRequest{method: "POST", path: docs, body: []byte(`{"id":"w","pk":"p"}`), header: pkHeader(`["p"]`), sign: wrongKey}, http.StatusUnauthorized},
+		{"signed for another resource", rawRequest{method: "GET", path: "/dbs/raw/colls/c", sign: otherLink}, http.StatusUnauthorized},
+		{"malformed signature", rawRequest{method: "GET", path: "/dbs/raw/colls/c", sign: badSignature}, http.StatusUnauthorized},
+		{"no authorization", rawRequest{method: "GET", path: "/dbs", sign: unsigned}, http.StatusUnauthorized},
+		{"Entra ID token", rawRequest{method: "GET", path: "/dbs", sign: aadToken}, http.StatusUnauthorized},
+		{"date far from now", rawRequest{method: "GET", path: "/dbs", sign: staleDate}, http.StatusUnauthorized},
+		{"no date", rawRequest{method: "GET", path: "/dbs", sign: noDate}, http.StatusUnauthorized},
+		{"malformed continuation", rawRequest{method: "POST", path: docs, body: []byte(`{"query":"SELECT * FROM c"}`), header: queryHeader(map[string]string{"x-ms-continuation": "garbage"})}, http.StatusBadRequest},
+		{"another query's continuation", rawRequest{method: "POST", path: docs, body: []byte(`{"query":"SELECT c.id FROM c"}`), header: queryHeader(map[string]string{"x-ms-continuation": otherToken})}, http.StatusBadRequest},
+		{"feed continuation", rawRequest{method: "GET", path: docs, header: map[string]string{"x-ms-continuation": "garbage"}}, http.StatusBadRequest},
+		{"query syntax", rawRequest{method: "POST", path: docs, body: []byte(`{"query":"SELECT FROM WHERE"}`), header: queryHeader(nil)}, http.StatusBadRequest},
+		{"query body not JSON", rawRequest{method: "POST", path: docs, body: []byte(`SELECT * FROM c`), header: queryHeader(nil)}, http.StatusBadRequest},
+		{"query without text", rawRequest{method: "POST", path: docs, body: []byte(`{"parameters":[]}`), header: queryHeader(nil)}, http.StatusBadRequest},
+		{"missing parameter", rawRequest{method: "POST", path: docs, body: []byte(`{"query":"SELECT * FROM c WHERE c.n = @n"}`), header: queryHeader(nil)}, http.StatusBadRequest},
+		{"bad page size", rawRequest{method: "POST", path: docs, body: []byte(`{"query":"SELECT * FROM c"}`), header: queryHeader(map[string]string{"x-ms-max-item-count": "many"})}, http.StatusBadRequest},
+		{"unknown partition-key range", rawRequest{method: "POST", path: docs, body: []byte(`{"query":"SELECT * FROM c"}`), header: queryHeader(map[string]string{"x-ms-documentdb-partitionkeyrangeid": "7"})}, http.StatusGone},
+		{"change feed", rawRequest{method: "GET", path: docs, header: map[string]string{"A-IM": "Incremental feed"}}, http.StatusNotImplemented},
+		{"patch without operations", rawRequest{method: "PATCH", path: docs + "/a", body: []byte(`{"operations":[]}`), header: pkHeader(`["p"]`)}, http.StatusBadRequest},
+		{"unknown patch operation", rawRequest{method: "PATCH", path: docs + "/a", body: []byte(`{"operations":[{"op":"copy","path":"/x","from":"/id"}]}`), header: pkHeader(`["p"]`)}, http.StatusBadRequest},
+		{"patch condition syntax", rawRequest{method: "PATCH", path: docs + "/a", body: []byte(`{"condition":"FROM c WHERE (","operations":[{"op":"set","path":"/x","value":1}]}`), header: pkHeader(`["p"]`)}, http.StatusBadRequest},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, h, body := send(t, srv, tc.rq)
+			require.Equal(t, tc.want, code, "%s", body)
+			got := cosmosError(t, h, body)
+			assert.Equal(t, strings.ReplaceAll(http.StatusText(tc.want), " ", ""), got, "the code names the status")
+			requireServing(t, srv)
+		})
+	}
+	// Nothing was written by any of them.
+	code, _, body := send(t, srv, rawRequest{method: "POST", path: docs, body: []byte(`{"query":"SELECT VALUE c.id FROM c"}`), header: queryHeader(nil)})
+	require.Equal(t, http.StatusOK, code)
+	var feed struct{ Documents []string }
+	require.NoError(t, json.Unmarshal(body, &feed))
+	assert.ElementsMatch(t, []string{"a", "b", "c"}, feed.Documents)
+}
+
+// TestWireFormat: what the SDKs rely on beyond statuses.
+func TestWireFormat(t *testing.T) {
+	srv := emulatortest.Start(t, nil)
+	for _, rq := range []rawRequest{
+		{method: "POST", path: "/dbs", body: []byte(`{"id":"wire"}`)},
+		{method: "POST", path: "/dbs/wire/colls", body: []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"}}`)},
+	} {
+		code, _, body := send(t, srv, rq)
+		require.Equal(t, http.StatusCreated, code, "%s", body)
+	}
+	const d = "/dbs/wire/colls/c/docs"
+
+	t.Run("a token not URL-encoded", func(t *testing.T) {
+		// A date within the allowed skew whose signature holds a '+'.
+		key, _ := base64.StdEncoding.DecodeString(srv.Key)
+		var date time.Time
+		for s := -600; s <= 600 && date.IsZero(); s++ {
+			d := time.Now().Add(time.Duration(s) * time.Second)
+			if strings.Contains(signature(key, "GET", "dbs", "dbs/wire", d.UTC().Format(http.TimeFormat)), "+") {
+				date = d
+			}
+		}
+		require.False(t, date.IsZero())
+		code, _, body := send(t, srv, rawRequest{method: "GET", path: "/dbs/wire", sign: plainToken, date: date})
+		require.Equal(t, http.StatusOK, code, "%s", body)
+	})
+	t.Run("account", func(t *testing.T) {
+		code, _, body := send(t, srv, rawRequest{method: "GET", path: "/"})
+		require.Equal(t, http.StatusOK, code)
+		var acct struct {
+			WritableLocations []struct{ DatabaseAccountEndpoint string }
+		}
+		require.NoError(t, json.Unmarshal(body, &acct))
+		assert.Equal(t, srv.Endpoint, acct.WritableLocations[0].DatabaseAccountEndpoint, "the endpoint is the one the client used")
+	})
+	t.Run("create", func(t *testing.T) {
+		code, h, body := send(t, srv, rawRequest{method: "POST", path: d, body: []byte(`{"id":"a","pk":"p","n":1}`), header: pkHeader(`["p"]`)})
+		require.Equal(t, http.StatusCreated, code, "%s", body)
+		for _, name := range []string{"etag", "x-ms-request-charge", "x-ms-session-token", "x-ms-activity-id", "lsn"} {
+			assert.NotEmpty(t, h.Get(name), name)
+		}
+		m := map[string]any{}
+		require.NoError(t, json.Unmarshal(body, &m))
+		assert.Equal(t, h.Get("etag"), m["_etag"])
+		assert.Regexp(t, `^[A-Za-z0-9+\-]{22}==$`, m["_rid"])
+		assert.Regexp(t, `^dbs/[^/]+/colls/[^/]+/docs/[^/]+/$`, m["_self"])
+		assert.Equal(t, "attachments/", m["_attachments"])
+	})
+	t.Run("minimal response", func(t *testing.T) {
+		code, h, body := send(t, srv, rawRequest{method: "POST", path: d, body: []byte(`{"id":"m","pk":"p"}`), header: map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "Prefer": "return=minimal"}})
+		require.Equal(t, http.StatusCreated, code)
+		assert.Empty(t, body)
+		assert.NotEmpty(t, h.Get("etag"))
+	})
+	t.Run("If-None-Match", func(t *testing.T) {
+		_, h, _ := send(t, srv, rawRequest{method: "GET", path: d + "/a", header: pkHeader(`["p"]`)})
+		code, _, body := send(t, srv, rawRequest{method: "GET", path: d + "/a", header: map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "If-None-Match": h.Get("etag")}})
+		assert.Equal(t, http.StatusNotModified, code)
+		assert.Empty(t, body)
+	})
+	t.Run("keys", func(t *testing.T) {
+		// azcosmos quotes keys with strconv.QuoteToASCII, which writes
+		// \U0001f600 where JSON writes a surrogate pair; [{}] is the
+		// undefined key, distinct from null.
+		code, _, body := send(t, srv, rawRequest{method: "POST", path: d, body: []byte(`{"id":"e","pk":"😀"}`), header: pkHeader(`["\U0001f600"]`)})
+		require.Equal(t, http.StatusCreated, code, "%s", body)
+		code, _, _ = send(t, srv, rawRequest{method: "GET", path: d + "/e", header: pkHeader(`["\ud83d\ude00"]`)})
+		assert.Equal(t, http.StatusOK, code)
+		code, _, body = send(t, srv, rawRequest{method: "POST", path: d, body: []byte(`{"id":"u"}`), header: pkHeader(`[{}]`)})
+		require.Equal(t, http.StatusCreated, code, "%s", body)
+		code, _, _ = send(t, srv, rawRequest{method: "GET", path: d + "/u", header: pkHeader(`[{}]`)})
+		assert.Equal(t, http.StatusOK, code)
+		code, _, _ = send(t, srv, rawRequest{method: "GET", path: d + "/u", header: pkHeader(`[null]`)})
+		assert.Equal(t, http.StatusNotFound, code, "the undefined key is not null")
+		code, _, _ = send(t, srv, rawRequest{method: "POST", path: d, body: []byte(`{"id":"n","pk":42}`), header: pkHeader(`[42.0]`)})
+		assert.Equal(t, http.StatusCreated, code)
+		code, _, _ = send(t, srv, rawRequest{method: "GET", path: d + "/n", header: pkHeader(`[42]`)})
+		assert.Equal(t, http.StatusOK, code, "42 and 42.0 are one key")
+	})
+	t.Run("move", func(t *testing.T) {
+		code, _, body := send(t, srv, rawRequest{method: "PATCH", path: d + "/a", header: pkHeader(`["p"]`),
+			body: []byte(`{"operations":[{"op":"move","from":"/n","path":"/moved"}]}`)})
+		require.Equal(t, http.StatusOK, code, "%s", body)
+		m := map[string]any{}
+		require.NoError(t, json.Unmarshal(body, &m))
+		assert.Equal(t, 1.0, m["moved"])
+		assert.NotContains(t, m, "n")
+	})
+	t.Run("patch as a JSON Patch array", func(t *testing.T) {
+		code, _, body := send(t, srv, rawRequest{method: "PATCH", path: d + "/a", header: pkHeader(`["p"]`),
+			body: []byte(`[{"op":"add","path":"/list","value":[1]},{"op":"add","path":"/list/0","value":0}]`)})
+		require.Equal(t, http.StatusOK, code, "%s", body)
+		assert.Contains(t, string(body), `"list":[0,1]`)
+	})
+	t.Run("query plan", func(t *testing.T) {
+		code, _, body := send(t, srv, rawRequest{method: "POST", path: d, body: []byte(`{"query":"SELECT VALUE COUNT(1) FROM c"}`),
+			header: queryHeader(map[string]string{"x-ms-cosmos-is-query-plan-request": "True", "x-ms-cosmos-supported-query-features": "Aggregate, OrderBy"})})
+		require.Equal(t, http.StatusOK, code, "%s", body)
+		var plan struct {
+			QueryInfo   map[string]any
+			QueryRanges []map[string]any
+		}
+		require.NoError(t, json.Unmarshal(body, &plan))
+		assert.Equal(t, []map[string]any{{"min": "", "max": "FF", "isMinInclusive": true, "isMaxInclusive": false}}, plan.QueryRanges)
+		assert.Equal(t, []any{}, plan.QueryInfo["aggregates"], "the one range answers the aggregate itself")
+	})
+	t.Run("read feed", func(t *testing.T) {
+		code, h, body := send(t, srv, rawRequest{method: "GET", path: d, header: map[string]string{"x-ms-max-item-count": "2"}})
+		require.Equal(t, http.StatusOK, code, "%s", body)
+		assert.Equal(t, "2", h.Get("x-ms-item-count"))
+		require.NotEmpty(t, h.Get("x-ms-continuation"))
+		var feed struct {
+			Documents []map[string]any
+			Count     int `json:"_count"`
+		}
+		require.NoError(t, json.Unmarshal(body, &feed))
+		assert.Equal(t, 2, feed.Count)
+		assert.Contains(t, feed.Documents[0], "_rid", "feed documents carry the system properties")
+		code, _, body = send(t, srv, rawRequest{method: "GET", path: d, header: map[string]string{"x-ms-max-item-count": "2", "x-ms-continuation": h.Get("x-ms-continuation")}})
+		require.Equal(t, http.StatusOK, code, "%s", body)
+	})
+	t.Run("partition-key ranges as a change feed", func(t *testing.T) {
+		code, h, body := send(t, srv, rawRequest{method: "GET", path: "/dbs/wire/colls/c/pkranges", header: map[string]string{"A-IM": "Incremental feed"}})
+		require.Equal(t, http.StatusOK, code, "%s", body)
+		code, _, _ = send(t, srv, rawRequest{method: "GET", path: "/dbs/wire/colls/c/pkranges", header: map[string]string{"A-IM": "Incremental feed", "If-None-Match": h.Get("etag")}})
+		assert.Equal(t, http.StatusNotModified, code)
+	})
+}
+
+// faultyStore fails or panics on Read as told.
+type faultyStore struct {
+	store.Store
+	fail  atomic.Pointer[error]
+	panic atomic.Bool
+}
+
+func (f *faultyStore) Read(ctx context.Context, l, id string, o *store.ReadOptions) (*store.Document, error) {
+	if f.panic.Load() {
+		panic("boom")
+	}
+	if err := f.fail.Load(); err != nil {
+		return nil, *err
+	}
+	return f.Store.Read(ctx, l, id, o)
+}
+
+// TestStoreErrorsAndPanics: store errors map to Cosmos DB's statuses (429
+// with its wait), and a handler that panics answers 500 and the server
+// keeps serving.
+func TestStoreErrorsAndPanics(t *testing.T) {
+	fs := &faultyStore{Store: memstore.New(nil)}
+	t.Cleanup(func() { fs.Store.Close() })
+	var logged atomic.Int32
+	srv := emulatortest.Start(t, &emulatortest.Options{Store: fs, Logf: func(string, ...any) { logged.Add(1) }})
+	for _, rq := range []rawRequest{
+		{method: "POST", path: "/dbs", body: []byte(`{"id":"raw"}`)},
+		{method: "POST", path: "/dbs/raw/colls", body: []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`)},
+		{method: "POST", path: docs, body: []byte(`{"id":"a","pk":"p"}`), header: pkHeader(`["p"]`)},
+	} {
+		code, _, body := send(t, srv, rq)
+		require.Equal(t, http.StatusCreated, code, "%s", body)
+	}
+	read := rawRequest{method: "GET", path: docs + "/a", header: pkHeader(`["p"]`)}
+	cases := []struct {
+		err  error
+		want int
+	}{
+		{&store.Error{Kind: store.ErrThrottled, RetryAfter: 250 * time.Millisecond}, http.StatusTooManyRequests},
+		{&store.Error{Kind: store.ErrUnavailable, Message: "disk full"}, http.StatusServiceUnavailable},
+		{&store.Error{Kind: store.ErrPreconditionFailed}, http.StatusPreconditionFailed},
+		{&store.Error{Kind: store.ErrTooLarge}, http.StatusRequestEntityTooLarge},
+		{fmt.Errorf("wrapped: %w", store.ErrConflict), http.StatusConflict},
+		{fmt.Errorf("something else"), http.StatusInternalServerError},
+	}
+	for _, tc := range cases {
+		t.Run(tc.err.Error(), func(t *testing.T) {
+			fs.fail.Store(&tc.err)
+			code, h, body := send(t, srv, read)
+			require.Equal(t, tc.want, code, "%s", body)
+			cosmosError(t, h, body)
+			if tc.want == http.StatusTooManyRequests {
+				assert.Equal(t, "250", h.Get("x-ms-retry-after-ms"))
+			}
+		})
+	}
+	fs.fail.Store(nil)
+	fs.panic.Store(true)
+	code, h, body := send(t, srv, read)
+	require.Equal(t, http.StatusInternalServerError, code)
+	assert.Equal(t, "InternalServerError", cosmosError(t, h, body))
+	assert.EqualValues(t, 1, logged.Load(), "the panic is reported")
+	fs.panic.Store(false)
+	code, _, body = send(t, srv, read)
+	require.Equal(t, http.StatusOK, code, "%s", body)
+}
+
+// TestKeys: the default key is the well-known emulator key (the cosmos
+// backend's default for loopback endpoints), another key replaces it, and
+// a key that is not base64 is refused.
+func TestKeys(t *testing.T) {
+	assert.Equal(t, cosmos.EmulatorKey, emulator.DefaultKey)
+	_, err := emulator.New(memstore.New(nil), &emulator.Options{Key: "not base64!"})
+	require.Error(t, err)
+	other := base64.StdEncoding.EncodeToString([]byte("another key of the test"))
+	h, err := emulator.New(memstore.New(nil), &emulator.Options{Key: other})
+	require.NoError(t, err)
+	srv := emulatortest.Start(t, nil)
+	req := func(key string) int {
+		r, _ := http.NewRequest("GET", "/", nil)
+		date := time.Now().UTC().Format(http.TimeFormat)
+		r.Header.Set("x-ms-date", date)
+		k, _ := base64.StdEncoding.DecodeString(key)
+		r.Header.Set("Authorization", url.QueryEscape("type=master&ver=1.0&sig="+signature(k, "GET", "", "", date)))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	assert.Equal(t, http.StatusOK, req(other))
+	assert.Equal(t, http.StatusUnauthorized, req(srv.Key))
+}

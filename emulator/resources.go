@@ -1,0 +1,202 @@
+package emulator
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/docshard/docshard/partitionkey"
+	"github.com/docshard/docshard/store"
+)
+
+// Resource ids. Cosmos DB names every resource also by a _rid: 4 bytes for
+// a database, those and 4 more for a collection, those and 8 more for a
+// document, in base64 with '/' written as '-'. The store keeps no _rid, so
+// the emulator derives them from names (SHA-256): stable across restarts
+// and processes, the same for a name deleted and created again. The bits
+// Cosmos DB's SDKs read to tell resource kinds apart are set as theirs:
+// collection ids have the top bit of their first byte clear (set means a
+// user), document ids the top four bits of their last byte (the kind,
+// 0 for a document).
+
+func digest(parts ...string) [sha256.Size]byte {
+	return sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+}
+
+func ridString(b []byte) string {
+	return strings.ReplaceAll(base64.StdEncoding.EncodeToString(b), "/", "-")
+}
+
+// dbRID returns a database's 4-byte id.
+func dbRID(db string) []byte {
+	d := digest("db", db)
+	return d[:4:4]
+}
+
+// collRID returns a collection's 8-byte id.
+func collRID(db, coll string) []byte {
+	d := digest("coll", db, coll)
+	out := append(dbRID(db), d[:4]...)
+	out[4] &^= 0x80
+	return out
+}
+
+// docRID returns a document's 16-byte id from its partition-key text and id.
+func docRID(coll []byte, pkText, id string) string {
+	d := digest("doc", pkText, id)
+	out := append(append(make([]byte, 0, 16), coll...), d[:8]...)
+	out[15] &^= 0xf0
+	return ridString(out)
+}
+
+// collRef is a collection addressed by a request, with its ids.
+type collRef struct {
+	db, coll string
+	link     string // dbs/{db}/colls/{coll}
+	rid      []byte
+	self     string // dbs/{dbrid}/colls/{collrid}/
+}
+
+func newCollRef(db, coll string) collRef {
+	rid := collRID(db, coll)
+	return collRef{db: db, coll: coll, link: "dbs/" + db + "/colls/" + coll, rid: rid,
+		self: "dbs/" + ridString(rid[:4]) + "/colls/" + ridString(rid) + "/"}
+}
+
+// withSystem returns a stored document's text with the system properties
+// the store does not keep: _rid, _self and _attachments (the store writes
+// _etag and _ts).
+func (c collRef) withSystem(body []byte, pkText, id string) []byte {
+	end := strings.LastIndexByte(string(body), '}')
+	if end < 0 {
+		return body
+	}
+	rid := docRID(c.rid, pkText, id)
+	out := make([]byte, 0, len(body)+len(c.self)+2*len(rid)+64)
+	out = append(out, body[:end]...)
+	out = append(out, `,"_rid":"`...)
+	out = append(out, rid...)
+	out = append(out, `","_self":"`...)
+	out = append(out, c.self...)
+	out = append(out, "docs/"...)
+	out = append(out, rid...)
+	out = append(out, `/","_attachments":"attachments/"`...)
+	return append(out, body[end:]...)
+}
+
+// keyTextOf reads the partition-key value at path from a stored document
+// and returns its identity text (store.NoneText when it has none, or an
+// object or array there, which a store would not have accepted).
+func keyTextOf(body []byte, path partitionkey.Path) string {
+	v, err := path.Lookup(body)
+	if err != nil {
+		return store.NoneText
+	}
+	text, err := v.AppendIdentity(nil)
+	if err != nil {
+		return store.NoneText
+	}
+	return string(text)
+}
+
+// etagOf returns a quoted ETag for a resource from the parts that make its
+// state.
+func etagOf(parts ...string) string {
+	d := digest(parts...)
+	return `"` + hex.EncodeToString(d[:8]) + `"`
+}
+
+// accountJSON is the database account: one region whose endpoint is the
+// one the client used, Session consistency, and the query engine's limits.
+func accountJSON(endpoint string) []byte {
+	region := []map[string]string{{"name": "South Central US", "databaseAccountEndpoint": endpoint}}
+	b, _ := json.Marshal(map[string]any{
+		"id":                           "docshard",
+		"_rid":                         "docshard",
+		"_self":                        "",
+		"media":                        "//media/",
+		"addresses":                    "//addresses/",
+		"_dbs":                         "//dbs/",
+		"writableLocations":            region,
+		"readableLocations":            region,
+		"enableMultipleWriteLocations": false,
+		"userConsistencyPolicy":        map[string]string{"defaultConsistencyLevel": "Session"},
+		"userReplicationPolicy":        map[string]any{"asyncReplication": false, "minReplicaSetSize": 1, "maxReplicasetSize": 1},
+		"systemReplicationPolicy":      map[string]any{"minReplicaSetSize": 1, "maxReplicasetSize": 1},
+		"readPolicy":                   map[string]any{"primaryReadCoefficient": 1, "secondaryReadCoefficient": 1},
+		"queryEngineConfiguration": `{"maxSqlQueryInputLength":262144,"maxJoinsPerSqlQuery":5,"maxLogicalAndPerSqlQuery":500,` +
+			`"maxLogicalOrPerSqlQuery":500,"maxUdfRefPerSqlQuery":10,"maxInExpressionItemsCount":16000,"queryMaxInMemorySortDocumentCount":500,` +
+			`"maxQueryRequestTimeoutFraction":0.9,"sqlAllowNonFiniteNumbers":false,"sqlAllowAggregateFunctions":true,"sqlAllowSubQuery":true,` +
+			`"sqlAllowScalarSubQuery":true,"allowNewKeywords":true,"sqlAllowLike":true,"sqlAllowGroupByClause":true,"maxSpatialQueryCells":12,` +
+			`"spatialMaxGeometryPointCount":256,"sqlDisableOptimizationFlags":0,"sqlAllowTop":true,"enableSpatialIndexing":true}`,
+	})
+	return b
+}
+
+// databaseJSON is a database resource.
+func databaseJSON(id string, ts int64) []byte {
+	rid := ridString(dbRID(id))
+	b, _ := json.Marshal(map[string]any{
+		"id": id, "_rid": rid, "_self": "dbs/" + rid + "/", "_etag": etagOf("db", id, strconv.FormatInt(ts, 10)),
+		"_colls": "colls/", "_users": "users/", "_ts": ts,
+	})
+	return b
+}
+
+// defaultIndexing is the indexing policy Cosmos DB gives a container
+// created without one.
+const defaultIndexing = `{"indexingMode":"consistent","automatic":true,"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/\"_etag\"/?"}]}`
+
+// containerJSON is a collection's resource: its spec as Cosmos DB writes
+// it. The store keeps no creation time, so _ts is 0.
+func containerJSON(c collRef, spec store.CollectionSpec) []byte {
+	indexing := json.RawMessage(defaultIndexing)
+	if len(spec.Indexing) > 0 {
+		indexing = spec.Indexing
+	}
+	ttl := "off"
+	if spec.DefaultTTL != nil {
+		ttl = strconv.Itoa(*spec.DefaultTTL)
+	}
+	m := map[string]any{
+		"id":             c.coll,
+		"_rid":           ridString(c.rid),
+		"_self":          c.self,
+		"_etag":          etagOf("coll", c.link, spec.PartitionKeyPath, ttl, string(indexing)),
+		"_ts":            0,
+		"partitionKey":   map[string]any{"paths": []string{spec.PartitionKeyPath}, "kind": "Hash", "version": 2},
+		"indexingPolicy": indexing,
+		"conflictResolutionPolicy": map[string]string{
+			"mode": "LastWriterWins", "conflictResolutionPath": "/_ts", "conflictResolutionProcedure": "",
+		},
+		"geospatialConfig": map[string]string{"type": "Geography"},
+		"_docs":            "docs/", "_sprocs": "sprocs/", "_triggers": "triggers/", "_udfs": "udfs/", "_conflicts": "conflicts/",
+	}
+	if spec.DefaultTTL != nil {
+		m["defaultTtl"] = *spec.DefaultTTL
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// pkRangeID is the one partition-key range of every collection.
+const pkRangeID = "0"
+
+// pkRangesETag is the ETag of a collection's partition-key ranges, which
+// never change.
+func pkRangesETag(c collRef) string { return etagOf("pkranges", c.link) }
+
+// pkRangeJSON is the one partition-key range of a collection: the whole
+// key space, "" to "FF".
+func pkRangeJSON(c collRef) []byte {
+	rid := append(append(make([]byte, 0, 16), c.rid...), 2, 0, 0, 0, 0, 0, 0, 0x50)
+	b, _ := json.Marshal(map[string]any{
+		"id": pkRangeID, "_rid": ridString(rid), "_self": c.self + "pkranges/" + ridString(rid) + "/",
+		"_etag": pkRangesETag(c), "minInclusive": "", "maxExclusive": "FF", "ridPrefix": 0,
+		"throughputFraction": 1, "status": "online", "parents": []string{}, "_ts": 0, "lsn": 1,
+	})
+	return b
+}

@@ -1,0 +1,373 @@
+package emulator
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/docshard/docshard/store"
+)
+
+// Options configure a Server. A nil *Options means defaults.
+type Options struct {
+	// Key is the account key (base64) requests must be signed with; empty
+	// means DefaultKey, the well-known emulator key.
+	Key string
+	// Dir is where the catalog of databases (CatalogFile) is kept, written
+	// atomically; use the store's directory. Empty keeps it in memory, for
+	// an in-memory store.
+	Dir string
+	// Logf reports what the client is not told in full: a handler's panic.
+	// Nil discards it.
+	Logf func(format string, args ...any)
+}
+
+// Server answers Cosmos DB's REST API over a store.Store. It is an
+// http.Handler, safe for concurrent use; serve it with net/http. It holds
+// no state of its own besides the catalog of databases, so the store is
+// the truth and a restart on the same store loses nothing.
+type Server struct {
+	st      store.Store
+	key     []byte
+	catalog *catalog
+	logf    func(format string, args ...any)
+	now     func() time.Time
+	lsn     atomic.Uint64 // logical sequence number, one per write, for session tokens
+	admin   sync.Mutex    // serialises database and collection creates and deletes
+	paths   sync.Map      // collection link -> []string: partition-key path, cached
+}
+
+// New returns a server over st. The key must be base64 (Cosmos DB's account
+// keys are); a catalog in opts.Dir that cannot be read is an error. It costs
+// reading the catalog.
+func New(st store.Store, opts *Options) (*Server, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Key == "" {
+		o.Key = DefaultKey
+	}
+	key, err := base64.StdEncoding.DecodeString(o.Key)
+	if err != nil || len(key) == 0 {
+		return nil, errors.New("emulator: the account key is not base64")
+	}
+	cat, err := openCatalog(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return &Server{st: st, key: key, catalog: cat, logf: o.Logf, now: time.Now}, nil
+}
+
+// call is one request being answered.
+type call struct {
+	s        *Server
+	w        *responseWriter
+	r        *http.Request
+	activity string
+}
+
+// responseWriter records whether the response has begun, so a panic is
+// answered only when nothing was written yet.
+type responseWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (w *responseWriter) WriteHeader(status int) {
+	w.wrote = true
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *responseWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+// ServeHTTP answers one request: it checks the signature, routes by path
+// and method, and answers errors with Cosmos DB's status and body. A panic
+// in a handler is answered 500 with a Cosmos-shaped body and reported to
+// Options.Logf; the server keeps serving.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := &call{s: s, w: &responseWriter{ResponseWriter: w}, r: r, activity: r.Header.Get("x-ms-activity-id")}
+	if c.activity == "" {
+		c.activity = newActivityID()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.logf("internal error answering %s %s (activity %s): %v", r.Method, r.URL.Path, c.activity, p)
+			if !c.w.wrote {
+				c.fail(errorf(http.StatusInternalServerError, "internal error in docshard serve: %v", p))
+			}
+		}
+	}()
+	segs, err := splitPath(r.URL.EscapedPath())
+	if err != nil {
+		c.fail(errorf(http.StatusBadRequest, "%v", err))
+		return
+	}
+	resType, resLink := signingTarget(segs)
+	if e := s.authorize(r, resType, resLink); e != nil {
+		c.fail(e)
+		return
+	}
+	if e := s.route(c, segs); e != nil {
+		c.fail(e)
+	}
+}
+
+// splitPath splits an escaped URL path into unescaped segments, ignoring
+// one leading and one trailing slash.
+func splitPath(escaped string) ([]string, error) {
+	p := strings.TrimSuffix(strings.TrimPrefix(escaped, "/"), "/")
+	if p == "" {
+		return nil, nil
+	}
+	parts := strings.Split(p, "/")
+	for i, part := range parts {
+		seg, err := url.PathUnescape(part)
+		if err != nil || seg == "" {
+			return nil, fmt.Errorf("malformed resource path %q", escaped)
+		}
+		parts[i] = seg
+	}
+	return parts, nil
+}
+
+// route dispatches a signed request by its resource path.
+func (s *Server) route(c *call, segs []string) *apiError {
+	n := len(segs)
+	if n == 0 {
+		return c.only(http.MethodGet, s.account)
+	}
+	switch segs[0] {
+	case "dbs":
+	case "offers":
+		return unsupported("throughput (offers)")
+	default:
+		return errorf(http.StatusNotFound, "no such resource: /%s", strings.Join(segs, "/"))
+	}
+	switch {
+	case n == 1:
+		return s.databases(c)
+	case n == 2:
+		return s.database(c, segs[1])
+	case segs[2] == "colls":
+	case segs[2] == "users":
+		return unsupported("users and permissions")
+	case segs[2] == "clientencryptionkeys":
+		return unsupported("client encryption keys")
+	default:
+		return errorf(http.StatusNotFound, "no such resource: /%s", strings.Join(segs, "/"))
+	}
+	switch {
+	case n == 3:
+		return s.collections(c, segs[1])
+	case n == 4:
+		return s.collection(c, newCollRef(segs[1], segs[3]))
+	}
+	coll := newCollRef(segs[1], segs[3])
+	switch segs[4] {
+	case "docs":
+		switch {
+		case n == 5:
+			return s.documents(c, coll)
+		case n == 6:
+			return s.document(c, coll, segs[5])
+		}
+		return unsupported("attachments")
+	case "pkranges":
+		if n == 5 {
+			return c.only(http.MethodGet, func(c *call) *apiError { return s.pkRanges(c, coll) })
+		}
+		return unsupported("reading one partition-key range")
+	case "sprocs":
+		return unsupported("stored procedures")
+	case "udfs":
+		return unsupported("user-defined functions")
+	case "triggers":
+		return unsupported("triggers")
+	case "conflicts":
+		return unsupported("conflicts")
+	}
+	return errorf(http.StatusNotFound, "no such resource: /%s", strings.Join(segs, "/"))
+}
+
+// only runs h for the given method and answers 405 for any other.
+func (c *call) only(method string, h func(*call) *apiError) *apiError {
+	if c.r.Method != method {
+		return c.badMethod()
+	}
+	return h(c)
+}
+
+func (c *call) badMethod() *apiError {
+	return errorf(http.StatusMethodNotAllowed, "%s is not allowed on %s", c.r.Method, c.r.URL.Path)
+}
+
+// account answers GET /: the database account, whose one region's
+// endpoint is the address the client used.
+func (s *Server) account(c *call) *apiError {
+	scheme := "http"
+	if c.r.TLS != nil {
+		scheme = "https"
+	}
+	c.json(http.StatusOK, accountJSON(scheme+"://"+c.r.Host+"/"), 0)
+	return nil
+}
+
+func newActivityID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// header sets the headers every answer carries.
+func (c *call) header(charge float64) http.Header {
+	h := c.w.Header()
+	h.Set("x-ms-activity-id", c.activity)
+	h.Set("x-ms-request-charge", strconv.FormatFloat(charge, 'f', 2, 64))
+	h.Set("x-ms-serviceversion", "version=docshard")
+	return h
+}
+
+// json answers a JSON body.
+func (c *call) json(status int, body []byte, charge float64) {
+	h := c.header(charge)
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	c.w.WriteHeader(status)
+	_, _ = c.w.Write(body)
+}
+
+// empty answers a status without a body.
+func (c *call) empty(status int, charge float64) {
+	c.header(charge)
+	c.w.WriteHeader(status)
+}
+
+// session sets the session token and LSN of a document operation; write
+// says whether it changed something.
+func (c *call) session(write bool) {
+	lsn := c.s.lsn.Load()
+	if write {
+		lsn = c.s.lsn.Add(1)
+	}
+	h := c.w.Header()
+	h.Set("x-ms-session-token", "0:-1#"+strconv.FormatUint(lsn, 10))
+	h.Set("lsn", strconv.FormatUint(lsn, 10))
+}
+
+// fail answers an error as Cosmos DB does.
+func (c *call) fail(e *apiError) {
+	h := c.header(0)
+	if e.substatus != 0 {
+		h.Set("x-ms-substatus", strconv.Itoa(e.substatus))
+	}
+	if e.status == http.StatusTooManyRequests {
+		h.Set("x-ms-retry-after-ms", strconv.FormatInt(e.retryAfter.Milliseconds(), 10))
+	}
+	body, _ := json.Marshal(map[string]string{"code": e.code, "message": e.msg + "\r\nActivityId: " + c.activity + ", docshard serve"})
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	c.w.WriteHeader(e.status)
+	_, _ = c.w.Write(body)
+}
+
+// maxBody is the largest request body read: a document of the store's
+// largest size with room for a query's or a patch's envelope. Larger bodies
+// are answered 413.
+const maxBody = store.MaxDocumentSize + 1<<20
+
+// body reads the request body.
+func (c *call) body() ([]byte, *apiError) {
+	data, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, errorf(http.StatusRequestEntityTooLarge, "%s the request body is larger than %d bytes", msgTooLarge, maxBody)
+		}
+		return nil, errorf(http.StatusBadRequest, "reading the request body: %v", err)
+	}
+	return data, nil
+}
+
+// decode reads a JSON object body into v.
+func (c *call) decode(what string, v any) *apiError {
+	data, e := c.body()
+	if e != nil {
+		return e
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		return errorf(http.StatusBadRequest, "the %s is not valid JSON: %v", what, err)
+	}
+	if dec.More() {
+		return errorf(http.StatusBadRequest, "the %s has data after its JSON value", what)
+	}
+	return nil
+}
+
+// isQuery reports whether a POST to a feed is a query.
+func (c *call) isQuery() bool {
+	h := c.r.Header
+	return isTrue(h.Get("x-ms-documentdb-isquery")) || isTrue(h.Get("x-ms-documentdb-query")) ||
+		strings.HasPrefix(h.Get("Content-Type"), "application/query+json")
+}
+
+func isTrue(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "true") }
+
+// pageSize reads x-ms-max-item-count: 0 when absent (the store's default),
+// -1 for as many as a page may hold.
+func (c *call) pageSize() (int, *apiError) {
+	v := strings.TrimSpace(c.r.Header.Get("x-ms-max-item-count"))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < -1 || n == 0 {
+		return 0, errorf(http.StatusBadRequest, "x-ms-max-item-count %q: want -1 or a positive number", v)
+	}
+	return n, nil
+}
+
+// feedJSON writes a feed body: {"_rid": rid, key: [items], "_count": n}.
+func feedJSON(rid, key string, items [][]byte) []byte {
+	size := 64 + len(rid) + len(key)
+	for _, it := range items {
+		size += len(it) + 1
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"_rid":`...)
+	b = strconv.AppendQuote(b, rid)
+	b = append(b, ',')
+	b = strconv.AppendQuote(b, key)
+	b = append(b, ":["...)
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	b = append(b, `],"_count":`...)
+	b = strconv.AppendInt(b, int64(len(items)), 10)
+	return append(b, '}')
+}
