@@ -126,14 +126,11 @@ func (c *compiler) expr(e Expr, s *scope) (evalFn, error) {
 			return Undefined
 		}, nil
 	case *Index:
-		x, err := c.expr(n.X, s)
+		fns, err := c.exprs(s, n.X, n.Index)
 		if err != nil {
 			return nil, err
 		}
-		idx, err := c.expr(n.Index, s)
-		if err != nil {
-			return nil, err
-		}
+		x, idx := fns[0], fns[1]
 		return func(f *frame) any { return index(x(f), idx(f)) }, nil
 	case *Unary:
 		x, err := c.expr(n.X, s)
@@ -167,14 +164,11 @@ func (c *compiler) expr(e Expr, s *scope) (evalFn, error) {
 		}
 		return nil, compileErr("unknown operator %s", n.Op)
 	case *Binary:
-		l, err := c.expr(n.L, s)
+		fns, err := c.exprs(s, n.L, n.R)
 		if err != nil {
 			return nil, err
 		}
-		r, err := c.expr(n.R, s)
-		if err != nil {
-			return nil, err
-		}
+		l, r := fns[0], fns[1]
 		switch op := n.Op; op {
 		case "AND":
 			return func(f *frame) any {
@@ -214,18 +208,11 @@ func (c *compiler) expr(e Expr, s *scope) (evalFn, error) {
 			return func(f *frame) any { return arith(op, l(f), r(f)) }, nil
 		}
 	case *Between:
-		x, err := c.expr(n.X, s)
+		fns, err := c.exprs(s, n.X, n.Low, n.High)
 		if err != nil {
 			return nil, err
 		}
-		lo, err := c.expr(n.Low, s)
-		if err != nil {
-			return nil, err
-		}
-		hi, err := c.expr(n.High, s)
-		if err != nil {
-			return nil, err
-		}
+		x, lo, hi := fns[0], fns[1], fns[2]
 		not := n.Not
 		return func(f *frame) any {
 			v := x(f)
@@ -240,11 +227,9 @@ func (c *compiler) expr(e Expr, s *scope) (evalFn, error) {
 		if err != nil {
 			return nil, err
 		}
-		list := make([]evalFn, len(n.List))
-		for i, e := range n.List {
-			if list[i], err = c.expr(e, s); err != nil {
-				return nil, err
-			}
+		list, err := c.exprs(s, n.List...)
+		if err != nil {
+			return nil, err
 		}
 		not := n.Not
 		return func(f *frame) any {
@@ -262,14 +247,11 @@ func (c *compiler) expr(e Expr, s *scope) (evalFn, error) {
 			return res
 		}, nil
 	case *Like:
-		x, err := c.expr(n.X, s)
+		fns, err := c.exprs(s, n.X, n.Pattern)
 		if err != nil {
 			return nil, err
 		}
-		pat, err := c.expr(n.Pattern, s)
-		if err != nil {
-			return nil, err
-		}
+		x, pat := fns[0], fns[1]
 		var esc evalFn
 		if n.Escape != nil {
 			if esc, err = c.expr(n.Escape, s); err != nil {
@@ -298,18 +280,11 @@ func (c *compiler) expr(e Expr, s *scope) (evalFn, error) {
 			return m != not
 		}, nil
 	case *Ternary:
-		cond, err := c.expr(n.Cond, s)
+		fns, err := c.exprs(s, n.Cond, n.Then, n.Else)
 		if err != nil {
 			return nil, err
 		}
-		then, err := c.expr(n.Then, s)
-		if err != nil {
-			return nil, err
-		}
-		els, err := c.expr(n.Else, s)
-		if err != nil {
-			return nil, err
-		}
+		cond, then, els := fns[0], fns[1], fns[2]
 		return func(f *frame) any {
 			if b, ok := cond(f).(bool); ok && b {
 				return then(f)
@@ -317,13 +292,9 @@ func (c *compiler) expr(e Expr, s *scope) (evalFn, error) {
 			return els(f)
 		}, nil
 	case *ArrayLit:
-		elems := make([]evalFn, len(n.Elems))
-		for i, e := range n.Elems {
-			fn, err := c.expr(e, s)
-			if err != nil {
-				return nil, err
-			}
-			elems[i] = fn
+		elems, err := c.exprs(s, n.Elems...)
+		if err != nil {
+			return nil, err
 		}
 		return func(f *frame) any {
 			out := make([]any, 0, len(elems))
@@ -335,18 +306,16 @@ func (c *compiler) expr(e Expr, s *scope) (evalFn, error) {
 			return out
 		}, nil
 	case *ObjectLit:
-		vals := make([]evalFn, len(n.Vals))
 		seen := map[string]bool{}
-		for i, e := range n.Vals {
-			if seen[n.Keys[i]] {
-				return nil, compileErr("object property %q is given twice", n.Keys[i])
+		for _, k := range n.Keys {
+			if seen[k] {
+				return nil, compileErr("object property %q is given twice", k)
 			}
-			seen[n.Keys[i]] = true
-			fn, err := c.expr(e, s)
-			if err != nil {
-				return nil, err
-			}
-			vals[i] = fn
+			seen[k] = true
+		}
+		vals, err := c.exprs(s, n.Vals...)
+		if err != nil {
+			return nil, err
 		}
 		keys := n.Keys
 		return func(f *frame) any {
@@ -364,6 +333,19 @@ func (c *compiler) expr(e Expr, s *scope) (evalFn, error) {
 		return c.subquery(n, s)
 	}
 	return nil, compileErr("unsupported expression %T", e)
+}
+
+// exprs compiles each expression, in order.
+func (c *compiler) exprs(s *scope, es ...Expr) ([]evalFn, error) {
+	out := make([]evalFn, len(es))
+	for i, e := range es {
+		fn, err := c.expr(e, s)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = fn
+	}
+	return out, nil
 }
 
 func index(x, i any) any {
@@ -421,13 +403,9 @@ func (c *compiler) call(n *Call, s *scope) (evalFn, error) {
 		}
 		return nil, compileErr("%s takes %s arguments, got %d", n.Name, want, len(n.Args))
 	}
-	args := make([]evalFn, len(n.Args))
-	for i, a := range n.Args {
-		fn, err := c.expr(a, s)
-		if err != nil {
-			return nil, err
-		}
-		args[i] = fn
+	args, err := c.exprs(s, n.Args...)
+	if err != nil {
+		return nil, err
 	}
 	impl := b.fn
 	return func(f *frame) any {

@@ -3,7 +3,6 @@ package query
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -86,44 +85,9 @@ func TestConformance(t *testing.T) {
 					require.NoError(t, err)
 					var want any
 					require.NoError(t, json.Unmarshal(tc.Want, &want))
-					assert.True(t, nearlyEqual(want, merged), "fanned out at %d: %s\nwant %s\ngot  %v", cut, plan.Query, tc.Want, merged)
+					assert.True(t, EqualValues(want, merged, 1e-12), "fanned out at %d: %s\nwant %s\ngot  %v", cut, plan.Query, tc.Want, merged)
 				}
 			})
 		}
 	}
-}
-
-// nearlyEqual compares decoded JSON values, numbers within a relative
-// 1e-12: partial SUM and AVG values added in another order may differ from
-// a single collection's answer in the last bits (as Cosmos DB's own
-// cross-partition aggregates do).
-func nearlyEqual(a, b any) bool {
-	switch x := a.(type) {
-	case float64:
-		y, ok := b.(float64)
-		return ok && math.Abs(x-y) <= 1e-12*math.Max(math.Abs(x), math.Abs(y))
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !nearlyEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			if w, ok := y[k]; !ok || !nearlyEqual(v, w) {
-				return false
-			}
-		}
-		return true
-	}
-	return equalValues(a, b)
 }

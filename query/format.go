@@ -1,7 +1,6 @@
 package query
 
 import (
-	"sort"
 	"strconv"
 	"strings"
 	"unicode"
@@ -95,6 +94,17 @@ func formatQuery(b *strings.Builder, q *Query) {
 	}
 }
 
+// formatTest opens a test of x (BETWEEN, IN, LIKE): "(x", " NOT" when
+// negated, then word.
+func formatTest(b *strings.Builder, x Expr, not bool, word string) {
+	b.WriteByte('(')
+	formatExpr(b, x)
+	if not {
+		b.WriteString(" NOT")
+	}
+	b.WriteString(word)
+}
+
 // formatExprs writes es separated by ", " between open and close.
 func formatExprs(b *strings.Builder, open string, es []Expr, close string) {
 	b.WriteString(open)
@@ -161,30 +171,16 @@ func formatExpr(b *strings.Builder, e Expr) {
 		formatExpr(b, n.R)
 		b.WriteByte(')')
 	case *Between:
-		b.WriteByte('(')
-		formatExpr(b, n.X)
-		if n.Not {
-			b.WriteString(" NOT")
-		}
-		b.WriteString(" BETWEEN ")
+		formatTest(b, n.X, n.Not, " BETWEEN ")
 		formatExpr(b, n.Low)
 		b.WriteString(" AND ")
 		formatExpr(b, n.High)
 		b.WriteByte(')')
 	case *In:
-		b.WriteByte('(')
-		formatExpr(b, n.X)
-		if n.Not {
-			b.WriteString(" NOT")
-		}
+		formatTest(b, n.X, n.Not, "")
 		formatExprs(b, " IN (", n.List, "))")
 	case *Like:
-		b.WriteByte('(')
-		formatExpr(b, n.X)
-		if n.Not {
-			b.WriteString(" NOT")
-		}
-		b.WriteString(" LIKE ")
+		formatTest(b, n.X, n.Not, " LIKE ")
 		formatExpr(b, n.Pattern)
 		if n.Escape != nil {
 			b.WriteString(" ESCAPE ")
@@ -255,31 +251,8 @@ func formatLiteral(b *strings.Builder, v any) {
 		b.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
 	case string:
 		writeString(b, x)
-	case []any:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			formatLiteral(b, e)
-		}
-		b.WriteByte(']')
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeString(b, k)
-			b.WriteString(": ")
-			formatLiteral(b, x[k])
-		}
-		b.WriteByte('}')
+	case []any, map[string]any:
+		writeContainer(b, x, ", ", ": ", func(k string) { writeString(b, k) }, func(e any) { formatLiteral(b, e) })
 	}
 }
 

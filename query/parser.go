@@ -61,44 +61,37 @@ func (p *parser) errorf(expected string) error {
 	return &SyntaxError{Pos: t.pos, Query: p.src, Expected: expected, Found: t.describe()}
 }
 
-func (p *parser) isKeyword(k string) bool {
+// is reports whether the next token is of this kind with this text;
+// accept consumes it if so; expect consumes it or fails naming it.
+func (p *parser) is(kind tokKind, text string) bool {
 	t := p.peek()
-	return t.kind == tKeyword && t.text == k
+	return t.kind == kind && t.text == text
 }
 
-func (p *parser) acceptKeyword(k string) bool {
-	if p.isKeyword(k) {
+func (p *parser) accept(kind tokKind, text string) bool {
+	if p.is(kind, text) {
 		p.i++
 		return true
 	}
 	return false
 }
 
+func (p *parser) expect(kind tokKind, text, name string) error {
+	if !p.accept(kind, text) {
+		return p.errorf(name)
+	}
+	return nil
+}
+
+func (p *parser) isKeyword(k string) bool     { return p.is(tKeyword, k) }
+func (p *parser) acceptKeyword(k string) bool { return p.accept(tKeyword, k) }
 func (p *parser) expectKeyword(k string) error {
-	if !p.acceptKeyword(k) {
-		return p.errorf(k)
-	}
-	return nil
+	return p.expect(tKeyword, k, k)
 }
-
-func (p *parser) isOp(op string) bool {
-	t := p.peek()
-	return t.kind == tOp && t.text == op
-}
-
-func (p *parser) acceptOp(op string) bool {
-	if p.isOp(op) {
-		p.i++
-		return true
-	}
-	return false
-}
-
+func (p *parser) isOp(op string) bool     { return p.is(tOp, op) }
+func (p *parser) acceptOp(op string) bool { return p.accept(tOp, op) }
 func (p *parser) expectOp(op string) error {
-	if !p.acceptOp(op) {
-		return p.errorf(fmt.Sprintf("%q", op))
-	}
-	return nil
+	return p.expect(tOp, op, fmt.Sprintf("%q", op))
 }
 
 func (p *parser) parseQuery() (*Query, error) {
@@ -194,15 +187,9 @@ func (p *parser) parseQuery() (*Query, error) {
 		if err := p.expectKeyword("BY"); err != nil {
 			return nil, err
 		}
-		for {
-			x, err := p.parseExpr()
-			if err != nil {
-				return nil, err
-			}
-			q.GroupBy = append(q.GroupBy, x)
-			if !p.acceptOp(",") {
-				break
-			}
+		var err error
+		if q.GroupBy, err = p.exprs(); err != nil {
+			return nil, err
 		}
 	}
 	if p.acceptKeyword("ORDER") {
@@ -455,16 +442,9 @@ func (p *parser) parseComparison() (Expr, error) {
 			if err := p.expectOp("("); err != nil {
 				return nil, err
 			}
-			var list []Expr
-			for {
-				x, err := p.parseExpr()
-				if err != nil {
-					return nil, err
-				}
-				list = append(list, x)
-				if !p.acceptOp(",") {
-					break
-				}
+			list, err := p.exprs()
+			if err != nil {
+				return nil, err
 			}
 			if err := p.expectOp(")"); err != nil {
 				return nil, err
@@ -582,6 +562,49 @@ func (p *parser) parsePostfix() (Expr, error) {
 	return p.accessors(x, p.parseExpr)
 }
 
+// exprs reads one expression or more, separated by commas.
+func (p *parser) exprs() ([]Expr, error) {
+	var out []Expr
+	for {
+		x, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+		if !p.acceptOp(",") {
+			return out, nil
+		}
+	}
+}
+
+// exprsUntil reads expressions separated by commas, possibly none, and the
+// closing operator.
+func (p *parser) exprsUntil(close string) ([]Expr, error) {
+	if p.acceptOp(close) {
+		return nil, nil
+	}
+	out, err := p.exprs()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.expectOp(close); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// subquery reads a query and the ')' that closes it, after its '('.
+func (p *parser) subquery(kind string) (Expr, error) {
+	q, err := p.parseQuery()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.expectOp(")"); err != nil {
+		return nil, err
+	}
+	return &Subquery{Kind: kind, Q: q}, nil
+}
+
 func (p *parser) parsePrimary() (Expr, error) {
 	t := p.peek()
 	switch t.kind {
@@ -613,14 +636,7 @@ func (p *parser) parsePrimary() (Expr, error) {
 			if err := p.expectOp("("); err != nil {
 				return nil, err
 			}
-			q, err := p.parseQuery()
-			if err != nil {
-				return nil, err
-			}
-			if err := p.expectOp(")"); err != nil {
-				return nil, err
-			}
-			return &Subquery{Kind: t.text, Q: q}, nil
+			return p.subquery(t.text)
 		case "UDF":
 			return nil, &SyntaxError{Pos: t.pos, Query: p.src, Expected: "a built-in function", Found: "udf. (user-defined functions are not supported)"}
 		}
@@ -629,23 +645,11 @@ func (p *parser) parsePrimary() (Expr, error) {
 		p.next()
 		if p.isOp("(") {
 			p.next()
-			call := &Call{Name: strings.ToUpper(t.text)}
-			if !p.acceptOp(")") {
-				for {
-					a, err := p.parseExpr()
-					if err != nil {
-						return nil, err
-					}
-					call.Args = append(call.Args, a)
-					if !p.acceptOp(",") {
-						break
-					}
-				}
-				if err := p.expectOp(")"); err != nil {
-					return nil, err
-				}
+			args, err := p.exprsUntil(")")
+			if err != nil {
+				return nil, err
 			}
-			return call, nil
+			return &Call{Name: strings.ToUpper(t.text), Args: args}, nil
 		}
 		return &Ident{Name: t.text}, nil
 	case tOp:
@@ -653,14 +657,7 @@ func (p *parser) parsePrimary() (Expr, error) {
 		case "(":
 			p.next()
 			if p.isKeyword("SELECT") {
-				q, err := p.parseQuery()
-				if err != nil {
-					return nil, err
-				}
-				if err := p.expectOp(")"); err != nil {
-					return nil, err
-				}
-				return &Subquery{Kind: "SCALAR", Q: q}, nil
+				return p.subquery("SCALAR")
 			}
 			x, err := p.parseExpr()
 			if err != nil {
@@ -672,23 +669,11 @@ func (p *parser) parsePrimary() (Expr, error) {
 			return x, nil
 		case "[":
 			p.next()
-			arr := &ArrayLit{}
-			if !p.acceptOp("]") {
-				for {
-					x, err := p.parseExpr()
-					if err != nil {
-						return nil, err
-					}
-					arr.Elems = append(arr.Elems, x)
-					if !p.acceptOp(",") {
-						break
-					}
-				}
-				if err := p.expectOp("]"); err != nil {
-					return nil, err
-				}
+			elems, err := p.exprsUntil("]")
+			if err != nil {
+				return nil, err
 			}
-			return arr, nil
+			return &ArrayLit{Elems: elems}, nil
 		case "{":
 			p.next()
 			obj := &ObjectLit{}

@@ -125,7 +125,17 @@ func cmpInt(a, b int) int {
 }
 
 // equalValues is deep equality of defined values; numbers by value.
-func equalValues(a, b any) bool {
+func equalValues(a, b any) bool { return EqualValues(a, b, 0) }
+
+// EqualValues reports whether two decoded JSON values (nil, bool, float64,
+// string, []any, map[string]any, as a query returns them decoded) are
+// deeply equal, numbers within a relative tolerance: |x-y| <= tolerance ×
+// max(|x|, |y|), so 0 means exactly equal. Sums and averages merged across
+// collections may differ from one collection's answer in the last bits
+// (floating-point addition depends on order); compare them with a
+// tolerance such as 1e-12. Undefined equals nothing. It costs one walk of
+// both values and allocates nothing.
+func EqualValues(a, b any, tolerance float64) bool {
 	switch x := a.(type) {
 	case nil:
 		return b == nil
@@ -134,7 +144,7 @@ func equalValues(a, b any) bool {
 		return ok && x == y
 	case float64:
 		y, ok := b.(float64)
-		return ok && x == y
+		return ok && (x == y || tolerance > 0 && math.Abs(x-y) <= tolerance*math.Max(math.Abs(x), math.Abs(y)))
 	case string:
 		y, ok := b.(string)
 		return ok && x == y
@@ -144,7 +154,7 @@ func equalValues(a, b any) bool {
 			return false
 		}
 		for i := range x {
-			if !equalValues(x[i], y[i]) {
+			if !EqualValues(x[i], y[i], tolerance) {
 				return false
 			}
 		}
@@ -156,7 +166,7 @@ func equalValues(a, b any) bool {
 		}
 		for k, v := range x {
 			w, ok := y[k]
-			if !ok || !equalValues(v, w) {
+			if !ok || !EqualValues(v, w, tolerance) {
 				return false
 			}
 		}
@@ -193,13 +203,25 @@ func writeCanonical(b *strings.Builder, v any) {
 		b.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
 	case string:
 		b.WriteString(strconv.Quote(x))
+	case []any, map[string]any:
+		writeContainer(b, x, ",", ":", func(k string) { b.WriteString(strconv.Quote(k)) }, func(e any) { writeCanonical(b, e) })
+	default:
+		fmt.Fprintf(b, "%v", x)
+	}
+}
+
+// writeContainer writes an array ([]any) or an object (map[string]any,
+// keys sorted) with the given separators, each key by key and each element
+// or value by elem: the walk canonical and Format share.
+func writeContainer(b *strings.Builder, v any, comma, colon string, key func(string), elem func(any)) {
+	switch x := v.(type) {
 	case []any:
 		b.WriteByte('[')
 		for i, e := range x {
 			if i > 0 {
-				b.WriteByte(',')
+				b.WriteString(comma)
 			}
-			writeCanonical(b, e)
+			elem(e)
 		}
 		b.WriteByte(']')
 	case map[string]any:
@@ -211,15 +233,13 @@ func writeCanonical(b *strings.Builder, v any) {
 		b.WriteByte('{')
 		for i, k := range keys {
 			if i > 0 {
-				b.WriteByte(',')
+				b.WriteString(comma)
 			}
-			b.WriteString(strconv.Quote(k))
-			b.WriteByte(':')
-			writeCanonical(b, x[k])
+			key(k)
+			b.WriteString(colon)
+			elem(x[k])
 		}
 		b.WriteByte('}')
-	default:
-		fmt.Fprintf(b, "%v", x)
 	}
 }
 

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/docshard/docshard/hashring"
+	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/store"
@@ -196,7 +195,7 @@ func sameResults(a, b []json.RawMessage, ordered bool) bool {
 		sort.Slice(y, func(i, j int) bool { return key(y[i]) < key(y[j]) })
 	}
 	for i := range x {
-		if !closeValues(x[i], y[i]) {
+		if !query.EqualValues(x[i], y[i], 1e-12) {
 			return false
 		}
 	}
@@ -223,35 +222,4 @@ func roundNumbers(v any) any {
 		return out
 	}
 	return v
-}
-
-func closeValues(a, b any) bool {
-	switch x := a.(type) {
-	case float64:
-		y, ok := b.(float64)
-		return ok && math.Abs(x-y) <= 1e-12*math.Max(math.Abs(x), math.Abs(y))
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, e := range x {
-			if !closeValues(e, y[k]) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !closeValues(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	return reflect.DeepEqual(a, b)
 }
