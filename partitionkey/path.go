@@ -207,11 +207,12 @@ func (p Path) LookupAt(doc []byte, from int) (RawValue, error) {
 			return RawValue{}, ke
 		}
 	}
-	tok, err := s.Scalar()
+	kind, begin, escaped, err := s.ScalarBounds()
+	end := s.Pos()
 	switch {
 	case err != nil:
 		return RawValue{}, p.malformed(err)
-	case tok.Kind == jsontext.Object || tok.Kind == jsontext.Array:
+	case kind == jsontext.Object || kind == jsontext.Array:
 		return RawValue{}, &KeyError{Path: p.text, Err: ErrKeyType, Reason: "the value is an object or array, not a string, number, boolean or null"}
 	}
 	if len(segs) > 0 {
@@ -223,7 +224,7 @@ func (p Path) LookupAt(doc []byte, from int) (RawValue, error) {
 			return RawValue{}, p.malformed(s.Fail("want ',' or '}' after the key"))
 		}
 	}
-	return rawValue(tok), nil
+	return RawValue{kind: ValueKind(kind), escaped: escaped, text: doc[begin:end:end]}, nil
 }
 
 func (p Path) malformed(err error) error {

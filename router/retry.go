@@ -53,45 +53,66 @@ type retryStore struct {
 	hooks  *Hooks
 }
 
-// do runs one store call under the policy. fn does not escape, so the
-// closures the methods below pass are not allocated.
+// do runs one store call under the policy. Without a Call hook the first
+// attempt is made here, small enough to be inlined into the methods below
+// with their closures: a call that succeeds costs nothing over the wrapped
+// store. fn does not escape, so the closures are not allocated.
 func do[T any](ctx context.Context, s *retryStore, l, op string, fn func() (T, error)) (T, error) {
+	if s.hooks.Call == nil {
+		v, err := fn()
+		if err == nil {
+			return v, nil
+		}
+		return retry(ctx, s, l, op, fn, v, err)
+	}
+	return retry(ctx, s, l, op, fn, *new(T), nil)
+}
+
+// retry is do's loop: it decides on the outcome of the attempt already
+// made (err, when not nil) and makes the next ones, timing each for the
+// Call hook.
+func retry[T any](ctx context.Context, s *retryStore, l, op string, fn func() (T, error), v T, err error) (T, error) {
 	attempt := 0
+	if err != nil {
+		attempt = 1
+	}
 	var waited time.Duration
 	for {
+		if attempt > 0 || err != nil {
+			wait, throttled := store.RetryAfter(err)
+			if !throttled || attempt >= s.policy.MaxAttempts {
+				return v, err
+			}
+			if wait <= 0 {
+				wait = s.policy.DefaultWait
+			}
+			if waited+wait > s.policy.MaxWait {
+				return v, err
+			}
+			if h := s.hooks.Retry; h != nil {
+				h(l, op, attempt, wait)
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return v, fmt.Errorf("router: %s %s: %w (while waiting to retry after: %w)", op, l, ctx.Err(), err)
+			case <-t.C:
+			}
+			waited += wait
+		}
 		attempt++
 		var start time.Time
 		if s.hooks.Call != nil {
 			start = time.Now()
 		}
-		v, err := fn()
+		v, err = fn()
 		if h := s.hooks.Call; h != nil {
 			h(l, op, time.Since(start), err)
 		}
 		if err == nil {
 			return v, nil
 		}
-		wait, throttled := store.RetryAfter(err)
-		if !throttled || attempt >= s.policy.MaxAttempts {
-			return v, err
-		}
-		if wait <= 0 {
-			wait = s.policy.DefaultWait
-		}
-		if waited+wait > s.policy.MaxWait {
-			return v, err
-		}
-		if h := s.hooks.Retry; h != nil {
-			h(l, op, attempt, wait)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return v, fmt.Errorf("router: %s %s: %w (while waiting to retry after: %w)", op, l, ctx.Err(), err)
-		case <-t.C:
-		}
-		waited += wait
 	}
 }
 
