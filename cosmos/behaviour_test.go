@@ -96,12 +96,19 @@ func (p *faultProxy) store(t *testing.T, retries int) store.Store {
 	return s
 }
 
-func TestThrottledWritesRetryAfterRetryAfter(t *testing.T) {
+// faultCollection returns a fault proxy in front of the shared cosmium, a
+// store through it (3 SDK retries) and a new collection partitioned by /pk.
+func faultCollection(t *testing.T, name string) (*faultProxy, store.Store, context.Context, string) {
 	p := newFaultProxy(t, cosmostest.Shared(t))
 	st := p.store(t, 3)
 	ctx := cosmostest.Context(t)
-	l := "dbs/faults/colls/throttle" + time.Now().Format("150405.000000")
+	l := "dbs/faults/colls/" + name + time.Now().Format("150405.000000")
 	require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	return p, st, ctx, l
+}
+
+func TestThrottledWritesRetryAfterRetryAfter(t *testing.T) {
+	p, st, ctx, l := faultCollection(t, "throttle")
 
 	// Two 429s with a 40 ms retry-after, then through.
 	p.inject = func(_ *http.Request, n int) (int, map[string]string) {
@@ -134,11 +141,7 @@ func TestThrottledWritesRetryAfterRetryAfter(t *testing.T) {
 }
 
 func TestRejectedWritesAreNotRetried(t *testing.T) {
-	p := newFaultProxy(t, cosmostest.Shared(t))
-	st := p.store(t, 3)
-	ctx := cosmostest.Context(t)
-	l := "dbs/faults/colls/reject" + time.Now().Format("150405.000000")
-	require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	p, st, ctx, l := faultCollection(t, "reject")
 	for _, tc := range []struct {
 		status int
 		want   error

@@ -173,10 +173,7 @@ func (s *Store) write(ctx context.Context, op, l, id string, doc []byte, opts *s
 	if op == "replace" && bodyID != id {
 		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Message: fmt.Sprintf("the document's id is %q", bodyID)}
 	}
-	var o store.WriteOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := store.OptionsOf(opts)
 	pk, err := s.writeKey(ctx, op, l, bodyID, cc, doc, o.PartitionKey)
 	if err != nil {
 		return nil, err
@@ -272,10 +269,7 @@ func (s *Store) Delete(ctx context.Context, l, id string, opts *store.WriteOptio
 	if err != nil {
 		return err
 	}
-	var o store.WriteOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := store.OptionsOf(opts)
 	pk, err := s.readKey(ctx, op, l, id, cc, o.PartitionKey)
 	if err != nil {
 		return err

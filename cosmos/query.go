@@ -67,10 +67,7 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	if err != nil {
 		return nil, err
 	}
-	var o store.QueryOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := store.OptionsOf(opts)
 	parsed, err := query.Parse(q.Text)
 	if err != nil {
 		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
@@ -334,10 +331,7 @@ func (s *Store) ReadFeed(ctx context.Context, l string, opts *store.FeedOptions)
 	if err != nil {
 		return nil, err
 	}
-	var o store.FeedOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := store.OptionsOf(opts)
 	hash := queryHash("feed", c.String())
 	tok, err := s.decodeToken(op, l, o.Continuation, hash)
 	if err != nil {

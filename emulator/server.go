@@ -53,10 +53,7 @@ type Server struct {
 // keys are); a catalog in opts.Dir that cannot be read is an error. It costs
 // reading the catalog.
 func New(st store.Store, opts *Options) (*Server, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
+	o := store.OptionsOf(opts)
 	if o.Key == "" {
 		o.Key = DefaultKey
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/docshard/docshard/lookup"
 	"github.com/docshard/docshard/rangeresolver"
 	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/resolver/resolvertest"
 )
 
 func coll(s string) string           { return "dbs/app/colls/" + s }
@@ -308,11 +309,7 @@ func TestJSONForms(t *testing.T) {
 			`{"kind":"lookup","entries":{},"default":"dbs/a/colls/d"}`,
 		},
 	} {
-		r, err := resolver.Unmarshal([]byte(tc.in))
-		require.NoError(t, err, tc.in)
-		data, err := resolver.Marshal(r)
-		require.NoError(t, err)
-		assert.Equal(t, tc.out, string(data))
+		resolvertest.RoundTrip(t, tc.in, tc.out)
 	}
 }
 

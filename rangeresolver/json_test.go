@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/resolver/resolvertest"
 )
 
 // designExample is the range resolver of docs/design.md#resolver-json, to the byte.
@@ -60,11 +61,7 @@ func TestJSONForms(t *testing.T) {
 			`{"kind":"range","keyType":"string","ranges":[],"default":"dbs/a/colls/d"}`,
 		},
 	} {
-		r, err := resolver.Unmarshal([]byte(tc.in))
-		require.NoError(t, err, tc.in)
-		data, err := resolver.Marshal(r)
-		require.NoError(t, err)
-		assert.Equal(t, tc.out, string(data))
+		resolvertest.RoundTrip(t, tc.in, tc.out)
 	}
 }
 

@@ -150,10 +150,7 @@ func (c *Client) Read(ctx context.Context, dbLink, id string, key any) (*store.D
 // changed or vanished meanwhile, the new one is removed again and Replace
 // fails with nothing changed.
 func (c *Client) Replace(ctx context.Context, dbLink, id string, doc any, opts *ReplaceOptions) (*store.Document, error) {
-	var o ReplaceOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := store.OptionsOf(opts)
 	e, err := c.entry(dbLink)
 	if err != nil {
 		return nil, err

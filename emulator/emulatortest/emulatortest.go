@@ -59,10 +59,7 @@ type Server struct {
 
 // New starts a server; Close stops it.
 func New(opts *Options) (*Server, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
+	o := store.OptionsOf(opts)
 	s := &Server{Key: Key, served: make(chan struct{})}
 	clock := func() time.Time { return time.Now().Add(time.Duration(s.offset.Load())) }
 	switch {

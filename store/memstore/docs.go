@@ -286,10 +286,7 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 	if err != nil {
 		return nil, err
 	}
-	var o store.WriteOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := store.OptionsOf(opts)
 	if mode == "replace" {
 		if err := store.ValidateID(id); err != nil {
 			return nil, withOp(err, mode, l)
@@ -461,10 +458,7 @@ func (s *Store) Delete(ctx context.Context, l, id string, opts *store.WriteOptio
 	if err := store.ValidateID(id); err != nil {
 		return withOp(err, op, l)
 	}
-	var o store.WriteOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := store.OptionsOf(opts)
 	pk, given, err := givenKey(op, l, id, o.PartitionKey)
 	if err != nil {
 		return err

@@ -64,10 +64,7 @@ var _ store.Store = (*Store)(nil)
 
 // New returns an empty in-memory store.
 func New(opts *Options) *Store {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
+	o := store.OptionsOf(opts)
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}

@@ -141,10 +141,7 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	if err != nil {
 		return nil, err
 	}
-	var o store.QueryOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := store.OptionsOf(opts)
 	pk, scoped, err := givenKey(op, l, "", o.PartitionKey)
 	if err != nil {
 		return nil, err
@@ -356,10 +353,7 @@ func (s *Store) ReadFeed(ctx context.Context, l string, opts *store.FeedOptions)
 	if err != nil {
 		return nil, err
 	}
-	var o store.FeedOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := store.OptionsOf(opts)
 	var tok feedToken
 	if o.Continuation == "" {
 		tok = feedToken{V: tokenVersion, UID: c.uid}

@@ -315,10 +315,7 @@ func snapshot(t *testing.T, st store.Store, l string) map[string]string {
 // queryAll runs a query to the end, page by page.
 func queryAll(t *testing.T, st store.Store, l string, q store.Query, opts *store.QueryOptions) []json.RawMessage {
 	t.Helper()
-	var o store.QueryOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := store.OptionsOf(opts)
 	var out []json.RawMessage
 	for i := 0; ; i++ {
 		require.Less(t, i, 100000, "the query does not end")
