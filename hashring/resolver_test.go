@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -349,17 +350,18 @@ func TestJSONRoundTripProperty(t *testing.T) {
 }
 
 func TestRegisterHashGenerator(t *testing.T) {
+	again := generatorName("test-md5-again")
 	require.Error(t, RegisterHashGenerator("md5", MD5{}))
 	require.Error(t, RegisterHashGenerator("xxhash", MD5{}))
 	require.Error(t, RegisterHashGenerator("murmur3", MD5{}))
 	require.Error(t, RegisterHashGenerator("", MD5{}))
 	require.Error(t, RegisterHashGenerator("nil", nil))
 	require.Error(t, RegisterHashGenerator("too-wide", sizedGen{17}))
-	require.NoError(t, RegisterHashGenerator("test-md5-again", MD5{}))
-	require.Error(t, RegisterHashGenerator("test-md5-again", MD5{}), "a name means one ring")
+	require.NoError(t, RegisterHashGenerator(again, MD5{}))
+	require.Error(t, RegisterHashGenerator(again, MD5{}), "a name means one ring")
 
 	// A registered MD5 is the md5 ring, under another name.
-	a, err := New(links("c", 4), &Options{Hash: "test-md5-again"})
+	a, err := New(links("c", 4), &Options{Hash: again})
 	require.NoError(t, err)
 	b, err := New(links("c", 4), nil)
 	require.NoError(t, err)
@@ -375,17 +377,26 @@ func TestRegisterHashGenerator(t *testing.T) {
 	}
 	data, err := resolver.Marshal(a)
 	require.NoError(t, err)
-	assert.Contains(t, string(data), `"hash":"test-md5-again"`)
+	assert.Contains(t, string(data), `"hash":"`+again+`"`)
 	back, err := resolver.Unmarshal(data)
 	require.NoError(t, err)
-	assert.Equal(t, "test-md5-again", back.(*Resolver).Hash())
+	assert.Equal(t, again, back.(*Resolver).Hash())
 
 	// Registered generators drive the bounded strategy too.
-	c, err := New(links("c", 4), &Options{Hash: "test-md5-again", Strategy: StrategyBounded})
+	c, err := New(links("c", 4), &Options{Hash: again, Strategy: StrategyBounded})
 	require.NoError(t, err)
 	d, err := New(links("c", 4), &Options{Strategy: StrategyBounded})
 	require.NoError(t, err)
 	assert.Equal(t, d.Ring().Partitions(), c.Ring().Partitions())
+}
+
+// generatorNames counts the generators tests register: the registry is
+// global and keeps every name, so a test run again (-count) registers a new
+// one.
+var generatorNames atomic.Int32
+
+func generatorName(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, generatorNames.Add(1))
 }
 
 type sizedGen struct{ n int }
@@ -401,12 +412,13 @@ func (g sizedGen) Hash(b []byte) Digest {
 // points of different links coincide: on the md5-style ring the earlier
 // link owns a shared place, whatever the links' names.
 func TestTieBreakKeepsLinkOrder(t *testing.T) {
-	require.NoError(t, RegisterHashGenerator("test-length", sizedGen{1}))
+	length := generatorName("test-length")
+	require.NoError(t, RegisterHashGenerator(length, sizedGen{1}))
 	// First points: the links' lengths (13 and 14); every next point is the
 	// hash of one byte, 1. Both links own the place 1.
 	a, b := "dbs/a/colls/z", "dbs/a/colls/yy"
 	for _, order := range [][]string{{a, b}, {b, a}} {
-		r, err := New(order, &Options{Hash: "test-length", VirtualNodes: 3})
+		r, err := New(order, &Options{Hash: length, VirtualNodes: 3})
 		require.NoError(t, err)
 		got, err := r.ResolveForCreate("x") // hash 1
 		require.NoError(t, err)
