@@ -27,6 +27,10 @@ var (
 	// ErrBadRequest: malformed input (JSON, id, SQL, continuation token,
 	// partition key).
 	ErrBadRequest = errors.New("bad request")
+	// ErrFenced: the write was stamped with an epoch older than the
+	// database's fence (see Fencer); the writer must learn the current
+	// state before it writes again.
+	ErrFenced = errors.New("fenced: stale epoch")
 	// ErrUnavailable: the backend cannot be reached or is closed.
 	ErrUnavailable = errors.New("unavailable")
 )

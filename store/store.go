@@ -134,6 +134,11 @@ type WriteOptions struct {
 	// IfMatch makes the write conditional on the stored document's ETag;
 	// empty means unconditional.
 	IfMatch string
+	// Epoch stamps the write for a backend that is a Fencer: a write whose
+	// Epoch is below its database's fence is refused with ErrFenced,
+	// atomically with the write. 0 means not stamped; backends that are not
+	// Fencers ignore it.
+	Epoch int64
 }
 
 // ReadOptions qualify a point read. A nil *ReadOptions means none.

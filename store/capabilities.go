@@ -1,0 +1,171 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+)
+
+// Optional capabilities. A backend offers one by implementing its interface
+// on the value Open returns; callers test for it with a type assertion, as
+// database/sql does with its driver's optional interfaces:
+//
+//	if cf, ok := st.(store.ChangeFeeder); ok { ... }
+//
+// A backend that cannot offer a capability faithfully does not implement it
+// rather than half-implementing it.
+
+// ChangeFeeder reads a collection's change feed: the documents written
+// since a position, in the order of their last write. It follows Cosmos
+// DB's change feed in its "latest version" mode: a document written several
+// times since the position appears once, in the place of its last write;
+// deletions do not appear (a reader that must see them compares against the
+// collection, or learns them another way).
+type ChangeFeeder interface {
+	// ReadChanges returns one page of changes after opts.Continuation. The
+	// page's Continuation is never empty: it is the position after the
+	// page, to pass to the next call; a page with no changes means the
+	// reader has caught up, and its Continuation is the position to poll
+	// from. A token from another collection, or a malformed one, is an
+	// error wrapping ErrBadRequest. Cost: one round trip; the page holds at
+	// most opts.PageSize documents.
+	ReadChanges(ctx context.Context, link string, opts *ChangeFeedOptions) (*ChangePage, error)
+}
+
+// ChangeFeedOptions qualify a change-feed read. A nil *ChangeFeedOptions
+// means defaults: from the beginning, the backend's page size.
+type ChangeFeedOptions struct {
+	// Continuation resumes after the page that returned it. Empty means from
+	// the beginning of the collection (every document, each once) unless
+	// FromNow is set.
+	Continuation string
+	// FromNow starts at the current end of the feed: the page is empty and
+	// its Continuation marks the present, so the next call returns only
+	// what is written after this one. Ignored when Continuation is set.
+	FromNow bool
+	// PartitionKey scopes the feed to documents with this partition-key
+	// value; nil means the whole collection.
+	PartitionKey any
+	// PageSize is a hint for the most documents a page holds; 0 means the
+	// backend's default.
+	PageSize int
+}
+
+// ChangePage is one page of a change feed.
+type ChangePage struct {
+	// Items are the changed documents, each the whole JSON text as stored
+	// (system properties included), oldest change first. Callers must not
+	// modify them.
+	Items []json.RawMessage
+	// Continuation is the position after this page; never empty.
+	Continuation string
+	// RequestCharge is the cost the backend reports (Cosmos DB request
+	// units); 0 where the backend has no such measure.
+	RequestCharge float64
+}
+
+// Batcher runs a transactional batch: several operations on documents of
+// one partition-key value of one collection, applied all together or not
+// at all, as Cosmos DB's transactional batch does.
+type Batcher interface {
+	// ExecuteBatch applies ops in order, atomically. When every operation
+	// succeeds it returns one result per operation and a nil error. When one
+	// fails, nothing is written: the error wraps the failing operation's
+	// kind (ErrConflict, ErrNotFound, ErrPreconditionFailed, ...) and is a
+	// *BatchError naming its index. A batch of no operations, of more than
+	// MaxBatchOperations, or whose documents do not carry partitionKey is an
+	// error wrapping ErrBadRequest. Cost: one round trip.
+	ExecuteBatch(ctx context.Context, link string, partitionKey any, ops []BatchOp, opts *BatchOptions) ([]BatchResult, error)
+}
+
+// MaxBatchOperations is the most operations a transactional batch holds
+// (Cosmos DB's limit).
+const MaxBatchOperations = 100
+
+// BatchOpKind says what a batch operation does.
+type BatchOpKind int
+
+// The batch operations, each with the meaning of the Documents method of
+// the same name.
+const (
+	BatchCreate BatchOpKind = iota + 1
+	BatchRead
+	BatchReplace
+	BatchUpsert
+	BatchDelete
+)
+
+// String returns the operation's name ("create", "read", ...).
+func (k BatchOpKind) String() string {
+	switch k {
+	case BatchCreate:
+		return "create"
+	case BatchRead:
+		return "read"
+	case BatchReplace:
+		return "replace"
+	case BatchUpsert:
+		return "upsert"
+	case BatchDelete:
+		return "delete"
+	}
+	return "unknown"
+}
+
+// BatchOp is one operation of a transactional batch.
+type BatchOp struct {
+	Kind BatchOpKind
+	// ID names the document for read, replace and delete.
+	ID string
+	// Doc is the JSON text of the document for create, replace and upsert.
+	Doc []byte
+	// IfMatch makes a replace, upsert or delete conditional on the stored
+	// document's ETag; empty means unconditional.
+	IfMatch string
+}
+
+// BatchOptions qualify a batch. A nil *BatchOptions means none.
+type BatchOptions struct {
+	// Epoch stamps every write of the batch, as WriteOptions.Epoch does.
+	Epoch int64
+}
+
+// BatchResult is the outcome of one operation of a successful batch.
+type BatchResult struct {
+	// Document is the document as stored after a create, replace or upsert,
+	// or as read; nil after a delete.
+	Document *Document
+}
+
+// BatchError reports the operation that failed a batch. It wraps the
+// failure, so errors.Is(err, ErrConflict) and the like hold.
+type BatchError struct {
+	Index int   // the failing operation's index in the batch
+	Err   error // why it failed
+}
+
+// Error implements error.
+func (e *BatchError) Error() string {
+	return "store: batch operation " + strconv.Itoa(e.Index) + ": " + e.Err.Error()
+}
+
+// Unwrap returns the failure.
+func (e *BatchError) Unwrap() error { return e.Err }
+
+// Fencer keeps a fence epoch per database and refuses writes stamped with
+// an older one, atomically with the write: once RaiseFence returns, no write
+// whose WriteOptions.Epoch (or BatchOptions.Epoch) is below the fence
+// succeeds, and every write that succeeded before saw the old fence. Writes
+// with Epoch 0 are not fenced. This is how routers that have not yet seen a
+// new resolver are stopped from writing where the data has left (package
+// shardstate raises the fence when it publishes a new epoch); a backend
+// without it (Cosmos DB) leaves a window that leases bound instead.
+type Fencer interface {
+	// RaiseFence sets the fence of databaseLink ("dbs/{db}") to epoch if
+	// that is higher than the current one, and returns the fence now in
+	// force. Cost: one round trip; on the embedded store it waits for the
+	// database's writes in progress to finish.
+	RaiseFence(ctx context.Context, databaseLink string, epoch int64) (int64, error)
+	// Fence returns the fence of databaseLink; 0 when none was raised.
+	Fence(ctx context.Context, databaseLink string) (int64, error)
+}
