@@ -122,11 +122,17 @@ func newRegistry(m map[string]*dbEntry) *registry {
 	return r
 }
 
-// dbEntry is one registration: a resolver and its placement.
+// dbEntry is one registration: a resolver and its placement, and for a
+// database routed by its shared state, the follower, the state's version,
+// and the writes in flight under this registration.
 type dbEntry struct {
-	link string // canonical "dbs/{db}"
-	r    resolver.Resolver
-	pl   *placement
+	link     string // canonical "dbs/{db}"
+	r        resolver.Resolver
+	pl       *placement
+	follow   *Follower // nil: registered with Register
+	version  int64     // the state version (followed registrations)
+	inflight atomic.Int64
+	retired  atomic.Bool // replaced: writes that find it set look again
 }
 
 // New returns a client over st. The client does not own st: Close st
@@ -173,21 +179,37 @@ func (c *Client) Register(dbLink string, r resolver.Resolver) error {
 	if r == nil {
 		return fmt.Errorf("router: Register %s with a nil resolver", dbLink)
 	}
-	e := &dbEntry{link: key, r: r, pl: newPlacement(r, c.opts.RouteCacheSize)}
-	c.regMu.Lock()
-	defer c.regMu.Unlock()
-	old := c.dbs.Load().byLink
-	next := make(map[string]*dbEntry, len(old)+1)
-	for k, v := range old {
-		next[k] = v
-	}
-	next[key] = e
-	c.dbs.Store(newRegistry(next))
+	c.install(&dbEntry{link: key, r: r, pl: newPlacement(r, c.opts.RouteCacheSize)})
 	return nil
 }
 
+// install publishes a registration and returns the one it replaces.
+func (c *Client) install(e *dbEntry) (old *dbEntry) {
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	return c.setEntry(e.link, e)
+}
+
+// setEntry publishes the registry with key's entry set to e (nil: removed)
+// and returns the entry it had. The caller holds regMu.
+func (c *Client) setEntry(key string, e *dbEntry) (old *dbEntry) {
+	cur := c.dbs.Load().byLink
+	next := make(map[string]*dbEntry, len(cur)+1)
+	for k, v := range cur {
+		if k != key {
+			next[k] = v
+		}
+	}
+	if e != nil {
+		next[key] = e
+	}
+	c.dbs.Store(newRegistry(next))
+	return cur[key]
+}
+
 // Unregister removes a database's resolver; later calls for it fail with
-// ErrUnknownDatabase.
+// ErrUnknownDatabase. A Follower of the database keeps polling until
+// closed, and registers again at its next new version: close it instead.
 func (c *Client) Unregister(dbLink string) {
 	key, err := dbKey(dbLink)
 	if err != nil {
@@ -195,14 +217,27 @@ func (c *Client) Unregister(dbLink string) {
 	}
 	c.regMu.Lock()
 	defer c.regMu.Unlock()
-	old := c.dbs.Load().byLink
-	next := make(map[string]*dbEntry, len(old))
-	for k, v := range old {
-		if k != key {
-			next[k] = v
-		}
+	c.setEntry(key, nil)
+}
+
+// unregisterEntry removes key's registration if it is still e.
+func (c *Client) unregisterEntry(key string, e *dbEntry) {
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	if cur := c.dbs.Load().byLink[key]; cur != nil && cur == e {
+		c.setEntry(key, nil)
 	}
-	c.dbs.Store(newRegistry(next))
+}
+
+// Version returns the shared-state version a database is routed by (see
+// Follow); 0 for a database registered with Register. An unregistered
+// database is an error wrapping ErrUnknownDatabase.
+func (c *Client) Version(dbLink string) (int64, error) {
+	e, err := c.entry(dbLink)
+	if err != nil {
+		return 0, err
+	}
+	return e.version, nil
 }
 
 // Databases returns the registered database links, sorted.

@@ -77,22 +77,22 @@ func (c *Client) Upsert(ctx context.Context, dbLink string, doc any, opts *Write
 }
 
 func (c *Client) write(ctx context.Context, op, dbLink string, doc any, opts *WriteOptions) (*store.Document, error) {
-	e, err := c.entry(dbLink)
-	if err != nil {
-		return nil, err
-	}
-	target, body, err := e.pl.newDocument(doc)
-	if err != nil {
-		return nil, err
-	}
-	var wo *store.WriteOptions
-	if opts != nil && opts.IfMatch != "" {
-		wo = &store.WriteOptions{IfMatch: opts.IfMatch}
-	}
-	if op == "create" {
-		return c.st.Create(ctx, target, body, wo)
-	}
-	return c.st.Upsert(ctx, target, body, wo)
+	return guarded(c, ctx, dbLink, func(e *dbEntry) (*store.Document, error) {
+		target, body, err := e.pl.newDocument(doc)
+		if err != nil {
+			return nil, err
+		}
+		var wo *store.WriteOptions
+		if opts != nil {
+			wo = e.pl.writeOptions(opts.IfMatch)
+		} else {
+			wo = e.pl.stamped
+		}
+		if op == "create" {
+			return c.st.Create(ctx, target, body, wo)
+		}
+		return c.st.Upsert(ctx, target, body, wo)
+	})
 }
 
 // find returns the collection holding id under the route and the document:
@@ -151,10 +151,12 @@ func (c *Client) Read(ctx context.Context, dbLink, id string, key any) (*store.D
 // fails with nothing changed.
 func (c *Client) Replace(ctx context.Context, dbLink, id string, doc any, opts *ReplaceOptions) (*store.Document, error) {
 	o := store.OptionsOf(opts)
-	e, err := c.entry(dbLink)
-	if err != nil {
-		return nil, err
-	}
+	return guarded(c, ctx, dbLink, func(e *dbEntry) (*store.Document, error) {
+		return c.replace(ctx, e, id, doc, o)
+	})
+}
+
+func (c *Client) replace(ctx context.Context, e *dbEntry, id string, doc any, o ReplaceOptions) (*store.Document, error) {
 	body, key, target, newRt, err := e.pl.replacement(doc)
 	if err != nil {
 		return nil, err
@@ -197,7 +199,7 @@ func (c *Client) Replace(ctx context.Context, dbLink, id string, doc any, opts *
 		// change in a part collections are not partitioned by).
 		return c.st.Replace(ctx, target, id, body, newRt.writeOptions(old.ETag))
 	}
-	return c.move(ctx, id, body, source, target, oldRt.store, newRt.store, old.ETag)
+	return c.move(ctx, id, body, source, target, newRt, oldRt, old.ETag)
 }
 
 // oldKeyHint explains a replace that found nothing under the new key.
@@ -229,12 +231,12 @@ func checkID(body []byte, id string) error {
 
 // move creates the new version at target, then deletes the old one at
 // source on condition of its ETag; see Replace.
-func (c *Client) move(ctx context.Context, id string, body []byte, source, target string, oldSK, newSK any, oldETag string) (*store.Document, error) {
-	out, err := c.st.Create(ctx, target, body, &store.WriteOptions{PartitionKey: newSK})
+func (c *Client) move(ctx context.Context, id string, body []byte, source, target string, newRt, oldRt *route, oldETag string) (*store.Document, error) {
+	out, err := c.st.Create(ctx, target, body, &newRt.wo)
 	if err != nil {
 		return nil, &MoveError{ID: id, From: source, To: target, Err: err}
 	}
-	err = c.st.Delete(ctx, source, id, &store.WriteOptions{PartitionKey: oldSK, IfMatch: oldETag})
+	err = c.st.Delete(ctx, source, id, oldRt.writeOptions(oldETag))
 	if err == nil {
 		return out, nil
 	}
@@ -245,7 +247,7 @@ func (c *Client) move(ctx context.Context, id string, body []byte, source, targe
 	}
 	// The old copy changed or vanished under us: a concurrent writer won.
 	// Remove our copy (only if nobody touched it) so theirs stands alone.
-	undo := c.st.Delete(ctx, target, id, &store.WriteOptions{PartitionKey: newSK, IfMatch: out.ETag})
+	undo := c.st.Delete(ctx, target, id, newRt.writeOptions(out.ETag))
 	if undo != nil {
 		return nil, &MoveError{ID: id, From: source, To: target, Duplicate: true, Err: fmt.Errorf("%w; then removing the new copy failed: %v", err, undo)}
 	}
@@ -257,10 +259,13 @@ func (c *Client) move(ctx context.Context, id string, body []byte, source, targe
 // opts.IfMatch applies to the first copy found. It is an error wrapping
 // store.ErrNotFound when no collection has it.
 func (c *Client) Delete(ctx context.Context, dbLink, id string, key any, opts *WriteOptions) error {
-	e, err := c.entry(dbLink)
-	if err != nil {
-		return err
-	}
+	_, err := guarded(c, ctx, dbLink, func(e *dbEntry) (none, error) {
+		return none{}, c.delete(ctx, e, id, key, opts)
+	})
+	return err
+}
+
+func (c *Client) delete(ctx context.Context, e *dbEntry, id string, key any, opts *WriteOptions) error {
 	rt, err := e.pl.forKey(key)
 	if err != nil {
 		return err

@@ -25,6 +25,27 @@ type placement struct {
 	kd    resolver.KeyDef       // zero: the resolver reads no documents itself
 	text  resolver.TextResolver // nil: keys are placed as values only
 	cache *routeCache           // nil: off
+	epoch int64                 // stamped on every write (WriteOptions.Epoch); 0: none
+	// stamped is what an unconditional write without a partition key
+	// tells the store: nil, or the epoch alone. Shared, never modified.
+	stamped *store.WriteOptions
+}
+
+// stamp makes every write placed here carry epoch, for a store that is a
+// store.Fencer. It is called before the placement is published.
+func (pl *placement) stamp(epoch int64) {
+	pl.epoch = epoch
+	if epoch != 0 {
+		pl.stamped = &store.WriteOptions{Epoch: epoch}
+	}
+}
+
+// writeOptions returns what a create or upsert tells the store.
+func (pl *placement) writeOptions(ifMatch string) *store.WriteOptions {
+	if ifMatch == "" {
+		return pl.stamped
+	}
+	return &store.WriteOptions{IfMatch: ifMatch, Epoch: pl.epoch}
 }
 
 func newPlacement(r resolver.Resolver, cacheSize int) *placement {
@@ -54,9 +75,9 @@ type route struct {
 	wo    store.WriteOptions // for unconditional replaces and deletes
 }
 
-func newRoute(h uint64, s string, links []string, key any) *route {
+func newRoute(h uint64, s string, links []string, key any, epoch int64) *route {
 	sk := partitionkey.CollectionKey(key)
-	return &route{hash: h, key: s, links: links, store: sk, ro: store.ReadOptions{PartitionKey: sk}, wo: store.WriteOptions{PartitionKey: sk}}
+	return &route{hash: h, key: s, links: links, store: sk, ro: store.ReadOptions{PartitionKey: sk}, wo: store.WriteOptions{PartitionKey: sk, Epoch: epoch}}
 }
 
 // writeOptions returns the options of a write on the route's key: the
@@ -65,7 +86,7 @@ func (rt *route) writeOptions(ifMatch string) *store.WriteOptions {
 	if ifMatch == "" {
 		return &rt.wo
 	}
-	return &store.WriteOptions{PartitionKey: rt.store, IfMatch: ifMatch}
+	return &store.WriteOptions{PartitionKey: rt.store, IfMatch: ifMatch, Epoch: rt.wo.Epoch}
 }
 
 var errPointNeedsKey = &resolver.KeyError{Err: resolver.ErrNoPartitionKey, Reason: "a point operation needs the document's partition key"}
@@ -89,7 +110,7 @@ func (pl *placement) forKey(key any) (*route, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := newRoute(h, s, links, key)
+	rt := newRoute(h, s, links, key, pl.epoch)
 	if slot != nil {
 		slot.Store(rt)
 	}

@@ -1,0 +1,371 @@
+package router
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/shardstate"
+	"github.com/docshard/docshard/store"
+)
+
+// ErrLeaseExpired: the database's resolver comes from its shared state
+// (Follow), and the router's lease has lapsed: it cannot be sure it routes
+// by the current version, so it refuses writes until a renewal succeeds.
+// The error is a *LeaseError.
+var ErrLeaseExpired = errors.New("router: lease lapsed")
+
+// LeaseError reports a write refused because the router's lease on the
+// database has lapsed. It wraps ErrLeaseExpired and the last renewal's
+// error, if any.
+type LeaseError struct {
+	Database string
+	Router   string        // the router's id
+	Version  int64         // the state version the router routes by
+	Ago      time.Duration // how long ago the lease lapsed
+	Err      error         // why the last renewal failed; nil if none was tried since
+}
+
+// Error implements error.
+func (e *LeaseError) Error() string {
+	s := fmt.Sprintf("router: %s: the lease of router %s (version %d) lapsed %s ago; writes wait for a renewal",
+		e.Database, e.Router, e.Version, e.Ago.Round(time.Millisecond))
+	if e.Err != nil {
+		s += ": last renewal: " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns ErrLeaseExpired and the renewal's error.
+func (e *LeaseError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrLeaseExpired}
+	}
+	return []error{ErrLeaseExpired, e.Err}
+}
+
+// FollowOptions configure Follow. A nil *FollowOptions means defaults.
+type FollowOptions struct {
+	// PollInterval is how often the state is read and the lease renewed;
+	// 0 means one second.
+	PollInterval time.Duration
+	// LeaseDuration is how long after a renewal the router may write; 0
+	// means five poll intervals. It must be longer than the poll interval.
+	// A change that every router must see first (shardstate.WaitForRouters)
+	// waits at most this long (plus a margin) for a router that stopped.
+	LeaseDuration time.Duration
+	// RouterID names this router's lease; it must be unique among the
+	// processes sharing the store. Empty means shardstate.Identity() and a
+	// random suffix.
+	RouterID string
+	// Seed is the resolver that creates the state when the database has
+	// none (the configuration file's, the first time); nil means a database
+	// without a state document is an error wrapping shardstate.ErrNoState.
+	Seed resolver.Resolver
+	// OnChange, when set, is called after the router switched to a new
+	// version (from the polling goroutine, or the caller of Refresh).
+	OnChange func(old, current *shardstate.State)
+	// OnError, when set, is called with each failed poll: a renewal or a
+	// read that failed, a broken or foreign state document (the router
+	// keeps the last good state), a version that went back.
+	OnError func(error)
+}
+
+// Follower keeps one database of a Client routed by the database's shared
+// state document (package shardstate): it polls the document, swaps the
+// resolver atomically when the version changes, renews the router's lease,
+// and stamps the database's writes with the state's epoch, so a store that
+// is a store.Fencer refuses the writes of a router that has not seen a new
+// epoch yet. When the store refuses a write as fenced, the router refreshes
+// at once and retries the write once by the new state.
+//
+// Writes are refused with a *LeaseError while the lease has lapsed (a
+// check of the clock, no store round trip). A new version is acknowledged
+// in the lease only after the writes begun under the old one have
+// finished, so a change waiting in shardstate.WaitForRouters knows that no
+// write by the old version is still on its way.
+type Follower struct {
+	c      *Client
+	st     store.Store
+	db     string
+	router string
+	opts   FollowOptions
+	base   time.Time // the monotonic origin of deadline
+
+	state    atomic.Pointer[shardstate.State] // the state routed by
+	deadline atomic.Int64                     // lease end, in ns since base
+	lastErr  atomic.Pointer[error]            // the last renewal's error
+
+	mu       sync.Mutex        // serialises polls
+	lease    *shardstate.Lease // as last written; nil: none held
+	acked    int64             // the version the lease acknowledges
+	draining []*dbEntry        // retired registrations with writes in flight
+	entry    *dbEntry          // the registration in force
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// Follow routes a database by its shared state document: it reads the
+// state (creating it from opts.Seed when there is none), takes the
+// router's lease, registers the state's resolver (replacing any earlier
+// registration), and polls from a goroutine until Close. ctx bounds the
+// first read and lease only.
+//
+// Cost: a lease write and a state read per poll interval; writes to the
+// database pay a clock read and two atomic additions for the lease check
+// and the in-flight count. Reads and queries pay nothing.
+func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions) (*Follower, error) {
+	key, err := dbKey(dbLink)
+	if err != nil {
+		return nil, err
+	}
+	o := store.OptionsOf(opts)
+	if o.PollInterval <= 0 {
+		o.PollInterval = time.Second
+	}
+	if o.LeaseDuration <= 0 {
+		o.LeaseDuration = 5 * o.PollInterval
+	}
+	if o.LeaseDuration <= o.PollInterval {
+		return nil, fmt.Errorf("router: Follow %s: LeaseDuration %s must be longer than PollInterval %s", key, o.LeaseDuration, o.PollInterval)
+	}
+	if o.RouterID == "" {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		o.RouterID = shardstate.Identity() + "/" + hex.EncodeToString(b[:])
+	}
+	f := &Follower{c: c, st: c.st, db: key, router: o.RouterID, opts: o, base: time.Now(),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if _, err := shardstate.LoadOrInit(ctx, f.st, key, o.Seed, nil); err != nil {
+		return nil, fmt.Errorf("router: Follow %s: %w", key, err)
+	}
+	if err := f.poll(ctx); err != nil {
+		return nil, fmt.Errorf("router: Follow %s: %w", key, err)
+	}
+	go f.run()
+	return f, nil
+}
+
+// RouterID returns the id of the router's lease.
+func (f *Follower) RouterID() string { return f.router }
+
+// State returns the state the router routes by.
+func (f *Follower) State() *shardstate.State { return f.state.Load() }
+
+// Version returns the state version the router routes by.
+func (f *Follower) Version() int64 { return f.state.Load().Version }
+
+// Refresh renews the lease and reads the state now, switching to a new
+// version if there is one; the router calls it itself when the store
+// refuses a write as fenced. Cost: a lease write and a state read.
+func (f *Follower) Refresh(ctx context.Context) error {
+	select {
+	case <-f.stop:
+		return fmt.Errorf("router: %s: the follower is closed", f.db)
+	default:
+	}
+	return f.poll(ctx)
+}
+
+// Close stops following: the polling goroutine ends, the database is
+// unregistered (later calls fail with ErrUnknownDatabase) and the lease is
+// released, so changes need not wait for it to lapse.
+func (f *Follower) Close() error {
+	var err error
+	f.closeOnce.Do(func() {
+		close(f.stop)
+		<-f.done
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.c.unregisterEntry(f.db, f.entry)
+		f.deadline.Store(0)
+		ctx, cancel := context.WithTimeout(context.Background(), f.opts.PollInterval)
+		defer cancel()
+		err = shardstate.ReleaseLease(ctx, f.st, f.db, f.router)
+	})
+	return err
+}
+
+func (f *Follower) run() {
+	defer close(f.done)
+	t := time.NewTicker(f.opts.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), f.opts.LeaseDuration)
+		err := f.poll(ctx)
+		cancel()
+		if err != nil && f.opts.OnError != nil {
+			f.opts.OnError(err)
+		}
+	}
+}
+
+// now is the monotonic time since base.
+func (f *Follower) now() int64 { return int64(time.Since(f.base)) }
+
+// poll renews the lease, then reads the state and switches to it. The
+// order matters: a change published before the lease was written is seen
+// by the read, so a router never takes a lease and then writes by a state
+// older than one a waiting change saw published (shardstate.Lease).
+func (f *Follower) poll(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.settle()
+	sent := f.now()
+	cur := f.state.Load()
+	l := shardstate.Lease{Router: f.router, Database: f.db, Version: f.acked, ValidFor: f.opts.LeaseDuration, RenewedAt: time.Now()}
+	if cur != nil {
+		l.Epoch = cur.Epoch
+	}
+	if f.lease != nil {
+		l.ETag = f.lease.ETag
+	}
+	held := f.lease != nil
+	lease, err := shardstate.RenewLease(ctx, f.st, l)
+	if errors.Is(err, shardstate.ErrLeaseLost) {
+		// A change found the lease lapsed and removed it: take a new one;
+		// the state read below then decides.
+		held = false
+		l.ETag = ""
+		lease, err = shardstate.RenewLease(ctx, f.st, l)
+	}
+	if err != nil {
+		f.lease = nil
+		f.lastErr.Store(&err)
+		return err
+	}
+	f.lease = lease
+	f.lastErr.Store(nil)
+	s, err := shardstate.Load(ctx, f.st, f.db)
+	if err == nil && cur != nil && s.Version < cur.Version {
+		err = fmt.Errorf("router: %s: the state went back from version %d to %d (was it deleted and created again?); keeping version %d", f.db, cur.Version, s.Version, cur.Version)
+	}
+	if err != nil {
+		if held && cur != nil {
+			// The lease was renewed without a break under the version in
+			// force, so a waiting change keeps waiting for it: writing by
+			// the last good state stays safe.
+			f.deadline.Store(sent + int64(f.opts.LeaseDuration))
+		}
+		return err
+	}
+	if cur == nil || s.Version != cur.Version {
+		if err := f.switchTo(s); err != nil {
+			return err
+		}
+		if f.opts.OnChange != nil && cur != nil {
+			f.opts.OnChange(cur, s)
+		}
+	}
+	f.deadline.Store(sent + int64(f.opts.LeaseDuration))
+	return nil
+}
+
+// switchTo registers s's resolver, retiring the registration in force:
+// its writes in flight are waited for (settle) before the lease
+// acknowledges s.
+func (f *Follower) switchTo(s *shardstate.State) error {
+	r, err := s.Decode()
+	if err != nil {
+		return fmt.Errorf("router: %s: version %d: %w", f.db, s.Version, err)
+	}
+	e := &dbEntry{link: f.db, r: r, pl: newPlacement(r, f.c.opts.RouteCacheSize), follow: f, version: s.Version}
+	e.pl.stamp(s.Epoch)
+	old := f.c.install(e)
+	f.entry = e
+	f.state.Store(s)
+	if old != nil {
+		old.retired.Store(true)
+		f.draining = append(f.draining, old)
+	}
+	f.settle()
+	return nil
+}
+
+// settle acknowledges the version in force once no write begun under an
+// earlier registration is still in flight.
+func (f *Follower) settle() {
+	live := f.draining[:0]
+	for _, e := range f.draining {
+		if e.inflight.Load() > 0 {
+			live = append(live, e)
+		}
+	}
+	clear(f.draining[len(live):])
+	f.draining = live
+	if len(live) == 0 && f.entry != nil {
+		f.acked = f.entry.version
+	}
+}
+
+// admit checks the lease before a write: no store round trip.
+func (f *Follower) admit() error {
+	if late := f.now() - f.deadline.Load(); late >= 0 {
+		le := &LeaseError{Database: f.db, Router: f.router, Version: f.Version(), Ago: time.Duration(late)}
+		if p := f.lastErr.Load(); p != nil {
+			le.Err = *p
+		}
+		return le
+	}
+	return nil
+}
+
+// maxFencedRetries bounds how often one write is retried after the store
+// refused it as fenced: each retry follows a refresh that found a newer
+// version, so more than one happens only when versions follow each other
+// faster than a write completes.
+const maxFencedRetries = 8
+
+// guarded runs a write on a database: directly for a registered resolver;
+// for a followed one, after the lease check, counted in flight, and again
+// by the new state when the store refuses it as fenced and a refresh finds
+// a newer version.
+func guarded[T any](c *Client, ctx context.Context, dbLink string, op func(e *dbEntry) (T, error)) (T, error) {
+	retries := 0
+	for {
+		e, err := c.entry(dbLink)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		if e.follow == nil {
+			return op(e)
+		}
+		e.inflight.Add(1)
+		if e.retired.Load() {
+			// Replaced between the lookup and the count: use the new one.
+			e.inflight.Add(-1)
+			continue
+		}
+		if err := e.follow.admit(); err != nil {
+			e.inflight.Add(-1)
+			var zero T
+			return zero, err
+		}
+		v, err := op(e)
+		e.inflight.Add(-1)
+		if !errors.Is(err, store.ErrFenced) || retries == maxFencedRetries {
+			return v, err
+		}
+		retries++
+		if rerr := e.follow.Refresh(ctx); rerr != nil {
+			return v, fmt.Errorf("%w (and refreshing the state failed: %w)", err, rerr)
+		}
+		if e.follow.Version() == e.version {
+			return v, fmt.Errorf("%w (the state is still version %d: is another process fencing with a newer epoch than it published?)", err, e.version)
+		}
+	}
+}

@@ -1,0 +1,344 @@
+package router_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/hashring"
+	"github.com/docshard/docshard/link"
+	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/router"
+	"github.com/docshard/docshard/shardstate"
+	"github.com/docshard/docshard/store"
+)
+
+// fenceStore is a store.Fencer over any store, for the router's tests: a
+// stamped write holds a read lock across its check and the write, and
+// RaiseFence takes the write lock, so the check is atomic with the write
+// as the embedded store's is. hold makes lease renewals fail (a router
+// whose renewals are held back).
+type fenceStore struct {
+	store.Store
+	mu      sync.RWMutex
+	fences  map[string]int64
+	hold    atomic.Bool
+	fenced  atomic.Int32 // writes refused
+	renewed atomic.Int32 // lease writes that went through
+}
+
+func newFenceStore(t testing.TB) *fenceStore {
+	return &fenceStore{Store: newMem(t), fences: map[string]int64{}}
+}
+
+func (s *fenceStore) RaiseFence(_ context.Context, dbLink string, epoch int64) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fences[dbLink] = max(s.fences[dbLink], epoch)
+	return s.fences[dbLink], nil
+}
+
+func (s *fenceStore) Fence(_ context.Context, dbLink string) (int64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.fences[dbLink], nil
+}
+
+// write runs fn under the fence check of l's database.
+func (s *fenceStore) write(l, id string, doc []byte, o *store.WriteOptions, fn func() error) error {
+	if strings.HasSuffix(l, "/"+shardstate.CollectionID) && (strings.HasPrefix(id, "lease-") || bytes.Contains(doc, []byte(`"kind":"lease"`))) {
+		if s.hold.Load() {
+			return &store.Error{Kind: store.ErrUnavailable, Op: "write", Link: l, Message: "renewals held back by the test"}
+		}
+		s.renewed.Add(1)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	c, _ := link.ParseCollection(l)
+	if o != nil && o.Epoch != 0 && o.Epoch < s.fences[c.DatabaseLink()] {
+		s.fenced.Add(1)
+		return &store.Error{Kind: store.ErrFenced, Op: "write", Link: l, ID: id}
+	}
+	return fn()
+}
+
+func (s *fenceStore) Create(ctx context.Context, l string, doc []byte, o *store.WriteOptions) (d *store.Document, err error) {
+	err = s.write(l, "", doc, o, func() error { d, err = s.Store.Create(ctx, l, doc, o); return err })
+	return d, err
+}
+
+func (s *fenceStore) Upsert(ctx context.Context, l string, doc []byte, o *store.WriteOptions) (d *store.Document, err error) {
+	err = s.write(l, "", doc, o, func() error { d, err = s.Store.Upsert(ctx, l, doc, o); return err })
+	return d, err
+}
+
+func (s *fenceStore) Replace(ctx context.Context, l, id string, doc []byte, o *store.WriteOptions) (d *store.Document, err error) {
+	err = s.write(l, id, doc, o, func() error { d, err = s.Store.Replace(ctx, l, id, doc, o); return err })
+	return d, err
+}
+
+func (s *fenceStore) Delete(ctx context.Context, l, id string, o *store.WriteOptions) error {
+	return s.write(l, id, nil, o, func() error { return s.Store.Delete(ctx, l, id, o) })
+}
+
+var _ store.Fencer = (*fenceStore)(nil)
+
+func follow(t testing.TB, c *router.Client, opts *router.FollowOptions) *router.Follower {
+	f, err := c.Follow(ctx, db, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+// publish makes r the next version of the state.
+func publish(t testing.TB, st store.Store, n int, newEpoch bool) *shardstate.State {
+	t.Helper()
+	cur, err := shardstate.Load(ctx, st, db)
+	require.NoError(t, err)
+	next, err := shardstate.Publish(ctx, st, cur, shardstate.Change{Resolver: ring(t, n), NewEpoch: newEpoch, By: "test"})
+	require.NoError(t, err)
+	return next
+}
+
+func TestFollowSeedsAndConverges(t *testing.T) {
+	st := newFenceStore(t)
+	c := router.New(st, nil)
+	var changes atomic.Int32
+	f := follow(t, c, &router.FollowOptions{Seed: ring(t, 2), PollInterval: 20 * time.Millisecond, OnChange: func(old, cur *shardstate.State) {
+		changes.Add(1)
+	}})
+	assert.Equal(t, int64(1), f.Version())
+	v, err := c.Version(db)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), v)
+	_, err = c.EnsureCollections(ctx, db, nil)
+	require.NoError(t, err)
+	_, err = c.Create(ctx, db, user{ID: "a", UserID: "alice"}, nil)
+	require.NoError(t, err)
+
+	// A second router on the same store follows the state the first seeded;
+	// its own seed is ignored.
+	c2 := router.New(st, nil)
+	f2 := follow(t, c2, &router.FollowOptions{Seed: ring(t, 7), PollInterval: 20 * time.Millisecond})
+	assert.Equal(t, f.State().Resolver, f2.State().Resolver)
+
+	next := publish(t, st, 3, false)
+	require.Eventually(t, func() bool { return f.Version() == next.Version && f2.Version() == next.Version },
+		5*time.Second, 5*time.Millisecond, "both routers converge")
+	r, err := c.Resolver(db)
+	require.NoError(t, err)
+	all, err := r.ResolveForRead(nil)
+	require.NoError(t, err)
+	assert.Len(t, all, 3, "the new resolver routes")
+	assert.Equal(t, int32(1), changes.Load())
+
+	// Without a seed, a database with no state is an error.
+	_, err = router.New(st, nil).Follow(ctx, "dbs/other", nil)
+	require.ErrorIs(t, err, shardstate.ErrNoState)
+	_, err = c.Follow(ctx, db, &router.FollowOptions{PollInterval: time.Second, LeaseDuration: time.Second})
+	require.ErrorContains(t, err, "must be longer than PollInterval")
+}
+
+// TestLeaseLapses: a router whose renewals are held back refuses writes
+// once its lease lapses (reads go on), and writes again after a renewal.
+func TestLeaseLapses(t *testing.T) {
+	st := newFenceStore(t)
+	c := router.New(st, nil)
+	var errs atomic.Int32
+	f := follow(t, c, &router.FollowOptions{Seed: ring(t, 2), PollInterval: 20 * time.Millisecond, LeaseDuration: 150 * time.Millisecond,
+		OnError: func(error) { errs.Add(1) }})
+	_, err := c.EnsureCollections(ctx, db, nil)
+	require.NoError(t, err)
+	_, err = c.Create(ctx, db, user{ID: "a", UserID: "alice"}, nil)
+	require.NoError(t, err)
+
+	st.hold.Store(true)
+	var lerr error
+	require.Eventually(t, func() bool {
+		_, lerr = c.Create(ctx, db, user{ID: fmt.Sprint(time.Now().UnixNano()), UserID: "bob"}, nil)
+		return errors.Is(lerr, router.ErrLeaseExpired)
+	}, 5*time.Second, 10*time.Millisecond)
+	var le *router.LeaseError
+	require.ErrorAs(t, lerr, &le)
+	assert.Equal(t, f.RouterID(), le.Router)
+	assert.ErrorIs(t, lerr, store.ErrUnavailable, "the error carries why the renewal failed")
+	assert.Contains(t, lerr.Error(), "renewals held back")
+	for _, write := range []func() error{
+		func() error { _, err := c.Upsert(ctx, db, user{ID: "a", UserID: "alice"}, nil); return err },
+		func() error { _, err := c.Replace(ctx, db, "a", user{ID: "a", UserID: "alice"}, nil); return err },
+		func() error { return c.Delete(ctx, db, "a", "alice", nil) },
+	} {
+		assert.ErrorIs(t, write(), router.ErrLeaseExpired)
+	}
+	_, err = c.Read(ctx, db, "a", "alice")
+	assert.NoError(t, err, "reads do not need the lease")
+	assert.Positive(t, errs.Load(), "failed renewals are reported")
+
+	st.hold.Store(false)
+	require.Eventually(t, func() bool {
+		_, err := c.Upsert(ctx, db, user{ID: "a", UserID: "alice", Name: "back"}, nil)
+		return err == nil
+	}, 5*time.Second, 10*time.Millisecond)
+}
+
+// TestFencedWriteRefreshes: a router that has not polled since a new epoch
+// was published has its write refused by the store itself, refreshes at
+// once, and the write lands where the new version puts it.
+func TestFencedWriteRefreshes(t *testing.T) {
+	st := newFenceStore(t)
+	c := router.New(st, nil)
+	f := follow(t, c, &router.FollowOptions{Seed: ring(t, 1), PollInterval: time.Hour, LeaseDuration: 2 * time.Hour})
+	_, err := c.EnsureCollections(ctx, db, nil)
+	require.NoError(t, err)
+	require.NoError(t, st.CreateCollection(ctx, links(2)[1], &store.CollectionSpec{PartitionKeyPath: "/userId"}))
+	next := publish(t, st, 2, true)
+	assert.Equal(t, int64(1), f.Version(), "the router has not polled")
+
+	// Find a key the new version places on u1.
+	key := ""
+	for i := 0; key == ""; i++ {
+		if l, _ := ring(t, 2).ResolveForCreate(fmt.Sprint("k", i)); l == links(2)[1] {
+			key = fmt.Sprint("k", i)
+		}
+	}
+	d, err := c.Create(ctx, db, user{ID: "x", UserID: key}, nil)
+	require.NoError(t, err, "refused as fenced, refreshed, retried")
+	assert.NotEmpty(t, d.ETag)
+	assert.Equal(t, next.Version, f.Version())
+	assert.Equal(t, int32(1), st.fenced.Load(), "the store refused the stale write once")
+	_, err = st.Read(ctx, links(2)[1], "x", &store.ReadOptions{PartitionKey: key})
+	require.NoError(t, err, "the write went where version 2 puts it")
+
+	// With the lease check bypassed (a router that still believes in its
+	// lease, say), the store alone refuses a write stamped with the old
+	// epoch.
+	_, err = st.Create(ctx, links(2)[0], []byte(`{"id":"y","userId":"y"}`), &store.WriteOptions{PartitionKey: "y", Epoch: 1})
+	require.ErrorIs(t, err, store.ErrFenced)
+}
+
+// TestBrokenStateKeepsLastGood: a corrupted or foreign state document is
+// reported, and the router keeps routing (and writing) by the last good
+// state; a repaired document is followed again.
+func TestBrokenStateKeepsLastGood(t *testing.T) {
+	st := newFenceStore(t)
+	c := router.New(st, nil)
+	var mu sync.Mutex
+	var reported []error
+	f := follow(t, c, &router.FollowOptions{Seed: ring(t, 2), PollInterval: 10 * time.Millisecond, LeaseDuration: 100 * time.Millisecond,
+		OnError: func(err error) { mu.Lock(); reported = append(reported, err); mu.Unlock() }})
+	_, err := c.EnsureCollections(ctx, db, nil)
+	require.NoError(t, err)
+	coll, _ := shardstate.CollectionLink(db)
+	good, err := st.Read(ctx, coll, "state", &store.ReadOptions{PartitionKey: "state"})
+	require.NoError(t, err)
+
+	for _, body := range []string{
+		`{"id":"state","kind":"state","format":"somebody-else/2"}`,
+		`{"id":"state","kind":"state","format":"docshard.state/1","database":"dbs/app","version":2,"epoch":1,"resolver":{"kind":"hash","collections":[]}}`,
+	} {
+		_, err = st.Replace(ctx, coll, "state", []byte(body), &store.WriteOptions{PartitionKey: "state"})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(reported) > 0 && errors.Is(reported[len(reported)-1], shardstate.ErrInvalidState)
+		}, 5*time.Second, 5*time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // longer than the lease
+		assert.Equal(t, int64(1), f.Version(), "the last good state is kept")
+		_, err = c.Upsert(ctx, db, user{ID: "a", UserID: "alice"}, nil)
+		require.NoError(t, err, "the lease is renewed without a break under the good version, so writing stays safe")
+		mu.Lock()
+		assert.Contains(t, reported[len(reported)-1].Error(), `document "state"`)
+		reported = nil
+		mu.Unlock()
+	}
+	_, err = st.Replace(ctx, coll, "state", bytes.Replace(good.Body, []byte(`"version":1`), []byte(`"version":3`), 1), &store.WriteOptions{PartitionKey: "state"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return f.Version() == 3 }, 5*time.Second, 5*time.Millisecond)
+}
+
+// TestWaitForFollowers: a change with a new epoch waits for the routers
+// following it; they acknowledge within a couple of polls. A closed router
+// releases its lease and is not waited for.
+func TestWaitForFollowers(t *testing.T) {
+	st := newFenceStore(t)
+	var fs []*router.Follower
+	for range 3 {
+		fs = append(fs, follow(t, router.New(st, nil), &router.FollowOptions{Seed: ring(t, 2), PollInterval: 20 * time.Millisecond}))
+	}
+	next := publish(t, st, 3, true)
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	require.NoError(t, shardstate.WaitForRouters(wctx, st, db, next.Version, &shardstate.WaitOptions{Poll: 10 * time.Millisecond}))
+	for _, f := range fs {
+		assert.Equal(t, next.Version, f.Version())
+	}
+	require.NoError(t, fs[0].Close())
+	ls, err := shardstate.Leases(ctx, st, db)
+	require.NoError(t, err)
+	assert.Len(t, ls, 2)
+}
+
+// TestSwapUnderTraffic: writers run while versions change under them (each
+// a new epoch, so stale writes are refused by the store and retried);
+// every write succeeds and is stored exactly once. (The versions place keys
+// differently over the same four collections; where a document lands is
+// not the point here.)
+func TestSwapUnderTraffic(t *testing.T) {
+	st := newFenceStore(t)
+	c := router.New(st, nil)
+	f := follow(t, c, &router.FollowOptions{Seed: ring(t, 4), PollInterval: 5 * time.Millisecond, LeaseDuration: 10 * time.Second})
+	_, err := c.EnsureCollections(ctx, db, nil)
+	require.NoError(t, err)
+
+	stop := make(chan struct{})
+	var written atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("w%d-%d", w, i)
+				if _, err := c.Create(ctx, db, user{ID: id, UserID: id}, nil); !assert.NoError(t, err) {
+					return
+				}
+				written.Add(1)
+			}
+		})
+	}
+	// Rotate through resolvers over the same four collections (different
+	// virtual-node counts place keys differently), each a new epoch.
+	for v := range 20 {
+		cur, err := shardstate.Load(ctx, st, db)
+		require.NoError(t, err)
+		r, err := hashring.New(links(4), &hashring.Options{PartitionKey: resolver.MustKeyDef("/userId"), VirtualNodes: 16 + 16*(v%2)})
+		require.NoError(t, err)
+		_, err = shardstate.Publish(ctx, st, cur, shardstate.Change{Resolver: r, NewEpoch: true})
+		require.NoError(t, err)
+		time.Sleep(3 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	require.Eventually(t, func() bool { return f.Version() == 21 }, 5*time.Second, 5*time.Millisecond)
+	total := 0
+	for _, l := range links(4) {
+		info, err := st.CollectionInfo(ctx, l)
+		require.NoError(t, err)
+		total += int(info.Documents)
+	}
+	assert.Equal(t, int(written.Load()), total, "every acknowledged write is stored once")
+	t.Logf("%d writes across 20 versions; %d refused by the fence and retried", written.Load(), st.fenced.Load())
+}

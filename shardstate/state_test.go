@@ -1,0 +1,249 @@
+package shardstate_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/hashring"
+	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/shardstate"
+	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/memstore"
+)
+
+const db = "dbs/app"
+
+func ring(t testing.TB, n int) resolver.Resolver {
+	t.Helper()
+	links := make([]string, n)
+	for i := range links {
+		links[i] = fmt.Sprintf("dbs/app/colls/c%d", i)
+	}
+	r, err := hashring.New(links, &hashring.Options{PartitionKey: resolver.MustKeyDef("/userId")})
+	require.NoError(t, err)
+	return r
+}
+
+func TestInitLoadPublishHistory(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	defer st.Close()
+
+	_, err := shardstate.Load(ctx, st, db)
+	require.ErrorIs(t, err, shardstate.ErrNoState)
+
+	s1, err := shardstate.Init(ctx, st, db, ring(t, 2), &shardstate.InitOptions{By: "tester"})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), s1.Version)
+	assert.Equal(t, int64(1), s1.Epoch)
+	assert.Equal(t, "tester", s1.UpdatedBy)
+	assert.NotEmpty(t, s1.ETag)
+
+	_, err = shardstate.Init(ctx, st, db, ring(t, 3), nil)
+	var ce *shardstate.ConflictError
+	require.ErrorAs(t, err, &ce, "a second Init loses to the first")
+	assert.Equal(t, int64(1), ce.Current.Version)
+
+	got, err := shardstate.Load(ctx, st, db)
+	require.NoError(t, err)
+	assert.Equal(t, s1.Resolver, got.Resolver)
+	r, err := got.Decode()
+	require.NoError(t, err)
+	target, err := r.ResolveForCreate("alice")
+	require.NoError(t, err)
+	assert.Contains(t, []string{"dbs/app/colls/c0", "dbs/app/colls/c1"}, target)
+
+	s2, err := shardstate.Publish(ctx, st, got, shardstate.Change{Resolver: ring(t, 3), Phase: json.RawMessage(`{"name":"copy"}`), NewEpoch: true})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), s2.Version)
+	assert.Equal(t, int64(2), s2.Epoch)
+	assert.JSONEq(t, `{"name":"copy"}`, string(s2.Phase))
+
+	s3, err := shardstate.Publish(ctx, st, s2, shardstate.Change{Phase: json.RawMessage(`null`)})
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), s3.Version)
+	assert.Equal(t, int64(2), s3.Epoch, "no new epoch asked")
+	assert.Nil(t, s3.Phase, "null clears the phase")
+	assert.Equal(t, s2.Resolver, s3.Resolver, "a nil resolver keeps the current one")
+
+	// A change based on a stale version loses, and says what won.
+	_, err = shardstate.Publish(ctx, st, s2, shardstate.Change{})
+	require.ErrorAs(t, err, &ce)
+	require.ErrorIs(t, err, shardstate.ErrConflict)
+	assert.Equal(t, int64(2), ce.Expected)
+	assert.Equal(t, int64(3), ce.Current.Version)
+
+	h, err := shardstate.History(ctx, st, db)
+	require.NoError(t, err)
+	require.Len(t, h, 3)
+	for i, s := range h {
+		assert.Equal(t, int64(i+1), s.Version)
+	}
+	assert.Equal(t, s1.Resolver, h[0].Resolver)
+	assert.Equal(t, s3.ETag, h[2].ETag, "the current version comes last, with its ETag")
+}
+
+// TestConcurrentPublish: many writers race from one version at a time;
+// versions never fork, skip or go back, and the history holds exactly the
+// winners.
+func TestConcurrentPublish(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	defer st.Close()
+	_, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
+	require.NoError(t, err)
+
+	const writers, rounds = 8, 25
+	var mu sync.Mutex
+	won := map[int64]string{} // version -> the writer that made it
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			by := fmt.Sprintf("writer-%d", w)
+			for range rounds {
+				cur, err := shardstate.Load(ctx, st, db)
+				if !assert.NoError(t, err) {
+					return
+				}
+				next, err := shardstate.Publish(ctx, st, cur, shardstate.Change{By: by, Phase: json.RawMessage(fmt.Sprintf(`{"by":%q}`, by))})
+				if errors.Is(err, shardstate.ErrConflict) {
+					continue
+				}
+				if !assert.NoError(t, err) {
+					return
+				}
+				if !assert.Equal(t, cur.Version+1, next.Version) {
+					return
+				}
+				mu.Lock()
+				_, dup := won[next.Version]
+				assert.False(t, dup, "version %d published twice", next.Version)
+				won[next.Version] = by
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	require.NotEmpty(t, won)
+
+	h, err := shardstate.History(ctx, st, db)
+	require.NoError(t, err)
+	require.Len(t, h, len(won)+1, "the history holds version 1 and each winner, nothing else")
+	for i, s := range h {
+		require.Equal(t, int64(i+1), s.Version, "no version skipped")
+		if i > 0 {
+			assert.Equal(t, won[s.Version], s.UpdatedBy, "version %d is the winner's", s.Version)
+			assert.JSONEq(t, fmt.Sprintf(`{"by":%q}`, won[s.Version]), string(s.Phase))
+		}
+	}
+}
+
+// TestBrokenDocuments: a corrupt, truncated or foreign state document is a
+// clear error naming it, never a panic.
+func TestBrokenDocuments(t *testing.T) {
+	ctx := context.Background()
+	coll, err := shardstate.CollectionLink(db)
+	require.NoError(t, err)
+	good := func(t *testing.T) []byte {
+		st := memstore.New(nil)
+		defer st.Close()
+		_, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
+		require.NoError(t, err)
+		d, err := st.Read(ctx, coll, "state", &store.ReadOptions{PartitionKey: "state"})
+		require.NoError(t, err)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(d.Body, &m))
+		for _, k := range []string{"_etag", "_ts", "_rid", "_self"} {
+			delete(m, k)
+		}
+		b, _ := json.Marshal(m)
+		return b
+	}(t)
+	edit := func(f func(m map[string]any)) []byte {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(good, &m))
+		f(m)
+		b, _ := json.Marshal(m)
+		return b
+	}
+	cases := []struct {
+		name string
+		body []byte
+		want string
+	}{
+		{"foreign", []byte(`{"id":"state","kind":"state","hello":"world"}`), `format ""`},
+		{"other format", edit(func(m map[string]any) { m["format"] = "docshard.state/9" }), "docshard.state/9"},
+		{"other database", edit(func(m map[string]any) { m["database"] = "dbs/other" }), "another database"},
+		{"version 0", edit(func(m map[string]any) { m["version"] = 0 }), "version 0"},
+		{"epoch above version", edit(func(m map[string]any) { m["epoch"] = 5 }), "epoch 5"},
+		{"no resolver", edit(func(m map[string]any) { delete(m, "resolver") }), "no resolver"},
+		{"broken resolver", edit(func(m map[string]any) { m["resolver"] = map[string]any{"kind": "hash", "collections": []any{}} }), "resolver of version 1"},
+		{"unknown kind", edit(func(m map[string]any) { m["resolver"] = map[string]any{"kind": "nope"} }), "unknown kind"},
+		{"wrong types", edit(func(m map[string]any) { m["version"] = "three" }), "not a state document"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := memstore.New(nil)
+			defer st.Close()
+			require.NoError(t, st.CreateCollection(ctx, coll, &store.CollectionSpec{PartitionKeyPath: shardstate.KeyPath}))
+			_, err := st.Create(ctx, coll, tc.body, &store.WriteOptions{PartitionKey: "state"})
+			require.NoError(t, err)
+			_, err = shardstate.Load(ctx, st, db)
+			require.ErrorIs(t, err, shardstate.ErrInvalidState)
+			var de *shardstate.DocumentError
+			require.ErrorAs(t, err, &de)
+			assert.Equal(t, "state", de.ID)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Contains(t, err.Error(), coll, "the error names the collection")
+		})
+	}
+}
+
+func TestBadArguments(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	defer st.Close()
+	_, err := shardstate.Load(ctx, st, "app")
+	assert.ErrorContains(t, err, `database link "app"`)
+	_, err = shardstate.Publish(ctx, st, &shardstate.State{Database: db}, shardstate.Change{})
+	assert.ErrorContains(t, err, "with its ETag")
+	s, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
+	require.NoError(t, err)
+	_, err = shardstate.Publish(ctx, st, s, shardstate.Change{Phase: json.RawMessage(`{`)})
+	assert.ErrorContains(t, err, "Phase is not valid JSON")
+	_, err = shardstate.RenewLease(ctx, st, shardstate.Lease{Database: db, ValidFor: time.Second})
+	assert.ErrorContains(t, err, "router's id")
+	_, err = shardstate.RenewLease(ctx, st, shardstate.Lease{Database: db, Router: "r"})
+	assert.ErrorContains(t, err, "must be positive")
+}
+
+func TestLoadOrInit(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	defer st.Close()
+	_, err := shardstate.LoadOrInit(ctx, st, db, nil, nil)
+	require.ErrorIs(t, err, shardstate.ErrNoState, "no seed: like Load")
+	var wg sync.WaitGroup
+	got := make([]*shardstate.State, 8)
+	for i := range got {
+		wg.Go(func() {
+			s, err := shardstate.LoadOrInit(ctx, st, db, ring(t, 2+i), nil)
+			assert.NoError(t, err)
+			got[i] = s
+		})
+	}
+	wg.Wait()
+	for _, s := range got {
+		require.NotNil(t, s)
+		assert.Equal(t, int64(1), s.Version)
+		assert.Equal(t, got[0].Resolver, s.Resolver, "every caller gets the one seed that won")
+	}
+}
