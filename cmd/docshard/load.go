@@ -52,9 +52,11 @@ line before it is written.`,
 			defer st.Close()
 			ctx := cmd.Context()
 			client := router.New(st, nil)
-			if err := client.Register(db.Link, db.Resolver); err != nil {
+			follower, err := followState(ctx, client, st, db, g.stderr)
+			if err != nil {
 				return err
 			}
+			defer follower.Close()
 			created, err := client.EnsureCollections(ctx, db.Link, nil)
 			if err != nil {
 				return err

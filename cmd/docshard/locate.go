@@ -20,7 +20,11 @@ func newLocateCmd(g *globals) *cobra.Command {
 Keys are strings; with --json each KEY is a JSON value (42, "abc", ["eu",7]).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, db, err := g.loadDatabase()
+			cfg, db, err := g.loadDatabase()
+			if err != nil {
+				return err
+			}
+			r, err := g.currentResolver(cmd.Context(), cfg, db)
 			if err != nil {
 				return err
 			}
@@ -32,14 +36,14 @@ Keys are strings; with --json each KEY is a JSON value (42, "abc", ["eu",7]).`,
 					}
 				}
 				if read {
-					links, err := db.Resolver.ResolveForRead(key)
+					links, err := r.ResolveForRead(key)
 					if err != nil {
 						return fmt.Errorf("key %q: %w", arg, err)
 					}
 					fmt.Fprintf(g.stdout, "%s\t%s\n", arg, strings.Join(links, ","))
 					continue
 				}
-				l, err := db.Resolver.ResolveForCreate(key)
+				l, err := r.ResolveForCreate(key)
 				if err != nil {
 					return fmt.Errorf("key %q: %w", arg, err)
 				}

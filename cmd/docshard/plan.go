@@ -43,7 +43,11 @@ partition keys of the JSON-lines documents in PATH ("-" for standard input).`,
 			if keys <= 0 {
 				return fmt.Errorf("--keys must be positive, got %d", keys)
 			}
-			_, db, err := g.loadDatabase()
+			cfg, db, err := g.loadDatabase()
+			if err != nil {
+				return err
+			}
+			cur, err := g.currentResolver(cmd.Context(), cfg, db)
 			if err != nil {
 				return err
 			}
@@ -53,14 +57,14 @@ partition keys of the JSON-lines documents in PATH ("-" for standard input).`,
 			}
 			var sample []any
 			if sampleFile != "" {
-				sample, err = sampleFromDocuments(g.stdin, sampleFile, db.Resolver, keys)
+				sample, err = sampleFromDocuments(g.stdin, sampleFile, cur, keys)
 			} else {
 				sample = randomKeys(keys, seed)
 			}
 			if err != nil {
 				return err
 			}
-			report, err := comparePlacement(db.Resolver, next, sample)
+			report, err := comparePlacement(cur, next, sample)
 			if err != nil {
 				return err
 			}
@@ -78,9 +82,16 @@ partition keys of the JSON-lines documents in PATH ("-" for standard input).`,
 // loadNextResolver reads --next: a configuration file (the same database,
 // or its only one) or a bare resolver definition in JSON.
 func loadNextResolver(path, dbLink string) (resolver.Resolver, error) {
+	return loadResolverFile("--next", path, dbLink)
+}
+
+// loadResolverFile reads a resolver from a configuration file (the same
+// database, or its only one) or a bare resolver definition in JSON; what
+// names the argument in errors.
+func loadResolverFile(what, path, dbLink string) (resolver.Resolver, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("--next: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if strings.EqualFold(filepath.Ext(path), ".json") {
 		var probe map[string]json.RawMessage
@@ -88,7 +99,7 @@ func loadNextResolver(path, dbLink string) (resolver.Resolver, error) {
 			if _, ok := probe["kind"]; ok {
 				r, err := resolver.Unmarshal(data)
 				if err != nil {
-					return nil, fmt.Errorf("--next %s: %w", path, err)
+					return nil, fmt.Errorf("%s %s: %w", what, path, err)
 				}
 				return r, nil
 			}
@@ -96,14 +107,14 @@ func loadNextResolver(path, dbLink string) (resolver.Resolver, error) {
 	}
 	cfg, err := config.Load(path)
 	if err != nil {
-		return nil, fmt.Errorf("--next: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	db, err := cfg.Database(dbLink)
 	if err != nil && len(cfg.Databases) == 1 {
 		db, err = &cfg.Databases[0], nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("--next %s: %w", path, err)
+		return nil, fmt.Errorf("%s %s: %w", what, path, err)
 	}
 	return db.Resolver, nil
 }

@@ -56,7 +56,7 @@ Parameters: --param @name=JSON (repeatable), e.g. --param @city='"Oslo"' --param
 			}
 			defer st.Close()
 			client := router.New(st, nil)
-			if err := client.Register(db.Link, db.Resolver); err != nil {
+			if err := routeByState(cmd.Context(), client, st, db, g.stderr); err != nil {
 				return err
 			}
 			pager := client.NewQueryPager(db.Link, q, opts)

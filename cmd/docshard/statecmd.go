@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/docshard/docshard/config"
+	"github.com/docshard/docshard/hashring"
+	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/router"
+	"github.com/docshard/docshard/shardstate"
+	"github.com/docshard/docshard/store"
+)
+
+func newStateCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "state show|history|set",
+		Short: "Show, list or publish the database's shared state document",
+		Long: `The shared state of a database is one document in its collection _docshard: the resolver
+every router and command routes the database by, a version that grows by one per change, an epoch
+that fences routers which have not seen a change, and a phase. Once the store holds it, it wins over
+the configuration file's resolver; the file's resolver seeds it the first time documents are
+loaded (or with state set).`,
+	}
+	cmd.AddCommand(newStateShowCmd(g), newStateHistoryCmd(g), newStateSetCmd(g))
+	return cmd
+}
+
+// stateJSON is what state show prints.
+type stateJSON struct {
+	Database  string          `json:"database"`
+	Version   int64           `json:"version"`
+	Epoch     int64           `json:"epoch"`
+	Phase     json.RawMessage `json:"phase,omitempty"`
+	UpdatedBy string          `json:"updatedBy"`
+	UpdatedAt time.Time       `json:"updatedAt"`
+	Resolver  json.RawMessage `json:"resolver"`
+}
+
+// withStore loads the configuration, picks the database and opens the
+// store for fn.
+func (g *globals) withStore(fn func(ctx context.Context, cfg *config.Config, db *config.Database, st store.Store) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		cfg, db, err := g.loadDatabase()
+		if err != nil {
+			return err
+		}
+		st, err := openStore(cfg, g.stderr)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return fn(cmd.Context(), cfg, db, st)
+	}
+}
+
+func noState(err error, db *config.Database) error {
+	if errors.Is(err, shardstate.ErrNoState) {
+		return fmt.Errorf("%s has no shared state document yet (the configuration file's resolver is used; docshard load or docshard state set creates it)", db.Link)
+	}
+	return err
+}
+
+func newStateShowCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show -c FILE [--db LINK]",
+		Short: "Print the database's state document as JSON",
+		Args:  cobra.NoArgs,
+		RunE: g.withStore(func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
+			s, err := shardstate.Load(ctx, st, db.Link)
+			if err != nil {
+				return noState(err, db)
+			}
+			out, err := json.MarshalIndent(stateJSON{Database: s.Database, Version: s.Version, Epoch: s.Epoch, Phase: s.Phase,
+				UpdatedBy: s.UpdatedBy, UpdatedAt: s.UpdatedAt, Resolver: s.Resolver}, "", "  ")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "%s\n", out)
+			return nil
+		}),
+	}
+}
+
+func newStateHistoryCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "history -c FILE [--db LINK]",
+		Short: "List every version of the database's state, oldest first",
+		Long: `history prints one line per version: VERSION, EPOCH, when and by whom it was made, and what
+it routes by (the resolver's kind and collections), tab-separated.`,
+		Args: cobra.NoArgs,
+		RunE: g.withStore(func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
+			h, err := shardstate.History(ctx, st, db.Link)
+			if err != nil {
+				return noState(err, db)
+			}
+			for _, s := range h {
+				fmt.Fprintf(g.stdout, "%d\tepoch %d\t%s\t%s\t%s\n", s.Version, s.Epoch, s.UpdatedAt.Format(time.RFC3339), s.UpdatedBy, describe(s))
+			}
+			return nil
+		}),
+	}
+}
+
+// describe summarises a state's resolver: its kind and collections.
+func describe(s *shardstate.State) string {
+	r, err := s.Decode()
+	if err != nil {
+		return "undecodable resolver: " + err.Error()
+	}
+	kind := "?"
+	if k, ok := r.(resolver.Kinded); ok {
+		kind = k.Kind()
+	}
+	links, err := r.ResolveForRead(nil)
+	if err != nil {
+		return kind
+	}
+	return fmt.Sprintf("%s over %d collection(s): %s", kind, len(links), strings.Join(links, ","))
+}
+
+func newStateSetCmd(g *globals) *cobra.Command {
+	var ifVersion int64
+	var dotnet string
+	cmd := &cobra.Command{
+		Use:   "set -c FILE [--db LINK] [--if-version N] [--dotnet x64|x86] RESOLVER.json",
+		Short: "Publish a new resolver as the next version of the database's state",
+		Long: `set publishes RESOLVER.json (a resolver definition, or a configuration file naming the
+database) as the next version of the state, by compare-and-swap: with --if-version N it fails
+unless the current version is N (0: no state yet). The change raises the epoch, so routers that
+have not seen it are refused by a fencing store until they do. It prints the new version.
+--dotnet x64|x86 reads the .NET DocumentDB SDK's serialised HashPartitionResolver instead, placing
+keys exactly where a 64-bit or 32-bit .NET process put them.
+
+set changes where keys are routed; it moves no document.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, db, err := g.loadDatabase()
+			if err != nil {
+				return err
+			}
+			var r resolver.Resolver
+			if dotnet != "" {
+				data, err := os.ReadFile(args[0])
+				if err != nil {
+					return err
+				}
+				if r, err = hashring.FromDotNet(data, dotnet); err != nil {
+					return fmt.Errorf("%s: %w", args[0], err)
+				}
+			} else if r, err = loadResolverFile("resolver", args[0], db.Link); err != nil {
+				return err
+			}
+			return g.withStore(func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
+				s, err := publishResolver(ctx, st, db.Link, r, cmd.Flags().Changed("if-version"), ifVersion, g.stderr)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(g.stdout, "%d\n", s.Version)
+				return nil
+			})(cmd, args)
+		},
+	}
+	cmd.Flags().Int64Var(&ifVersion, "if-version", 0, "fail unless the current version is N (0: no state yet)")
+	cmd.Flags().StringVar(&dotnet, "dotnet", "", "read a .NET SDK HashPartitionResolver serialised as JSON; x64 or x86, the process kind that wrote the data")
+	return cmd
+}
+
+// publishResolver makes r the database's next state version (or its first),
+// on condition of the version when check is set.
+func publishResolver(ctx context.Context, st store.Store, dbLink string, r resolver.Resolver, check bool, ifVersion int64, stderr io.Writer) (*shardstate.State, error) {
+	cur, err := shardstate.Load(ctx, st, dbLink)
+	switch {
+	case errors.Is(err, shardstate.ErrNoState):
+		if check && ifVersion != 0 {
+			return nil, fmt.Errorf("--if-version %d: %s has no state yet (version 0)", ifVersion, dbLink)
+		}
+		s, err := shardstate.Init(ctx, st, dbLink, r, nil)
+		var ce *shardstate.ConflictError
+		if errors.As(err, &ce) && ce.Current != nil {
+			return nil, fmt.Errorf("%w (another process created it first: try again with --if-version %d)", err, ce.Current.Version)
+		}
+		return s, err
+	case err != nil:
+		return nil, err
+	case check && cur.Version != ifVersion:
+		return nil, fmt.Errorf("--if-version %d: %s is at version %d (by %s at %s)", ifVersion, dbLink, cur.Version, cur.UpdatedBy, cur.UpdatedAt.Format(time.RFC3339))
+	}
+	if old, err := cur.Decode(); err == nil {
+		warnIfKeysMove(old, r, stderr)
+	}
+	return shardstate.Publish(ctx, st, cur, shardstate.Change{Resolver: r, NewEpoch: true})
+}
+
+// warnIfKeysMove tells the user when the new resolver places sample keys
+// elsewhere than the old one: set moves no document.
+func warnIfKeysMove(old, next resolver.Resolver, stderr io.Writer) {
+	report, err := comparePlacement(old, next, randomKeys(10000, 1))
+	if err != nil || report.moved == 0 {
+		return
+	}
+	fmt.Fprintf(stderr, "docshard: warning: the new resolver places %.1f%% of sample keys in another collection; documents already written stay where they are, so keyed reads will miss them until they are moved\n", 100*float64(report.moved)/float64(report.keys))
+}
+
+// routeByState registers the database's resolver with client: the shared
+// state's when the store holds one (it wins over the file), else the file's.
+// It says on stderr which one it used when there is a state.
+func routeByState(ctx context.Context, client *router.Client, st store.Store, db *config.Database, stderr io.Writer) error {
+	s, err := shardstate.Load(ctx, st, db.Link)
+	if errors.Is(err, shardstate.ErrNoState) {
+		return client.Register(db.Link, db.Resolver)
+	}
+	if err != nil {
+		return err
+	}
+	r, err := s.Decode()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "docshard: %s routes by its shared state, version %d (not by the file's resolver)\n", db.Link, s.Version)
+	return client.Register(db.Link, r)
+}
+
+// followState routes the database by its shared state for a command that
+// writes: the file's resolver seeds the state the first time. The caller
+// closes the follower.
+func followState(ctx context.Context, client *router.Client, st store.Store, db *config.Database, stderr io.Writer) (*router.Follower, error) {
+	_, err := shardstate.Load(ctx, st, db.Link)
+	seeded := errors.Is(err, shardstate.ErrNoState)
+	if err != nil && !seeded {
+		return nil, err
+	}
+	f, err := client.Follow(ctx, db.Link, &router.FollowOptions{Seed: db.Resolver})
+	if err != nil {
+		return nil, err
+	}
+	if seeded && f.Version() == 1 {
+		fmt.Fprintf(stderr, "docshard: %s had no shared state; the file's resolver is now its version 1 (in %s/colls/%s)\n", db.Link, db.Link, shardstate.CollectionID)
+	} else {
+		fmt.Fprintf(stderr, "docshard: %s routes by its shared state, version %d (not by the file's resolver)\n", db.Link, f.Version())
+	}
+	return f, nil
+}
+
+// currentResolver is the resolver a read-only command (locate, plan) routes
+// the database by: its shared state's when the store holds one, else the
+// file's. It opens the store only when there can be a state in it: an
+// in-memory store, or a durable directory that does not exist, has none
+// (and is not created).
+func (g *globals) currentResolver(ctx context.Context, cfg *config.Config, db *config.Database) (resolver.Resolver, error) {
+	if cfg.Store.Kind == config.StoreEmbedded {
+		if cfg.Store.Path == "" {
+			return db.Resolver, nil
+		}
+		if _, err := os.Stat(cfg.Store.Path); errors.Is(err, os.ErrNotExist) {
+			return db.Resolver, nil
+		}
+	}
+	st, err := openStore(cfg, g.stderr)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	s, err := shardstate.Load(ctx, st, db.Link)
+	if errors.Is(err, shardstate.ErrNoState) {
+		return db.Resolver, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(g.stderr, "docshard: %s routes by its shared state, version %d (not by the file's resolver)\n", db.Link, s.Version)
+	return s.Decode()
+}
