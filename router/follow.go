@@ -262,15 +262,16 @@ func (f *Follower) poll(ctx context.Context) error {
 		}
 		return err
 	}
-	if cur == nil || s.Version != cur.Version {
+	changed := cur == nil || s.Version != cur.Version
+	if changed {
 		if err := f.switchTo(s); err != nil {
 			return err
 		}
-		if f.opts.OnChange != nil && cur != nil {
-			f.opts.OnChange(cur, s)
-		}
 	}
 	f.deadline.Store(sent + int64(f.opts.LeaseDuration))
+	if changed && cur != nil && f.opts.OnChange != nil {
+		f.opts.OnChange(cur, s)
+	}
 	return nil
 }
 

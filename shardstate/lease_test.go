@@ -9,13 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/docshard/docshard/shardstate"
-	"github.com/docshard/docshard/store/memstore"
+	"github.com/docshard/docshard/store"
 )
 
-func TestLeasesAndWaitForRouters(t *testing.T) {
+func TestLeasesAndWaitForRouters(t *testing.T) { stores(t, testLeasesAndWaitForRouters) }
+
+func testLeasesAndWaitForRouters(t *testing.T, st store.Store) {
 	ctx := context.Background()
-	st := memstore.New(nil)
-	defer st.Close()
 	s, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
 	require.NoError(t, err)
 
@@ -80,10 +80,10 @@ func TestLeasesAndWaitForRouters(t *testing.T) {
 	require.NoError(t, shardstate.WaitForRouters(ctx, st, db, 3, nil), "a released lease is not waited for")
 }
 
-func TestLeaseLost(t *testing.T) {
+func TestLeaseLost(t *testing.T) { stores(t, testLeaseLost) }
+
+func testLeaseLost(t *testing.T, st store.Store) {
 	ctx := context.Background()
-	st := memstore.New(nil)
-	defer st.Close()
 	_, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
 	require.NoError(t, err)
 	l, err := shardstate.RenewLease(ctx, st, shardstate.Lease{Router: "r1", Database: db, Version: 1, Epoch: 1, ValidFor: time.Second})

@@ -1,0 +1,251 @@
+package shardstate_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/cosmos"
+	"github.com/docshard/docshard/emulator/emulatortest"
+	"github.com/docshard/docshard/router"
+	"github.com/docshard/docshard/shardstate"
+	"github.com/docshard/docshard/store"
+)
+
+// The multi-process test: routers in child processes (this test binary,
+// run again as TestFollowerProcess) reach one docshard serve (in this
+// process) through the cosmos backend, as separate services would; this
+// process publishes new versions.
+
+const childEnv = "DOCSHARD_FOLLOWER_CHILD"
+
+// holdStore fails the lease writes of the router while the file hold
+// exists: a router whose renewals are held back.
+type holdStore struct {
+	store.Store
+	hold string
+}
+
+func (s *holdStore) held(l string) error {
+	if !strings.HasSuffix(l, "/"+shardstate.CollectionID) {
+		return nil
+	}
+	if _, err := os.Stat(s.hold); err == nil {
+		return &store.Error{Kind: store.ErrUnavailable, Op: "write", Link: l, Message: "renewals held back by the test"}
+	}
+	return nil
+}
+
+func (s *holdStore) Upsert(ctx context.Context, l string, doc []byte, o *store.WriteOptions) (*store.Document, error) {
+	if err := s.held(l); err != nil {
+		return nil, err
+	}
+	return s.Store.Upsert(ctx, l, doc, o)
+}
+
+func (s *holdStore) Replace(ctx context.Context, l, id string, doc []byte, o *store.WriteOptions) (*store.Document, error) {
+	if err := s.held(l); err != nil {
+		return nil, err
+	}
+	return s.Store.Replace(ctx, l, id, doc, o)
+}
+
+// TestFollowerProcess is the child: it follows dbs/app and answers
+// commands on stdin ("create ID KEY", "version"), printing one line each,
+// and "version N" whenever it switches. It is skipped unless run as a
+// child.
+func TestFollowerProcess(t *testing.T) {
+	if os.Getenv(childEnv) == "" {
+		t.Skip("run as a child process by TestRoutersInProcesses")
+	}
+	out := bufio.NewWriter(os.Stdout)
+	var outMu sync.Mutex
+	say := func(format string, args ...any) {
+		outMu.Lock()
+		defer outMu.Unlock()
+		fmt.Fprintf(out, format+"\n", args...)
+		_ = out.Flush()
+	}
+	ctx := context.Background()
+	cs, err := cosmos.New(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: os.Getenv("ENDPOINT")}})
+	if err != nil {
+		say("fatal %v", err)
+		return
+	}
+	st := &holdStore{Store: cs, hold: os.Getenv("HOLD")}
+	poll, _ := time.ParseDuration(os.Getenv("POLL"))
+	lease, _ := time.ParseDuration(os.Getenv("LEASE"))
+	c := router.New(st, nil)
+	f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: poll, LeaseDuration: lease, RouterID: os.Getenv("ROUTER"),
+		OnChange: func(_, cur *shardstate.State) { say("version %d", cur.Version) }})
+	if err != nil {
+		say("fatal %v", err)
+		return
+	}
+	defer f.Close()
+	say("version %d", f.Version())
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		fields := strings.Fields(in.Text())
+		switch {
+		case len(fields) == 3 && fields[0] == "create":
+			_, err := c.Create(ctx, db, map[string]string{"id": fields[1], "userId": fields[2]}, nil)
+			switch {
+			case err == nil:
+				say("ok %s %d", fields[1], f.Version())
+			case errors.Is(err, router.ErrLeaseExpired):
+				say("lease %s", fields[1])
+			default:
+				say("err %s %s", fields[1], strings.ReplaceAll(err.Error(), "\n", " "))
+			}
+		case len(fields) == 1 && fields[0] == "version":
+			say("at %d", f.Version())
+		}
+	}
+}
+
+// child is a router process.
+type child struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan string
+}
+
+func startChild(t *testing.T, endpoint, id, hold string, poll, lease time.Duration) *child {
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestFollowerProcess$", "-test.v=false")
+	cmd.Env = append(os.Environ(), childEnv+"=1", "ENDPOINT="+endpoint, "ROUTER="+id, "HOLD="+hold,
+		"POLL="+poll.String(), "LEASE="+lease.String())
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	c := &child{cmd: cmd, stdin: stdin, lines: make(chan string, 100)}
+	go func() {
+		defer close(c.lines)
+		s := bufio.NewScanner(stdout)
+		for s.Scan() {
+			c.lines <- s.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	})
+	return c
+}
+
+// expect waits for a line with the prefix and returns it.
+func (c *child) expect(t *testing.T, prefix string, within time.Duration) string {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case l, ok := <-c.lines:
+			require.True(t, ok, "the child exited while %q was awaited", prefix)
+			require.False(t, strings.HasPrefix(l, "fatal"), l)
+			// An answer about the awaited document that is not the one
+			// awaited ("lease d4" for "ok d4") fails at once.
+			if want, got := strings.Fields(prefix), strings.Fields(l); len(want) == 2 && len(got) >= 2 && got[1] == want[1] && got[0] != want[0] {
+				require.FailNow(t, "unexpected answer", "awaiting %q, got %q", prefix, l)
+			}
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+		case <-deadline:
+			require.FailNow(t, "timeout", "no %q within %s", prefix, within)
+		}
+	}
+}
+
+func (c *child) send(t *testing.T, line string) {
+	_, err := fmt.Fprintln(c.stdin, line)
+	require.NoError(t, err)
+}
+
+// TestRoutersInProcesses: two router processes and this one publishing:
+// both converge to each version within one poll interval (plus the time a
+// poll takes on a busy machine); a router whose renewals are held back has
+// its writes refused once its lease lapses, and writes again after.
+func TestRoutersInProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	srv := emulatortest.Start(t, nil)
+	ctx := emulatortest.Context(t)
+	st, err := cosmos.New(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint}})
+	require.NoError(t, err)
+	for i := range 4 {
+		require.NoError(t, st.CreateCollection(ctx, fmt.Sprintf("dbs/app/colls/c%d", i), &store.CollectionSpec{PartitionKeyPath: "/userId"}))
+	}
+	_, err = shardstate.Init(ctx, st, db, ring(t, 2), nil)
+	require.NoError(t, err)
+
+	const poll, lease = 200 * time.Millisecond, 1500 * time.Millisecond
+	hold := filepath.Join(t.TempDir(), "hold")
+	a := startChild(t, srv.Endpoint, "router-a", filepath.Join(t.TempDir(), "never"), poll, lease)
+	b := startChild(t, srv.Endpoint, "router-b", hold, poll, lease)
+	a.expect(t, "version 1", 30*time.Second)
+	b.expect(t, "version 1", 30*time.Second)
+
+	// Converge: each version within one poll interval, plus a second for a
+	// poll's own time on a loaded machine.
+	for v := int64(2); v <= 4; v++ {
+		cur, err := shardstate.Load(ctx, st, db)
+		require.NoError(t, err)
+		start := time.Now()
+		_, err = shardstate.Publish(ctx, st, cur, shardstate.Change{Resolver: ring(t, int(v)), By: "publisher"})
+		require.NoError(t, err)
+		want := "version " + strconv.FormatInt(v, 10)
+		a.expect(t, want, poll+time.Second)
+		b.expect(t, want, poll+time.Second)
+		t.Logf("version %d reached both routers in %s", v, time.Since(start).Round(time.Millisecond))
+	}
+	require.NoError(t, shardstate.WaitForRouters(ctx, st, db, 4, &shardstate.WaitOptions{Poll: 50 * time.Millisecond}))
+
+	a.send(t, "create d1 alice")
+	assert.Equal(t, "ok d1 4", a.expect(t, "ok d1", 10*time.Second))
+
+	// Hold b's renewals back: its writes are refused once the lease lapses.
+	require.NoError(t, os.WriteFile(hold, nil, 0o600))
+	time.Sleep(lease + poll)
+	b.send(t, "create d2 bob")
+	b.expect(t, "lease d2", 10*time.Second)
+	a.send(t, "create d3 carol")
+	a.expect(t, "ok d3", 10*time.Second)
+
+	// A change waits for b no longer than its lease (plus the margin): b
+	// neither acknowledges nor renews.
+	cur, err := shardstate.Load(ctx, st, db)
+	require.NoError(t, err)
+	next, err := shardstate.Publish(ctx, st, cur, shardstate.Change{Resolver: ring(t, 2), NewEpoch: true})
+	require.NoError(t, err)
+	a.expect(t, "version 5", poll+time.Second)
+	require.NoError(t, shardstate.WaitForRouters(ctx, st, db, next.Version, &shardstate.WaitOptions{Poll: 50 * time.Millisecond}))
+
+	// Released, b takes a new lease, reads version 5 and writes again.
+	require.NoError(t, os.Remove(hold))
+	b.expect(t, "version 5", 10*time.Second)
+	b.send(t, "create d4 dave")
+	assert.Equal(t, "ok d4 5", b.expect(t, "ok d4", 10*time.Second))
+}
