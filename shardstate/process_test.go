@@ -85,6 +85,10 @@ func TestFollowerProcess(t *testing.T) {
 		say("fatal %v", err)
 		return
 	}
+	if n, _ := strconv.Atoi(os.Getenv("PUBLISH")); n > 0 {
+		publishRace(ctx, cs, os.Getenv("ROUTER"), n, say)
+		return
+	}
 	st := &holdStore{Store: cs, hold: os.Getenv("HOLD")}
 	poll, _ := time.ParseDuration(os.Getenv("POLL"))
 	lease, _ := time.ParseDuration(os.Getenv("LEASE"))
@@ -117,6 +121,28 @@ func TestFollowerProcess(t *testing.T) {
 	}
 }
 
+// publishRace tries n changes, each from the state it just read, and says
+// which versions it won.
+func publishRace(ctx context.Context, st store.Store, by string, n int, say func(string, ...any)) {
+	for range n {
+		cur, err := shardstate.Load(ctx, st, db)
+		if err != nil {
+			say("fatal %v", err)
+			return
+		}
+		next, err := shardstate.Publish(ctx, st, cur, shardstate.Change{By: by})
+		switch {
+		case err == nil:
+			say("won %d", next.Version)
+		case errors.Is(err, shardstate.ErrConflict):
+		default:
+			say("fatal %v", err)
+			return
+		}
+	}
+	say("done")
+}
+
 // child is a router process.
 type child struct {
 	cmd   *exec.Cmd
@@ -124,10 +150,11 @@ type child struct {
 	lines chan string
 }
 
-func startChild(t *testing.T, endpoint, id, hold string, poll, lease time.Duration) *child {
+func startChild(t *testing.T, endpoint, id, hold string, poll, lease time.Duration, env ...string) *child {
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestFollowerProcess$", "-test.v=false")
 	cmd.Env = append(os.Environ(), childEnv+"=1", "ENDPOINT="+endpoint, "ROUTER="+id, "HOLD="+hold,
 		"POLL="+poll.String(), "LEASE="+lease.String())
+	cmd.Env = append(cmd.Env, env...)
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
@@ -248,4 +275,47 @@ func TestRoutersInProcesses(t *testing.T) {
 	b.expect(t, "version 5", 10*time.Second)
 	b.send(t, "create d4 dave")
 	assert.Equal(t, "ok d4 5", b.expect(t, "ok d4", 10*time.Second))
+}
+
+// TestPublishRaceAcrossProcesses: four processes race to publish from the
+// versions they read; versions never fork, skip or go back, and the history
+// holds exactly the winners.
+func TestPublishRaceAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	srv := emulatortest.Start(t, nil)
+	ctx := emulatortest.Context(t)
+	st, err := cosmos.New(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint}})
+	require.NoError(t, err)
+	_, err = shardstate.Init(ctx, st, db, ring(t, 2), nil)
+	require.NoError(t, err)
+	won := map[int64]string{}
+	var children []*child
+	for i := range 4 {
+		children = append(children, startChild(t, srv.Endpoint, fmt.Sprintf("publisher-%d", i), "", 0, 0, "PUBLISH=30"))
+	}
+	for i, c := range children {
+		for l := range c.lines {
+			require.False(t, strings.HasPrefix(l, "fatal"), l)
+			if l == "done" {
+				break
+			}
+			v, err := strconv.ParseInt(strings.TrimPrefix(l, "won "), 10, 64)
+			require.NoError(t, err, l)
+			prev, dup := won[v]
+			require.False(t, dup, "version %d won by publisher-%d and %s", v, i, prev)
+			won[v] = fmt.Sprintf("publisher-%d", i)
+		}
+	}
+	h, err := shardstate.History(ctx, st, db)
+	require.NoError(t, err)
+	require.Len(t, h, len(won)+1)
+	for i, s := range h {
+		require.Equal(t, int64(i+1), s.Version, "no version skipped")
+		if i > 0 {
+			assert.Equal(t, won[s.Version], s.UpdatedBy, "version %d", s.Version)
+		}
+	}
+	t.Logf("%d of 120 attempts won", len(won))
 }
