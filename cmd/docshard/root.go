@@ -13,6 +13,7 @@ import (
 	_ "github.com/docshard/docshard/hashring"
 	_ "github.com/docshard/docshard/lookup"
 	_ "github.com/docshard/docshard/rangeresolver"
+	_ "github.com/docshard/docshard/transition"
 )
 
 // globals holds the flags every command shares.
