@@ -137,6 +137,9 @@ func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions)
 	if o.LeaseDuration <= o.PollInterval {
 		return nil, fmt.Errorf("router: Follow %s: LeaseDuration %s must be longer than PollInterval %s", key, o.LeaseDuration, o.PollInterval)
 	}
+	if e, err := c.entry(key); err == nil && e.follow != nil && !e.follow.closed() {
+		return nil, fmt.Errorf("router: Follow %s: the database is followed already (router %s); close that Follower first", key, e.follow.router)
+	}
 	if o.RouterID == "" {
 		var b [4]byte
 		_, _ = rand.Read(b[:])
@@ -154,6 +157,15 @@ func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions)
 	return f, nil
 }
 
+func (f *Follower) closed() bool {
+	select {
+	case <-f.stop:
+		return true
+	default:
+		return false
+	}
+}
+
 // RouterID returns the id of the router's lease.
 func (f *Follower) RouterID() string { return f.router }
 
@@ -167,10 +179,8 @@ func (f *Follower) Version() int64 { return f.state.Load().Version }
 // version if there is one; the router calls it itself when the store
 // refuses a write as fenced. Cost: a lease write and a state read.
 func (f *Follower) Refresh(ctx context.Context) error {
-	select {
-	case <-f.stop:
+	if f.closed() {
 		return fmt.Errorf("router: %s: the follower is closed", f.db)
-	default:
 	}
 	return f.poll(ctx)
 }

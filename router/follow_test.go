@@ -141,6 +141,9 @@ func TestFollowSeedsAndConverges(t *testing.T) {
 	assert.Len(t, all, 3, "the new resolver routes")
 	assert.Equal(t, int32(1), changes.Load())
 
+	_, err = c.Follow(ctx, db, nil)
+	require.ErrorContains(t, err, "followed already", "one follower per database and client")
+
 	// Without a seed, a database with no state is an error.
 	_, err = router.New(st, nil).Follow(ctx, "dbs/other", nil)
 	require.ErrorIs(t, err, shardstate.ErrNoState)
