@@ -51,11 +51,8 @@ func (s *Store) ExecuteBatch(ctx context.Context, l string, partitionKey any, op
 	if err != nil {
 		return nil, err
 	}
-	if len(ops) == 0 || len(ops) > store.MaxBatchOperations {
-		return nil, store.Errorf(store.ErrBadRequest, op, l, "", "a batch holds 1 to %d operations, not %d", store.MaxBatchOperations, len(ops))
-	}
-	if partitionKey == nil {
-		return nil, store.Errorf(store.ErrBadRequest, op, l, "", "a batch needs its partition-key value")
+	if err := store.CheckBatch(l, partitionKey, ops); err != nil {
+		return nil, err
 	}
 	pk, _, err := givenKey(op, l, "", partitionKey)
 	if err != nil {

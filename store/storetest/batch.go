@@ -43,6 +43,7 @@ func capability[C any](t *testing.T, st store.Store, name string) C {
 }
 
 func batcher(t *testing.T, st store.Store) store.Batcher {
+	t.Helper()
 	return capability[store.Batcher](t, st, "store.Batcher")
 }
 

@@ -32,6 +32,7 @@ func init() {
 }
 
 func fencer(t *testing.T, st store.Store) store.Fencer {
+	t.Helper()
 	return capability[store.Fencer](t, st, "store.Fencer")
 }
 
