@@ -54,8 +54,8 @@ var _ store.Fencer = (*FencedStore)(nil)
 // *Store New returns, which is not one and ignores
 // store.WriteOptions.Epoch: Cosmos DB cannot refuse a stale write
 // atomically, so the window between a new resolver and a router that has
-// not seen it is bounded by router leases there (package shardstate), not
-// by fences.
+// not seen it is not closed there by a fence; router leases in the shared
+// state (package shardstate, planned) are to bound it.
 func Open(ctx context.Context, opts *Options) (store.Store, error) {
 	s, err := New(ctx, opts)
 	if err != nil {
