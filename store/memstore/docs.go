@@ -306,16 +306,15 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 			"the partition key given (%s) differs from the document's (%s at %s)", text, in.pk, c.spec.PartitionKeyPath)
 	}
 
+	var f *dbFence
 	if o.Epoch != 0 {
-		f, err := s.enterFence(c, mode, l, in.id, o.Epoch)
-		if err != nil {
+		if f, err = s.enterFence(c, mode, l, in.id, o.Epoch); err != nil {
 			return nil, err
 		}
-		defer f.mu.RUnlock()
 	}
 	m := s.lockFor(c, in.pk, in.id)
 	m.Lock()
-	defer m.Unlock()
+	defer unlock(m, f)
 	now := s.clock().Unix()
 	c.mu.RLock()
 	old := c.find(in.id, in.pk)
@@ -511,16 +510,15 @@ func (s *Store) Delete(ctx context.Context, l, id string, opts *store.WriteOptio
 		}
 		pk = e.pk
 	}
+	var f *dbFence
 	if o.Epoch != 0 {
-		f, err := s.enterFence(c, op, l, id, o.Epoch)
-		if err != nil {
+		if f, err = s.enterFence(c, op, l, id, o.Epoch); err != nil {
 			return err
 		}
-		defer f.mu.RUnlock()
 	}
 	m := s.lockFor(c, pk, id)
 	m.Lock()
-	defer m.Unlock()
+	defer unlock(m, f)
 	now := s.clock().Unix()
 	c.mu.RLock()
 	e, err := c.resolve(op, l, id, pk, true, now)
