@@ -52,9 +52,10 @@ func (s *Store) fenceFor(c *collection) *dbFence {
 
 // enterFence checks a write stamped with epoch against the fence of c's
 // database and, when it passes, returns the fence held for reading: the
-// caller releases it (f.mu.RUnlock) once its change is published. A write
-// below the fence is an error wrapping store.ErrFenced that names both
-// epochs; a negative epoch, one wrapping store.ErrBadRequest.
+// caller releases it (unlock, or f.mu.RUnlock) once its change is
+// published. A write below the fence is an error wrapping store.ErrFenced
+// that names both epochs; a negative epoch, one wrapping
+// store.ErrBadRequest.
 func (s *Store) enterFence(c *collection, op, l, id string, epoch int64) (*dbFence, error) {
 	if epoch < 0 {
 		return nil, store.Errorf(store.ErrBadRequest, op, l, id, "epoch %d is negative", epoch)
