@@ -89,6 +89,7 @@ type Store struct {
 	pages    *cursor.Cache[servicePageCopy]
 	closedMu sync.RWMutex
 	closed   bool
+	fenced   bool // every endpoint is docshard serve with fencing: writes carry their epoch (Open)
 }
 
 var _ store.Store = (*Store)(nil)

@@ -25,6 +25,23 @@
 // filter matches; scope queries with a partition key where you can. The
 // read feed pages through "SELECT * FROM c".
 //
+// ExecuteBatch runs a transactional batch (store.Batcher) with the SDK's
+// ExecuteTransactionalBatch: checked here first as the embedded store
+// checks it, then one round trip; a failed operation comes back as a
+// *store.BatchError at its index.
+//
+// Fencing (store.Fencer) needs a server that refuses a stale write
+// atomically with it, which Cosmos DB cannot do. Open tells docshard serve
+// from other endpoints: against docshard serve it returns a FencedStore,
+// whose stamped writes carry their epoch in docshard's extension header
+// x-docshard-epoch and whose RaiseFence and Fence read the database with
+// x-docshard-raise-fence and x-docshard-fence (package emulator); against
+// Cosmos DB (and cosmium) it returns the plain Store, which is not a
+// Fencer and ignores store.WriteOptions.Epoch. There the window in which a
+// router that has not seen a new resolver may still write is not closed by
+// a fence: it is to be bounded by router leases in the shared state
+// (package shardstate, planned; docs/design.md, "Not built yet").
+//
 // Continuation tokens are the store's own: they wrap the service's token
 // and an offset, so paging works even where the service ignores page sizes,
 // and a token from another query is refused.

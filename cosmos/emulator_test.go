@@ -14,10 +14,12 @@ import (
 
 // emulatorStore connects the backend to the test binary's docshard
 // emulator, with no key: a loopback endpoint defaults to the emulator key.
+// Open finds docshard serve there, so the store is a store.Fencer.
 func emulatorStore(t testing.TB) store.Store {
 	srv := emulatortest.Shared(t)
-	s, err := cosmos.New(emulatortest.Context(t), &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint}})
+	s, err := cosmos.Open(emulatortest.Context(t), &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint}})
 	require.NoError(t, err)
+	require.Implements(t, (*store.Fencer)(nil), s, "against docshard serve")
 	t.Cleanup(func() { s.Close() })
 	return s
 }

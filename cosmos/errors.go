@@ -25,31 +25,42 @@ func mapErr(op, link, id string, err error) error {
 	if !errors.As(err, &re) {
 		return &store.Error{Kind: store.ErrUnavailable, Op: op, Link: link, ID: id, Err: err}
 	}
-	se := &store.Error{Op: op, Link: link, ID: id, Status: re.StatusCode, Message: re.ErrorCode}
+	se := &store.Error{Kind: statusKind(re.StatusCode, id), Op: op, Link: link, ID: id, Status: re.StatusCode, Message: re.ErrorCode}
 	switch re.StatusCode {
-	case http.StatusBadRequest:
-		se.Kind = store.ErrBadRequest
-	case http.StatusNotFound:
-		se.Kind = store.ErrNotFound
-		if id == "" {
-			se.Kind = store.ErrCollectionNotFound
-		}
-	case http.StatusConflict:
-		se.Kind = store.ErrConflict
 	case http.StatusPreconditionFailed:
-		se.Kind = store.ErrPreconditionFailed
-	case http.StatusRequestEntityTooLarge:
-		se.Kind = store.ErrTooLarge
+		if fence, ok := fencedBy(re.RawResponse); ok {
+			se.Kind = store.ErrFenced
+			se.Message = "the database's fence is " + fence
+		}
 	case http.StatusTooManyRequests:
-		se.Kind = store.ErrThrottled
 		se.RetryAfter = retryAfter(re.RawResponse)
 	case http.StatusUnauthorized, http.StatusForbidden:
-		se.Kind = store.ErrUnavailable
 		se.Message = "the account rejected the credentials: " + re.ErrorCode
-	default:
-		se.Kind = store.ErrUnavailable
 	}
 	return se
+}
+
+// statusKind is the store's sentinel for a status code of the service; a
+// 404 is a missing collection when no document id is involved.
+func statusKind(status int, id string) error {
+	switch status {
+	case http.StatusBadRequest:
+		return store.ErrBadRequest
+	case http.StatusNotFound:
+		if id == "" {
+			return store.ErrCollectionNotFound
+		}
+		return store.ErrNotFound
+	case http.StatusConflict:
+		return store.ErrConflict
+	case http.StatusPreconditionFailed:
+		return store.ErrPreconditionFailed
+	case http.StatusRequestEntityTooLarge:
+		return store.ErrTooLarge
+	case http.StatusTooManyRequests:
+		return store.ErrThrottled
+	}
+	return store.ErrUnavailable
 }
 
 // retryAfter reads the service's wait from x-ms-retry-after-ms (or

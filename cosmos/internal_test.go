@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docshard/docshard/emulator"
 	"github.com/docshard/docshard/store"
 )
 
@@ -52,6 +53,12 @@ func TestStatusMapping(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, 250*time.Millisecond, wait)
 	assert.ErrorIs(t, mapErr("read", "l", "d", errors.New("dial tcp: refused")), store.ErrUnavailable)
+
+	// docshard serve's refusal of a stale epoch is not a failed If-Match.
+	err = mapErr("create", "dbs/a/colls/b", "d", responseError(412, map[string]string{headerFence: "7"}))
+	assert.ErrorIs(t, err, store.ErrFenced)
+	assert.NotErrorIs(t, err, store.ErrPreconditionFailed)
+	assert.Contains(t, err.Error(), "fence is 7")
 }
 
 func TestUsageHeader(t *testing.T) {
@@ -60,4 +67,14 @@ func TestUsageHeader(t *testing.T) {
 	assert.EqualValues(t, 3, n)
 	_, ok = usageField("documentsSize=12", "documentsCount")
 	assert.False(t, ok)
+}
+
+// TestExtensionHeaders: the backend speaks docshard serve's extension with
+// the names the server answers.
+func TestExtensionHeaders(t *testing.T) {
+	assert.Equal(t, emulator.HeaderServe, headerServe)
+	assert.Equal(t, emulator.HeaderEpoch, headerEpoch)
+	assert.Equal(t, emulator.HeaderFence, headerFence)
+	assert.Equal(t, emulator.HeaderRaiseFence, headerRaiseFence)
+	assert.Equal(t, emulator.CodeFenced, codeFenced)
 }

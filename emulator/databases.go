@@ -69,12 +69,15 @@ func (s *Server) databases(c *call) *apiError {
 	return c.badMethod()
 }
 
-// database answers /dbs/{db}: GET reads it, DELETE deletes it with every
-// collection in it.
+// database answers /dbs/{db}: GET reads it (with docshard's fencing
+// headers, see HeaderFence), DELETE deletes it with every collection in it.
 func (s *Server) database(c *call, db string) *apiError {
 	ctx := c.r.Context()
 	switch c.r.Method {
 	case http.MethodGet:
+		if e := s.fence(c, db); e != nil {
+			return e
+		}
 		ts, ok, e := s.databaseExists(ctx, db)
 		if e != nil {
 			return e

@@ -17,13 +17,23 @@
 // single-path Hash partition key, default TTL and indexing policy; read,
 // list, query, replace where nothing changes, delete); partition-key
 // ranges (one range covering every key); documents (create, read, replace,
-// upsert, delete, patch; ids scoped by partition key); queries (single- and
-// cross-partition, with parameters and paging, answered whole by the
-// store's own engine, so ORDER BY, aggregates, DISTINCT, GROUP BY, TOP and
-// OFFSET/LIMIT need no client-side merging; query-plan requests are
-// answered accordingly); and the read feed. The README's "docshard serve"
-// lists what it leaves out (change feed, transactional batch, stored
-// procedures and the like, throughput, users and permissions).
+// upsert, delete, patch; ids scoped by partition key); transactional
+// batches (the store's store.Batcher: 200 with every operation's result,
+// or 207 Multi-Status with the failing operation's status and 424 for the
+// others); queries (single- and cross-partition, with parameters and
+// paging, answered whole by the store's own engine, so ORDER BY,
+// aggregates, DISTINCT, GROUP BY, TOP and OFFSET/LIMIT need no client-side
+// merging; query-plan requests are answered accordingly); and the read
+// feed. The README's "docshard serve" lists what it leaves out (change
+// feed, patch operations in a batch, bulk, stored procedures and the like,
+// throughput, users and permissions).
+//
+// Beyond Cosmos DB's API it serves docshard's fencing extension, when the
+// store is a store.Fencer: a write stamped with HeaderEpoch below its
+// database's fence is refused with 412 and body code CodeFenced (and
+// HeaderFence), atomically with the write; a database read answers
+// HeaderServe and HeaderFence, and raises the fence first when it carries
+// HeaderRaiseFence. The cosmos backend speaks it (cosmos.Open).
 //
 // What it costs: the store's own work plus HTTP and JSON. A point
 // operation adds a SHA-256 of the document's key and id (for its _rid) and

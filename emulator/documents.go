@@ -31,7 +31,7 @@ func (s *Server) documents(c *call, ref collRef) *apiError {
 	}
 	switch {
 	case isTrue(c.r.Header.Get("x-ms-cosmos-is-batch-request")):
-		return unsupported("transactional batch (the store has no atomic multi-document write)")
+		return s.batch(c, ref)
 	case c.isQuery():
 		return s.query(c, ref)
 	}
@@ -47,7 +47,11 @@ func (s *Server) documents(c *call, ref collRef) *apiError {
 	if e != nil {
 		return e
 	}
-	opts := &store.WriteOptions{}
+	epoch, e := c.epoch()
+	if e != nil {
+		return e
+	}
+	opts := &store.WriteOptions{Epoch: epoch}
 	if given {
 		opts.PartitionKey = key
 	}
@@ -79,7 +83,7 @@ func (s *Server) documents(c *call, ref collRef) *apiError {
 // document deleted since tries the create again. Each step is atomic, so
 // concurrent upserts of one document all succeed and it is never missing.
 func (s *Server) upsert(ctx context.Context, l string, body []byte, opts *store.WriteOptions) (*store.Document, bool, error) {
-	createOpts := &store.WriteOptions{PartitionKey: opts.PartitionKey}
+	createOpts := &store.WriteOptions{PartitionKey: opts.PartitionKey, Epoch: opts.Epoch}
 	for {
 		d, err := s.st.Create(ctx, l, body, createOpts)
 		if err == nil {
@@ -121,6 +125,10 @@ func (s *Server) document(c *call, ref collRef, id string) *apiError {
 		return e
 	}
 	ifMatch := c.r.Header.Get("If-Match")
+	epoch, e := c.epoch()
+	if e != nil {
+		return e
+	}
 	switch c.r.Method {
 	case http.MethodGet:
 		d, err := s.st.Read(ctx, ref.link, id, &store.ReadOptions{PartitionKey: key})
@@ -139,13 +147,13 @@ func (s *Server) document(c *call, ref collRef, id string) *apiError {
 		if e != nil {
 			return e
 		}
-		d, err := s.st.Replace(ctx, ref.link, id, body, &store.WriteOptions{PartitionKey: key, IfMatch: ifMatch})
+		d, err := s.st.Replace(ctx, ref.link, id, body, &store.WriteOptions{PartitionKey: key, IfMatch: ifMatch, Epoch: epoch})
 		if err != nil {
 			return fromStore(err)
 		}
 		c.writeDocument(http.StatusOK, ref, path, d, true)
 	case http.MethodDelete:
-		if err := s.st.Delete(ctx, ref.link, id, &store.WriteOptions{PartitionKey: key, IfMatch: ifMatch}); err != nil {
+		if err := s.st.Delete(ctx, ref.link, id, &store.WriteOptions{PartitionKey: key, IfMatch: ifMatch, Epoch: epoch}); err != nil {
 			return fromStore(err)
 		}
 		c.session(true)

@@ -88,6 +88,9 @@ func fromStore(err error) *apiError {
 		e.status, e.msg = http.StatusNotFound, msgNotFound+" "+detail
 	case errors.Is(err, store.ErrConflict):
 		e.status, e.msg = http.StatusConflict, msgConflict+" "+detail
+	case errors.Is(err, store.ErrFenced):
+		e.status, e.code = http.StatusPreconditionFailed, CodeFenced
+		return e
 	case errors.Is(err, store.ErrPreconditionFailed):
 		e.status, e.msg = http.StatusPreconditionFailed, msgPrecondition+" "+detail
 	case errors.Is(err, store.ErrTooLarge):

@@ -82,6 +82,10 @@ func (s *Server) patch(c *call, ref collRef, id string, key any, ifMatch string)
 	if e != nil {
 		return nil, e
 	}
+	epoch, e := c.epoch()
+	if e != nil {
+		return nil, e
+	}
 	for attempt := 0; attempt < 64; attempt++ {
 		cur, err := s.st.Read(ctx, ref.link, id, &store.ReadOptions{PartitionKey: key})
 		if err != nil {
@@ -123,7 +127,7 @@ func (s *Server) patch(c *call, ref collRef, id string, key any, ifMatch string)
 		if keyTextOf(next, path) != keyTextOf(cur.Body, path) {
 			return nil, errorf(http.StatusBadRequest, "a patch cannot change the document's partition key (%s)", path)
 		}
-		d, err := s.st.Replace(ctx, ref.link, id, next, &store.WriteOptions{PartitionKey: key, IfMatch: cur.ETag})
+		d, err := s.st.Replace(ctx, ref.link, id, next, &store.WriteOptions{PartitionKey: key, IfMatch: cur.ETag, Epoch: epoch})
 		if err == nil {
 			return d, nil
 		}

@@ -47,6 +47,9 @@ type Server struct {
 	lsn     atomic.Uint64 // logical sequence number, one per write, for session tokens
 	admin   sync.Mutex    // serialises database and collection creates and deletes
 	paths   sync.Map      // collection link -> []string: partition-key path, cached
+	// extensions is HeaderServe's value: docshard's extensions the store
+	// supports.
+	extensions string
 }
 
 // New returns a server over st. The key must be base64 (Cosmos DB's account
@@ -68,7 +71,7 @@ func New(st store.Store, opts *Options) (*Server, error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	return &Server{st: st, key: key, catalog: cat, logf: o.Logf, now: time.Now}, nil
+	return &Server{st: st, key: key, catalog: cat, logf: o.Logf, now: time.Now, extensions: extensions(st)}, nil
 }
 
 // call is one request being answered.
@@ -124,6 +127,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if e := s.route(c, segs); e != nil {
+		if e.code == CodeFenced && len(segs) > 1 {
+			s.fencedAnswer(c, segs[1])
+		}
 		c.fail(e)
 	}
 }

@@ -21,7 +21,8 @@ const CAEnv = "DOCSHARD_COSMOS_CA"
 // openCosmos connects to Azure Cosmos DB with the key from
 // DOCSHARD_STORE_KEY, checking within 30 seconds that the account answers.
 // A loopback endpoint (docshard serve, an emulator) needs no key: it gets
-// the well-known emulator key.
+// the well-known emulator key. Against docshard serve the store is also a
+// store.Fencer (cosmos.Open).
 func openCosmos(cfg *config.Config) (store.Store, error) {
 	if cfg.Store.Key == "" && !cosmos.LoopbackEndpoint(cfg.Store.Endpoint) {
 		return nil, fmt.Errorf("store.kind is cosmos but %s_STORE_KEY is not set: export the account key in the environment (only a loopback endpoint may go without)", config.EnvPrefix)
@@ -43,5 +44,5 @@ func openCosmos(cfg *config.Config) (store.Store, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return cosmos.New(ctx, opts)
+	return cosmos.Open(ctx, opts)
 }

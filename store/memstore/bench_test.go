@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -63,19 +64,54 @@ func BenchmarkPointRead(b *testing.B) {
 	}
 }
 
-func BenchmarkCreateInMemory(b *testing.B) {
+func BenchmarkCreateInMemory(b *testing.B) { createInMemory(b, nil) }
+
+// BenchmarkCreateInMemoryStamped is BenchmarkCreateInMemory with every
+// create stamped with an epoch (WriteOptions.Epoch), which the store checks
+// against the database's fence.
+func BenchmarkCreateInMemoryStamped(b *testing.B) { createInMemory(b, stamped) }
+
+// stamped stamps a benchmark's writes with an epoch at the fence.
+var stamped = &store.WriteOptions{Epoch: 1}
+
+func createInMemory(b *testing.B, opts *store.WriteOptions) {
+	writeInMemory(b, 0, b.N, func(s *Store, l string, docs [][]byte, i int) error {
+		_, err := s.Create(context.Background(), l, docs[i], opts)
+		return err
+	})
+}
+
+// BenchmarkReplaceInMemory replaces 1 KB documents of a collection of
+// 1,000, in turn.
+func BenchmarkReplaceInMemory(b *testing.B) { replaceInMemory(b, nil) }
+
+// BenchmarkReplaceInMemoryStamped is BenchmarkReplaceInMemory with every
+// replace stamped with an epoch.
+func BenchmarkReplaceInMemoryStamped(b *testing.B) { replaceInMemory(b, stamped) }
+
+func replaceInMemory(b *testing.B, opts *store.WriteOptions) {
+	const n = 1000
+	writeInMemory(b, n, n, func(s *Store, l string, docs [][]byte, i int) error {
+		_, err := s.Replace(context.Background(), l, strconv.Itoa(i%n), docs[i%n], opts)
+		return err
+	})
+}
+
+// writeInMemory times write for i from 0 to b.N-1 on the benchmark
+// collection of an in-memory store holding filled documents, with docs the
+// 1 KB documents of ids 0 to ndocs-1.
+func writeInMemory(b *testing.B, filled, ndocs int, write func(s *Store, l string, docs [][]byte, i int) error) {
 	s := New(nil)
-	ctx := context.Background()
-	l := benchColl(b, s)
-	docs := make([][]byte, b.N)
+	l := filledColl(b, s, filled)
+	docs := make([][]byte, ndocs)
 	for i := range docs {
-		docs[i] = doc1K(fmt.Sprint(i))
+		docs[i] = doc1K(strconv.Itoa(i))
 	}
 	b.SetBytes(int64(len(docs[0])))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := s.Create(ctx, l, docs[i], nil); err != nil {
+		if err := write(s, l, docs, i); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -99,7 +135,13 @@ func writers32(b *testing.B) {
 
 // BenchmarkCreateDurable32 runs 32 concurrent writers of 1 KB documents on
 // a durable store (fsync on, group commit); creates/s is the figure.
-func BenchmarkCreateDurable32(b *testing.B) {
+func BenchmarkCreateDurable32(b *testing.B) { createDurable32(b, nil) }
+
+// BenchmarkCreateDurable32Stamped is BenchmarkCreateDurable32 with every
+// create stamped with an epoch.
+func BenchmarkCreateDurable32Stamped(b *testing.B) { createDurable32(b, stamped) }
+
+func createDurable32(b *testing.B, opts *store.WriteOptions) {
 	s, l := openBench(b)
 	ctx := context.Background()
 	var n atomic.Int64
@@ -108,7 +150,7 @@ func BenchmarkCreateDurable32(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := s.Create(ctx, l, doc1K(fmt.Sprint(n.Add(1))), nil); err != nil {
+			if _, err := s.Create(ctx, l, doc1K(fmt.Sprint(n.Add(1))), opts); err != nil {
 				b.Error(err)
 				return
 			}

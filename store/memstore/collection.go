@@ -86,6 +86,7 @@ type collection struct {
 	nextExpiry atomic.Int64  // expireAt of the heap's top; never when empty
 	version    atomic.Uint64 // changes (under mu) whenever order does
 	snap       atomic.Pointer[snapshot]
+	fence      atomic.Pointer[dbFence] // its database's, once a stamped write needed it
 }
 
 // snapshot is the collection's documents in feed order, decoded, as of a

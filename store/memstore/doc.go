@@ -66,6 +66,29 @@
 // document's place), resumable from its token, which holds a position, not
 // a snapshot: see Store.ReadFeed.
 //
+// # Transactional batch and fencing
+//
+// The Store is a store.Batcher: ExecuteBatch applies up to 100 operations
+// on documents of one partition-key value of one collection together or
+// not at all. It validates every operation first, takes the write locks
+// of the documents it names (in a fixed order, so batches never deadlock),
+// runs the operations in order on a private view (a read sees the writes
+// before it), commits every change in one bbolt transaction, and publishes
+// them under the collection's lock in one step: no reader, query or feed
+// page sees part of a batch, and a crash leaves all of it on disk or none
+// (TestDurableSurvivesSIGKILL writes batches too).
+//
+// The Store is also a store.Fencer: each database has a fence epoch, kept
+// durably in the file's "fences" bucket, that only goes up. A write
+// stamped with an epoch (WriteOptions.Epoch, BatchOptions.Epoch) holds its
+// database's fence for reading from its check until its change is
+// committed and published; RaiseFence holds it for writing, so it waits
+// for the stamped writes in progress and every stamped write either
+// finished before the raise or sees the new fence. A write below the fence
+// is refused with store.ErrFenced and writes nothing. Unstamped writes
+// (epoch 0) never touch the fence and cost nothing more; a stamped one
+// costs an uncontended read lock.
+//
 // # Durability
 //
 // Open keeps every collection and document in memory as well, so reads and

@@ -306,9 +306,15 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 			"the partition key given (%s) differs from the document's (%s at %s)", text, in.pk, c.spec.PartitionKeyPath)
 	}
 
+	var f *dbFence
+	if o.Epoch != 0 {
+		if f, err = s.enterFence(c, mode, l, in.id, o.Epoch); err != nil {
+			return nil, err
+		}
+	}
 	m := s.lockFor(c, in.pk, in.id)
 	m.Lock()
-	defer m.Unlock()
+	defer unlock(m, f)
 	now := s.clock().Unix()
 	c.mu.RLock()
 	old := c.find(in.id, in.pk)
@@ -321,31 +327,15 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 	if old != nil && old.expireAt <= now {
 		live = nil
 	}
-	switch {
-	case mode == "create" && live != nil:
-		return nil, store.Errorf(store.ErrConflict, mode, l, in.id, "a document with this id exists under partition key %s", in.pk)
-	case mode == "replace" && live == nil:
-		return nil, &store.Error{Kind: store.ErrNotFound, Op: mode, Link: l, ID: in.id, Message: "no document under partition key " + in.pk}
-	case mode != "create" && live != nil && o.IfMatch != "" && o.IfMatch != live.etag:
-		return nil, store.Errorf(store.ErrPreconditionFailed, mode, l, in.id, "If-Match %s, the stored ETag is %s", o.IfMatch, live.etag)
+	if err := precondition(mode, l, in.id, in.pk, live, o.IfMatch); err != nil {
+		return nil, err
 	}
-	e := &entry{id: in.id, pk: in.pk, pkHash: keyHash(in.pk), etag: s.newETag(), ts: now}
-	e.expireAt = c.expireAt(now, in.hasTTL, in.ttl)
-	e.body = in.body(e.etag, e.ts)
-	if len(e.body) > store.MaxDocumentSize {
-		return nil, store.Errorf(store.ErrTooLarge, mode, l, in.id, "the stored document would be %d bytes, more than %d", len(e.body), store.MaxDocumentSize)
-	}
-	if live != nil {
-		e.seq = live.seq // a replace keeps the document's place in the feed
-	} else {
-		e.seq = c.nextSeq.Add(1) - 1
+	e, err := s.version(c, mode, l, &in, live, now)
+	if err != nil {
+		return nil, err
 	}
 	if s.disk != nil {
-		o := &diskOp{kind: opPut, bucket: docsBucket(c.uid), seq: e.seq, rec: encodeRecord(e)}
-		if old != nil && old.seq != e.seq {
-			o.del = old.seq // the expired version
-		}
-		if err := s.disk.submit(o, true); err != nil {
+		if err := s.disk.submit(putOp(c, e, old), true); err != nil {
 			return nil, s.diskErr(mode, l, in.id, err)
 		}
 	}
@@ -358,6 +348,54 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 	s.purgeLocked(c, now, 16)
 	c.mu.Unlock()
 	return e.document(), nil
+}
+
+// precondition checks a write of the document (id, pk) against live, its
+// current version (nil when it has none). mode is "create", "replace",
+// "upsert" or "delete": a create needs no document, a replace or delete
+// one, and a set ifMatch must be live's ETag (an upsert that creates
+// ignores it, as Cosmos DB does).
+func precondition(mode, l, id, pk string, live *entry, ifMatch string) error {
+	switch {
+	case mode == "create" && live != nil:
+		return store.Errorf(store.ErrConflict, mode, l, id, "a document with this id exists under partition key %s", pk)
+	case (mode == "replace" || mode == "delete") && live == nil:
+		return &store.Error{Kind: store.ErrNotFound, Op: mode, Link: l, ID: id, Message: "no document under partition key " + pk}
+	case mode != "create" && live != nil && ifMatch != "" && ifMatch != live.etag:
+		return store.Errorf(store.ErrPreconditionFailed, mode, l, id, "If-Match %s, the stored ETag is %s", ifMatch, live.etag)
+	}
+	return nil
+}
+
+// version builds the version of a document that in writes at now over
+// live, its current version (nil when it has none): a fresh ETag, the
+// stored text, the expiry, and the feed position, which a replace keeps.
+// A stored text above store.MaxDocumentSize is an error wrapping
+// store.ErrTooLarge.
+func (s *Store) version(c *collection, mode, l string, in *incoming, live *entry, now int64) (*entry, error) {
+	e := &entry{id: in.id, pk: in.pk, pkHash: keyHash(in.pk), etag: s.newETag(), ts: now}
+	e.expireAt = c.expireAt(now, in.hasTTL, in.ttl)
+	e.body = in.body(e.etag, e.ts)
+	if len(e.body) > store.MaxDocumentSize {
+		return nil, store.Errorf(store.ErrTooLarge, mode, l, in.id, "the stored document would be %d bytes, more than %d", len(e.body), store.MaxDocumentSize)
+	}
+	if live != nil {
+		e.seq = live.seq // a replace keeps the document's place in the feed
+	} else {
+		e.seq = c.nextSeq.Add(1) - 1
+	}
+	return e, nil
+}
+
+// putOp is the durable write of e over old, the entry of its identity in
+// the collection (nil when there is none): an expired old version at
+// another feed position is removed in the same commit.
+func putOp(c *collection, e, old *entry) *diskOp {
+	o := &diskOp{kind: opPut, bucket: docsBucket(c.uid), seq: e.seq, rec: encodeRecord(e)}
+	if old != nil && old.seq != e.seq {
+		o.del = old.seq
+	}
+	return o
 }
 
 // Create adds a document; see store.Documents. The partition-key value
@@ -472,9 +510,15 @@ func (s *Store) Delete(ctx context.Context, l, id string, opts *store.WriteOptio
 		}
 		pk = e.pk
 	}
+	var f *dbFence
+	if o.Epoch != 0 {
+		if f, err = s.enterFence(c, op, l, id, o.Epoch); err != nil {
+			return err
+		}
+	}
 	m := s.lockFor(c, pk, id)
 	m.Lock()
-	defer m.Unlock()
+	defer unlock(m, f)
 	now := s.clock().Unix()
 	c.mu.RLock()
 	e, err := c.resolve(op, l, id, pk, true, now)
@@ -485,8 +529,9 @@ func (s *Store) Delete(ctx context.Context, l, id string, opts *store.WriteOptio
 		return &store.Error{Kind: store.ErrCollectionNotFound, Op: op, Link: l}
 	case err != nil:
 		return err
-	case o.IfMatch != "" && o.IfMatch != e.etag:
-		return store.Errorf(store.ErrPreconditionFailed, op, l, id, "If-Match %s, the stored ETag is %s", o.IfMatch, e.etag)
+	}
+	if err := precondition(op, l, id, pk, e, o.IfMatch); err != nil {
+		return err
 	}
 	if s.disk != nil {
 		if err := s.disk.submit(&diskOp{kind: opDelete, bucket: docsBucket(c.uid), del: e.seq}, true); err != nil {

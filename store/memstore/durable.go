@@ -21,13 +21,17 @@ import (
 //
 //	"collections"  link -> collMeta (JSON)
 //	"d<uid>"       8-byte big-endian seq -> record, one bucket per collection
+//	"fences"       database link -> 8-byte big-endian fence epoch
 //
 // Keys by seq make the bucket's order the feed order (nothing to sort on
 // open) and make creates appends to the B+tree's last page, so a commit of
 // many creates writes few pages. A collection's bucket is named by its
 // uid, so deleting a collection and creating one with the same link never
 // mixes their documents.
-var collectionsBucket = []byte("collections")
+var (
+	collectionsBucket = []byte("collections")
+	fencesBucket      = []byte("fences")
+)
 
 const dbFile = "docshard.db"
 
@@ -51,11 +55,12 @@ var errClosed = errors.New("the store is closed")
 type diskOp struct {
 	kind   opKind
 	bucket []byte
-	seq    uint64 // opPut: the key written
-	rec    []byte // opPut: the record
-	del    uint64 // opPut, opDelete: a key removed (0: none)
-	link   []byte // opCreateColl, opDropColl
-	meta   []byte // opCreateColl
+	seq    uint64    // opPut: the key written; opFence: the epoch
+	rec    []byte    // opPut: the record
+	del    uint64    // opPut, opDelete: a key removed (0: none)
+	link   []byte    // opCreateColl, opDropColl, opFence (the database link)
+	meta   []byte    // opCreateColl
+	batch  []*diskOp // opBatch: puts and deletes in bucket, applied all or none
 	done   chan error
 }
 
@@ -66,6 +71,8 @@ const (
 	opDelete
 	opCreateColl
 	opDropColl
+	opFence
+	opBatch
 )
 
 func seqKey(seq uint64) []byte {
@@ -86,10 +93,20 @@ func (o *diskOp) apply(tx *bolt.Tx) error {
 			return err
 		}
 		return tx.Bucket(collectionsBucket).Delete(o.link)
+	case opFence:
+		return tx.Bucket(fencesBucket).Put(o.link, seqKey(o.seq))
 	}
 	b := tx.Bucket(o.bucket)
 	if b == nil {
 		return errGone
+	}
+	if o.kind == opBatch {
+		for _, sub := range o.batch {
+			if err := sub.apply(tx); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if o.del != 0 {
 		if err := b.Delete(seqKey(o.del)); err != nil {
@@ -131,6 +148,13 @@ func (s *Store) openDisk(dir string) error {
 	}
 	now := s.clock().Unix()
 	err = db.Update(func(tx *bolt.Tx) error {
+		fences, err := tx.CreateBucketIfNotExists(fencesBucket)
+		if err != nil {
+			return err
+		}
+		if err := fences.ForEach(s.loadFence); err != nil {
+			return err
+		}
 		meta, err := tx.CreateBucketIfNotExists(collectionsBucket)
 		if err != nil {
 			return err
@@ -233,6 +257,11 @@ func (d *disk) run() {
 		err := d.db.Update(func(tx *bolt.Tx) error {
 			for i, o := range batch {
 				errs[i] = o.apply(tx)
+				if errs[i] != nil && o.kind == opBatch && !errors.Is(errs[i], errGone) {
+					// Part of it may be applied: roll back everything
+					// rather than commit part of a batch.
+					return errs[i]
+				}
 			}
 			return nil
 		})

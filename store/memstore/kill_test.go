@@ -24,16 +24,22 @@ const (
 	killChildEnv = "DOCSHARD_MEMSTORE_KILL_CHILD"
 	killRoundEnv = "DOCSHARD_MEMSTORE_KILL_ROUND"
 	killLink     = "dbs/kill/colls/c"
+	// The child's batches create killBatchSize documents each in
+	// killBatchLink, keyed by /pk.
+	killBatchLink = "dbs/kill/colls/batches"
+	killBatchSize = 3
 )
 
 // TestDurableSurvivesSIGKILL runs this test binary again as a child that
 // writes to a durable store as fast as it can (creates, deletes and
-// upserts from 16 goroutines, fsync on) and prints every write the store
-// acknowledged; the parent kills it with SIGKILL at a random moment,
-// reopens the directory and checks that it opens cleanly and holds every
-// acknowledged write: created documents are there, deleted ones are gone,
-// and no counter went back below its last acknowledged value. Many rounds
-// on the same directory (fewer with -short).
+// upserts from 16 goroutines, batches of creates from 4 more, fsync on) and
+// prints every write the store acknowledged; the parent kills it with
+// SIGKILL at a random moment, reopens the directory and checks that it
+// opens cleanly and holds every acknowledged write: created documents are
+// there, deleted ones are gone, no counter went back below its last
+// acknowledged value, and every batch is there whole (all the acknowledged
+// ones) or not at all. Many rounds on the same directory (fewer with
+// -short).
 func TestDurableSurvivesSIGKILL(t *testing.T) {
 	if dir := os.Getenv(killChildEnv); dir != "" {
 		killChild(dir)
@@ -52,7 +58,8 @@ func TestDurableSurvivesSIGKILL(t *testing.T) {
 		maybe
 	)
 	created := map[string]int{}
-	latest := map[string]int{} // counter id -> highest acknowledged value
+	latest := map[string]int{}   // counter id -> highest acknowledged value
+	batches := map[string]bool{} // batch prefix -> acknowledged
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	total := 0
 	for round := 0; round < rounds; round++ {
@@ -80,6 +87,8 @@ func TestDurableSurvivesSIGKILL(t *testing.T) {
 					created[f[1]] = maybe
 				case len(f) == 2 && f[0] == "delete":
 					created[f[1]] = deleted
+				case len(f) == 2 && f[0] == "batch":
+					batches[f[1]] = true
 				case len(f) == 3 && f[0] == "upsert":
 					if v, err := strconv.Atoi(f[2]); err == nil && v > latest[f[1]] {
 						latest[f[1]] = v
@@ -133,7 +142,9 @@ func TestDurableSurvivesSIGKILL(t *testing.T) {
 			require.NoError(t, json.Unmarshal(d.Body, &m))
 			require.GreaterOrEqual(t, m.V, v, "round %d: %s went back from acknowledged %d to %d", round, id, v, m.V)
 		}
-		// The whole store reads back: feed, queries, usage agree.
+		// The whole store reads back: feed, queries, usage agree. Every
+		// batch is there whole or not at all, and every acknowledged one
+		// is there.
 		n, cont := 0, ""
 		for {
 			p, err := s.ReadFeed(context.Background(), killLink, &store.FeedOptions{PageSize: 1000, Continuation: cont})
@@ -143,6 +154,25 @@ func TestDurableSurvivesSIGKILL(t *testing.T) {
 				break
 			}
 		}
+		inBatch := map[string]int{}
+		for {
+			p, err := s.ReadFeed(context.Background(), killBatchLink, &store.FeedOptions{PageSize: 1000, Continuation: cont})
+			require.NoError(t, err)
+			for _, it := range p.Items {
+				var m struct{ PK string }
+				require.NoError(t, json.Unmarshal(it, &m))
+				inBatch[m.PK]++
+			}
+			if cont = p.Continuation; cont == "" {
+				break
+			}
+		}
+		for b, k := range inBatch {
+			require.Equal(t, killBatchSize, k, "round %d: batch %s is stored in part", round, b)
+		}
+		for b := range batches {
+			require.Contains(t, inBatch, b, "round %d: acknowledged batch %s is lost", round, b)
+		}
 		info, err := s.CollectionInfo(context.Background(), killLink)
 		require.NoError(t, err)
 		require.EqualValues(t, n, info.Documents)
@@ -150,7 +180,7 @@ func TestDurableSurvivesSIGKILL(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, strconv.Itoa(n), string(q.Items[0]))
 		require.NoError(t, s.Close())
-		t.Logf("round %d: %d writes acknowledged, %d documents stored, all acknowledged writes present", round, acks, n)
+		t.Logf("round %d: %d writes acknowledged, %d documents stored (%d whole batches), all acknowledged writes present", round, acks, n, len(inBatch))
 	}
 	require.GreaterOrEqual(t, total, rounds, "every round acknowledged writes before the kill")
 }
@@ -163,9 +193,11 @@ func killChild(dir string) {
 		os.Exit(2)
 	}
 	ctx := context.Background()
-	if err := s.CreateCollection(ctx, killLink, nil); err != nil && !errors.Is(err, store.ErrConflict) {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		os.Exit(2)
+	for l, spec := range map[string]*store.CollectionSpec{killLink: nil, killBatchLink: {PartitionKeyPath: "/pk"}} {
+		if err := s.CreateCollection(ctx, l, spec); err != nil && !errors.Is(err, store.ErrConflict) {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(2)
+		}
 	}
 	round, _ := strconv.Atoi(os.Getenv(killRoundEnv))
 	fmt.Println("ready")
@@ -188,6 +220,20 @@ func killChild(dir string) {
 				v := 1_000_000*round + i + 1
 				if _, err := s.Upsert(ctx, killLink, []byte(fmt.Sprintf(`{"id":%q,"v":%d}`, counter, v)), nil); err == nil {
 					fmt.Printf("upsert %s %d\n", counter, v)
+				}
+			}
+		})
+	}
+	for g := 0; g < 4; g++ {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				prefix := fmt.Sprintf("b%d-g%d-%d", round, g, i)
+				ops := make([]store.BatchOp, killBatchSize)
+				for j := range ops {
+					ops[j] = store.BatchOp{Kind: store.BatchCreate, Doc: fmt.Appendf(nil, `{"id":"%s-%d","pk":%q,"payload":%q}`, prefix, j, prefix, strings.Repeat("y", 300))}
+				}
+				if _, err := s.ExecuteBatch(ctx, killBatchLink, prefix, ops, nil); err == nil {
+					fmt.Printf("batch %s\n", prefix)
 				}
 			}
 		})

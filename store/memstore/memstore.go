@@ -58,6 +58,8 @@ type Store struct {
 	cursors *cursor.Cache[*resultSet]
 	progs   *programs // compiled queries by text
 	disk    *disk     // nil in memory
+	fenceMu sync.Mutex
+	fences  map[string]*dbFence // by database link; see fence.go
 }
 
 var _ store.Store = (*Store)(nil)
@@ -123,13 +125,28 @@ func randomHex(n int) string {
 // begin checks that the store is open and ctx is live, and returns the
 // canonical form of the collection link.
 func (s *Store) begin(ctx context.Context, op, l string) (string, error) {
+	return s.beginWith(ctx, op, l, link.Canonical)
+}
+
+// beginDatabase checks that the store is open and ctx is live, and returns
+// the canonical form of a database link ("dbs/{db}").
+func (s *Store) beginDatabase(ctx context.Context, op, databaseLink string) (string, error) {
+	return s.beginWith(ctx, op, databaseLink, func(l string) (string, error) {
+		db, err := link.ParseDatabase(l)
+		return "dbs/" + db, err
+	})
+}
+
+// beginWith checks that the store is open and ctx is live, and returns the
+// canonical form of l by canonical.
+func (s *Store) beginWith(ctx context.Context, op, l string, canonical func(string) (string, error)) (string, error) {
 	if s.closed.Load() {
 		return "", &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, Message: "the store is closed"}
 	}
 	if err := ctx.Err(); err != nil {
 		return "", &store.Error{Op: op, Link: l, Err: err}
 	}
-	c, err := link.Canonical(l)
+	c, err := canonical(l)
 	if err != nil {
 		return "", &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 	}
@@ -221,18 +238,11 @@ func (s *Store) DeleteCollection(ctx context.Context, l string) error {
 // ListCollections returns a database's collection links, sorted; see
 // store.Collections. It costs a pass over every collection of the store.
 func (s *Store) ListCollections(ctx context.Context, dbLink string) ([]string, error) {
-	const op = "list collections"
-	if s.closed.Load() {
-		return nil, &store.Error{Kind: store.ErrUnavailable, Op: op, Link: dbLink, Message: "the store is closed"}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, &store.Error{Op: op, Link: dbLink, Err: err}
-	}
-	db, err := link.ParseDatabase(dbLink)
+	db, err := s.beginDatabase(ctx, "list collections", dbLink)
 	if err != nil {
-		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: dbLink, Err: err}
+		return nil, err
 	}
-	prefix := "dbs/" + db + "/colls/"
+	prefix := db + "/colls/"
 	out := []string{}
 	s.mu.RLock()
 	for k := range s.colls {
@@ -320,13 +330,18 @@ func (s *Store) newETag() string {
 // hold it from reading the current version to publishing the next, so
 // their preconditions and sequence numbers never race.
 func (s *Store) lockFor(c *collection, pk, id string) *sync.Mutex {
+	return &s.locks[s.lockIndex(c, pk, id)]
+}
+
+// lockIndex is the index in s.locks of a document's write lock.
+func (s *Store) lockIndex(c *collection, pk, id string) int {
 	var h maphash.Hash
 	h.SetSeed(s.seed)
 	h.WriteString(c.uid)
 	h.WriteString(pk)
 	h.WriteByte(0)
 	h.WriteString(id)
-	return &s.locks[h.Sum64()%uint64(len(s.locks))]
+	return int(h.Sum64() % uint64(len(s.locks)))
 }
 
 // diskErr maps a durable-write failure to a store error.

@@ -251,20 +251,7 @@ func TestDurableReopen(t *testing.T) {
 	}
 	_, err = s.Create(ctx, b, []byte(`{"id":"only"}`), nil)
 	require.NoError(t, err)
-	feed := func(s *Store, l string) []string {
-		var out []string
-		cont := ""
-		for {
-			p, err := s.ReadFeed(ctx, l, &store.FeedOptions{PageSize: 7, Continuation: cont})
-			require.NoError(t, err)
-			for _, it := range p.Items {
-				out = append(out, string(it))
-			}
-			if cont = p.Continuation; cont == "" {
-				return out
-			}
-		}
-	}
+	feed := func(s *Store, l string) []string { return pagedFeed(t, s, l, 7) }
 	beforeA, beforeB := feed(s, a), feed(s, b)
 	infoA, err := s.CollectionInfo(ctx, a)
 	require.NoError(t, err)

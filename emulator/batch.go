@@ -1,0 +1,144 @@
+package emulator
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/docshard/docshard/store"
+)
+
+// batchOperation is one operation of a transactional batch as the SDKs
+// send it: {"operationType": "Create", "id": ..., "resourceBody": {...},
+// "ifMatch": "\"etag\""}.
+type batchOperation struct {
+	OperationType string          `json:"operationType"`
+	ID            string          `json:"id"`
+	ResourceBody  json.RawMessage `json:"resourceBody"`
+	IfMatch       string          `json:"ifMatch"`
+}
+
+// batchOpKinds are the operation types the emulator runs, by their lower
+// case name.
+var batchOpKinds = map[string]store.BatchOpKind{
+	"create": store.BatchCreate, "read": store.BatchRead, "replace": store.BatchReplace,
+	"upsert": store.BatchUpsert, "delete": store.BatchDelete,
+}
+
+// batchStatus is the status of each operation kind that succeeded, as
+// Cosmos DB answers it (an upsert answers 200 here even when it created
+// the document: the store does not say which it did).
+var batchStatus = map[store.BatchOpKind]int{
+	store.BatchCreate: http.StatusCreated, store.BatchRead: http.StatusOK, store.BatchReplace: http.StatusOK,
+	store.BatchUpsert: http.StatusOK, store.BatchDelete: http.StatusNoContent,
+}
+
+// batchResult is one operation's result in a batch's answer.
+type batchResult struct {
+	StatusCode    int             `json:"statusCode"`
+	RequestCharge float64         `json:"requestCharge"`
+	ETag          string          `json:"eTag,omitempty"`
+	ResourceBody  json.RawMessage `json:"resourceBody,omitempty"`
+	Message       string          `json:"message,omitempty"`
+}
+
+// batch answers a transactional batch (POST .../docs with
+// x-ms-cosmos-is-batch-request and x-ms-cosmos-batch-atomic): the body is
+// the array of operations, all under the partition key of
+// x-ms-documentdb-partitionkey, run by the store's Batcher all together or
+// not at all. Success is 200 with one result per operation (status, ETag,
+// the document; none for a delete, nor for writes asked for
+// "Prefer: return=minimal"). When an operation fails, nothing is written
+// and the answer is 207 Multi-Status: that operation carries its status
+// and a message, every other one 424 Failed Dependency. A batch refused as
+// a whole (empty, over 100 operations, over 2 MB, a missing collection, a
+// stale x-docshard-epoch) is answered with that error's status. Patch
+// operations and non-atomic (bulk) batches are answered 501.
+func (s *Server) batch(c *call, ref collRef) *apiError {
+	bt, ok := s.st.(store.Batcher)
+	switch {
+	case !ok:
+		return unsupported("transactional batch (the store has no atomic multi-document write)")
+	case !isTrue(c.r.Header.Get("x-ms-cosmos-batch-atomic")):
+		return unsupported("bulk (a batch request without x-ms-cosmos-batch-atomic: true)")
+	}
+	key, given, e := c.partitionKey()
+	if e != nil {
+		return e
+	}
+	if !given {
+		return errorf(http.StatusBadRequest, "a transactional batch needs its partition key: set x-ms-documentdb-partitionkey")
+	}
+	epoch, e := c.epoch()
+	if e != nil {
+		return e
+	}
+	var wire []batchOperation
+	if e := c.decode("batch", &wire); e != nil {
+		return e
+	}
+	ops := make([]store.BatchOp, len(wire))
+	for i, w := range wire {
+		kind, ok := batchOpKinds[strings.ToLower(w.OperationType)]
+		switch {
+		case strings.EqualFold(w.OperationType, "Patch"):
+			return unsupported("patch operations in a transactional batch")
+		case !ok:
+			return errorf(http.StatusBadRequest, "batch operation %d: unknown operationType %q", i, w.OperationType)
+		}
+		ops[i] = store.BatchOp{Kind: kind, ID: w.ID, Doc: w.ResourceBody, IfMatch: w.IfMatch}
+	}
+	ctx := c.r.Context()
+	path, e := s.pathOf(ctx, ref)
+	if e != nil {
+		return e
+	}
+	res, err := bt.ExecuteBatch(ctx, ref.link, key, ops, &store.BatchOptions{Epoch: epoch})
+	var be *store.BatchError
+	switch {
+	case errors.As(err, &be) && be.Index >= 0 && be.Index < len(ops):
+		return c.batchFailed(len(ops), be)
+	case err != nil:
+		return fromStore(err)
+	}
+	minimal := c.r.Header.Get("Prefer") == "return=minimal"
+	out := make([]batchResult, len(ops))
+	write, charge := false, 0.0
+	for i, r := range res {
+		kind := ops[i].Kind
+		o := batchResult{StatusCode: batchStatus[kind], RequestCharge: chargeWrite}
+		if kind == store.BatchRead {
+			o.RequestCharge = chargeRead
+		} else {
+			write = true
+		}
+		if d := r.Document; d != nil {
+			o.ETag = d.ETag
+			if kind == store.BatchRead || !minimal {
+				o.ResourceBody = ref.withSystem(d.Body, keyTextOf(d.Body, path), d.ID)
+			}
+		}
+		charge += o.RequestCharge
+		out[i] = o
+	}
+	body, _ := json.Marshal(out)
+	c.session(write)
+	c.json(http.StatusOK, body, charge)
+	return nil
+}
+
+// batchFailed answers a batch one of whose n operations failed: 207 with
+// the failure at its index and 424 for the others.
+func (c *call) batchFailed(n int, be *store.BatchError) *apiError {
+	out := make([]batchResult, n)
+	for i := range out {
+		out[i].StatusCode = http.StatusFailedDependency
+	}
+	e := fromStore(be.Err)
+	out[be.Index] = batchResult{StatusCode: e.status, Message: e.msg}
+	body, _ := json.Marshal(out)
+	c.session(false)
+	c.json(http.StatusMultiStatus, body, 0)
+	return nil
+}

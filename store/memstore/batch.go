@@ -1,0 +1,241 @@
+package memstore
+
+import (
+	"context"
+	"slices"
+
+	"github.com/docshard/docshard/store"
+)
+
+var _ store.Batcher = (*Store)(nil)
+
+// batchOp is a validated operation of a batch.
+type batchOp struct {
+	mode    string // "create", "read", "replace", "upsert" or "delete"
+	id      string
+	in      incoming // create, replace, upsert
+	ifMatch string
+}
+
+// batchDoc is a document a batch touches: as the collection holds it, and
+// as the operations so far leave it.
+type batchDoc struct {
+	old     *entry // the collection's entry of (id, key), expired or not; nil when none
+	cur     *entry // the live version after the operations so far; nil when none
+	written bool   // an operation wrote or deleted it
+}
+
+// ExecuteBatch runs a transactional batch; see store.Batcher. The
+// operations see each other's effects in order (a read after a create
+// finds the document), and their changes are published together under the
+// collection's lock, so no reader sees part of a batch; in durable mode
+// they are one commit, so a crash leaves all or none of them on disk.
+// While it runs it holds the write locks of the documents it names, so
+// single writes to them wait for it.
+//
+// Each operation is validated as the method of its name validates its
+// input, before anything is read: a document must carry partitionKey at
+// the collection's key path (a nil partitionKey is an error), a replace's
+// document must have the operation's ID, and If-Match is ignored on create
+// and read. The documents' texts may total at most store.MaxDocumentSize
+// bytes (Cosmos DB's 2 MB limit on a batch's payload); a larger batch is
+// an error wrapping store.ErrTooLarge. An operation's refusal, whether its
+// input is malformed or it fails against the stored documents, is a
+// *store.BatchError naming its index, wrapping a *store.Error that names
+// the operation and document. With opts.Epoch set the batch is a stamped
+// write: below its database's fence it is refused with store.ErrFenced
+// before any operation runs.
+func (s *Store) ExecuteBatch(ctx context.Context, l string, partitionKey any, ops []store.BatchOp, opts *store.BatchOptions) ([]store.BatchResult, error) {
+	const op = "batch"
+	c, err := s.collection(ctx, op, l)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.CheckBatch(l, partitionKey, ops); err != nil {
+		return nil, err
+	}
+	pk, _, err := givenKey(op, l, "", partitionKey)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := c.planBatch(l, pk, ops)
+	if err != nil {
+		return nil, err
+	}
+	if o := store.OptionsOf(opts); o.Epoch != 0 {
+		f, err := s.enterFence(c, op, l, "", o.Epoch)
+		if err != nil {
+			return nil, err
+		}
+		defer f.mu.RUnlock()
+	}
+	docs := make(map[string]*batchDoc, len(plan))
+	for _, p := range plan {
+		docs[p.id] = nil
+	}
+	defer s.lockDocs(c, pk, docs)()
+
+	now := s.clock().Unix()
+	c.mu.RLock()
+	dropped := c.dropped
+	for id := range docs {
+		d := &batchDoc{old: c.find(id, pk)}
+		if d.old != nil && d.old.expireAt > now {
+			d.cur = d.old
+		}
+		docs[id] = d
+	}
+	c.mu.RUnlock()
+	if dropped {
+		return nil, &store.Error{Kind: store.ErrCollectionNotFound, Op: op, Link: l}
+	}
+
+	results := make([]store.BatchResult, len(plan))
+	for i, p := range plan {
+		d := docs[p.id]
+		if p.mode == "read" {
+			if d.cur == nil {
+				return nil, &store.BatchError{Index: i, Err: &store.Error{Kind: store.ErrNotFound, Op: p.mode, Link: l, ID: p.id, Message: "no document under partition key " + pk}}
+			}
+			results[i].Document = d.cur.document()
+			continue
+		}
+		if err := precondition(p.mode, l, p.id, pk, d.cur, p.ifMatch); err != nil {
+			return nil, &store.BatchError{Index: i, Err: err}
+		}
+		d.written = true
+		if p.mode == "delete" {
+			d.cur = nil
+			continue
+		}
+		e, err := s.version(c, p.mode, l, &p.in, d.cur, now)
+		if err != nil {
+			return nil, &store.BatchError{Index: i, Err: err}
+		}
+		d.cur = e
+		results[i].Document = e.document()
+	}
+	if err := s.commitBatch(c, op, l, pk, docs, now); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// planBatch validates a batch's operations against the collection and the
+// batch's key text pk, before anything is read or locked.
+func (c *collection) planBatch(l, pk string, ops []store.BatchOp) ([]batchOp, error) {
+	plan := make([]batchOp, len(ops))
+	total := 0
+	for i, o := range ops {
+		p := batchOp{mode: o.Kind.String(), id: o.ID, ifMatch: o.IfMatch}
+		var err error
+		switch o.Kind {
+		case store.BatchRead, store.BatchDelete, store.BatchReplace:
+			err = withOp(store.ValidateID(o.ID), p.mode, l)
+		case store.BatchCreate, store.BatchUpsert:
+		default:
+			err = store.Errorf(store.ErrBadRequest, "batch", l, o.ID, "unknown operation kind %d", int(o.Kind))
+		}
+		if err == nil && o.Kind != store.BatchRead && o.Kind != store.BatchDelete {
+			err = c.planDocument(&p, l, pk, o)
+			total += len(o.Doc)
+		}
+		if err != nil {
+			return nil, &store.BatchError{Index: i, Err: err}
+		}
+		if p.mode == "create" || p.mode == "read" {
+			p.ifMatch = ""
+		}
+		plan[i] = p
+	}
+	if total > store.MaxDocumentSize {
+		return nil, store.Errorf(store.ErrTooLarge, "batch", l, "", "the batch's documents are %d bytes, more than %d", total, store.MaxDocumentSize)
+	}
+	return plan, nil
+}
+
+// planDocument validates the document of a create, replace or upsert.
+func (c *collection) planDocument(p *batchOp, l, pk string, o store.BatchOp) error {
+	in, err := c.prepare(p.mode, l, o.Doc)
+	if err != nil {
+		if o.ID == "" {
+			o.ID = docID(o.Doc)
+		}
+		return withID(err, o.ID)
+	}
+	switch {
+	case o.Kind == store.BatchReplace && in.id != o.ID:
+		return store.Errorf(store.ErrBadRequest, p.mode, l, o.ID, "the document's id is %q", in.id)
+	case in.pk != pk:
+		return store.Errorf(store.ErrBadRequest, p.mode, l, in.id,
+			"the document's partition key (%s at %s) differs from the batch's (%s)", in.pk, c.spec.PartitionKeyPath, pk)
+	}
+	p.id, p.in = in.id, in
+	return nil
+}
+
+// lockDocs takes the write locks of the documents (id, pk) for the ids of
+// docs, in the order of their index so that batches never deadlock, and
+// returns what releases them.
+func (s *Store) lockDocs(c *collection, pk string, docs map[string]*batchDoc) func() {
+	idx := make([]int, 0, len(docs))
+	for id := range docs {
+		idx = append(idx, s.lockIndex(c, pk, id))
+	}
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
+	for _, i := range idx {
+		s.locks[i].Lock()
+	}
+	return func() {
+		for _, i := range idx {
+			s.locks[i].Unlock()
+		}
+	}
+}
+
+// commitBatch makes a batch's changes durable in one commit (in durable
+// mode) and publishes them together.
+func (s *Store) commitBatch(c *collection, op, l, pk string, docs map[string]*batchDoc, now int64) error {
+	var puts []*diskOp
+	for _, d := range docs {
+		switch {
+		case !d.written:
+		case d.cur != nil:
+			puts = append(puts, putOp(c, d.cur, d.old))
+		case d.old != nil:
+			puts = append(puts, &diskOp{kind: opDelete, bucket: docsBucket(c.uid), del: d.old.seq})
+		}
+	}
+	if s.disk != nil && len(puts) > 0 {
+		if err := s.disk.submit(&diskOp{kind: opBatch, bucket: docsBucket(c.uid), batch: puts}, true); err != nil {
+			return s.diskErr(op, l, "", err)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dropped {
+		return &store.Error{Kind: store.ErrCollectionNotFound, Op: op, Link: l}
+	}
+	for id, d := range docs {
+		switch {
+		case !d.written:
+		case d.cur != nil:
+			c.publish(d.cur)
+		case d.old != nil && c.find(id, pk) == d.old:
+			c.remove(d.old)
+		}
+	}
+	s.purgeLocked(c, now, 16)
+	return nil
+}
+
+// docID returns the string "id" of a document that was refused, to name
+// it in the error; "" when it cannot be found.
+func docID(doc []byte) string {
+	v, err := findMember(doc, "id")
+	if err != nil || len(v) < 2 || v[0] != '"' {
+		return ""
+	}
+	return quoted(v).Decode()
+}
