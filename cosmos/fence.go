@@ -55,7 +55,7 @@ var _ store.Fencer = (*FencedStore)(nil)
 // store.WriteOptions.Epoch: Cosmos DB cannot refuse a stale write
 // atomically, so the window between a new resolver and a router that has
 // not seen it is not closed there by a fence; router leases in the shared
-// state (package shardstate, planned) are to bound it.
+// state (package shardstate) bound it (docs/design.md#shared-state).
 func Open(ctx context.Context, opts *Options) (store.Store, error) {
 	s, err := New(ctx, opts)
 	if err != nil {

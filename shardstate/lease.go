@@ -220,12 +220,16 @@ func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version 
 		since time.Time
 	}
 	seen := map[string]sighting{}
+	var pending []*Lease // as of the last poll
 	for {
 		leases, err := Leases(ctx, st, db)
 		if err != nil {
+			if ctx.Err() != nil && len(pending) > 0 {
+				return &StaleRoutersError{Database: db, Version: version, Routers: pending, Err: ctx.Err()}
+			}
 			return err
 		}
-		var pending []*Lease
+		pending = pending[:0:0]
 		for _, l := range leases {
 			if l.Version >= version {
 				continue

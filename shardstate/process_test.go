@@ -80,9 +80,13 @@ func TestFollowerProcess(t *testing.T) {
 		_ = out.Flush()
 	}
 	ctx := context.Background()
-	cs, err := cosmos.New(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: os.Getenv("ENDPOINT")}})
+	cs, err := cosmos.Open(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: os.Getenv("ENDPOINT")}})
 	if err != nil {
 		say("fatal %v", err)
+		return
+	}
+	if _, ok := cs.(store.Fencer); !ok {
+		say("fatal the cosmos backend offers no fence against docshard serve")
 		return
 	}
 	if n, _ := strconv.Atoi(os.Getenv("PUBLISH")); n > 0 {
@@ -220,8 +224,9 @@ func TestRoutersInProcesses(t *testing.T) {
 	}
 	srv := emulatortest.Start(t, nil)
 	ctx := emulatortest.Context(t)
-	st, err := cosmos.New(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint}})
+	st, err := cosmos.Open(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint}})
 	require.NoError(t, err)
+	require.Implements(t, (*store.Fencer)(nil), st, "docshard serve fences")
 	for i := range 4 {
 		require.NoError(t, st.CreateCollection(ctx, fmt.Sprintf("dbs/app/colls/c%d", i), &store.CollectionSpec{PartitionKeyPath: "/userId"}))
 	}
@@ -275,6 +280,25 @@ func TestRoutersInProcesses(t *testing.T) {
 	b.expect(t, "version 5", 10*time.Second)
 	b.send(t, "create d4 dave")
 	assert.Equal(t, "ok d4 5", b.expect(t, "ok d4", 10*time.Second))
+
+	// A router that has not polled since a new epoch (its poll interval is
+	// an hour) is refused by docshard serve itself, refreshes, and writes by
+	// the new version.
+	slow := startChild(t, srv.Endpoint, "router-slow", filepath.Join(t.TempDir(), "never"), time.Hour, 2*time.Hour)
+	slow.expect(t, "version 5", 30*time.Second)
+	cur, err = shardstate.Load(ctx, st, db)
+	require.NoError(t, err)
+	_, err = shardstate.Publish(ctx, st, cur, shardstate.Change{Resolver: ring(t, 3), NewEpoch: true})
+	require.NoError(t, err)
+	slow.send(t, "create d5 erin")
+	assert.Equal(t, "ok d5 6", slow.expect(t, "ok d5", 10*time.Second), "fenced, refreshed, written by version 6")
+
+	// With the lease check bypassed altogether, docshard serve alone
+	// refuses a write stamped with the old epoch.
+	_, err = st.Create(ctx, "dbs/app/colls/c0", []byte(`{"id":"d6","userId":"frank"}`), &store.WriteOptions{PartitionKey: "frank", Epoch: cur.Epoch})
+	require.ErrorIs(t, err, store.ErrFenced)
+	_, err = st.Create(ctx, "dbs/app/colls/c0", []byte(`{"id":"d6","userId":"frank"}`), &store.WriteOptions{PartitionKey: "frank", Epoch: cur.Epoch + 1})
+	require.NoError(t, err, "the current epoch writes")
 }
 
 // TestPublishRaceAcrossProcesses: four processes race to publish from the
@@ -286,7 +310,7 @@ func TestPublishRaceAcrossProcesses(t *testing.T) {
 	}
 	srv := emulatortest.Start(t, nil)
 	ctx := emulatortest.Context(t)
-	st, err := cosmos.New(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint}})
+	st, err := cosmos.Open(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint}})
 	require.NoError(t, err)
 	_, err = shardstate.Init(ctx, st, db, ring(t, 2), nil)
 	require.NoError(t, err)

@@ -45,7 +45,7 @@ func stores(t *testing.T, test func(t *testing.T, st store.Store)) {
 	})
 	t.Run("serve", func(t *testing.T) {
 		srv := emulatortest.Start(t, nil)
-		st, err := cosmos.New(emulatortest.Context(t), &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint}})
+		st, err := cosmos.Open(emulatortest.Context(t), &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint}})
 		require.NoError(t, err)
 		defer st.Close()
 		test(t, st)
@@ -86,6 +86,11 @@ func testInitLoadPublishHistory(t *testing.T, st store.Store) {
 	assert.Equal(t, int64(2), s2.Version)
 	assert.Equal(t, int64(2), s2.Epoch)
 	assert.JSONEq(t, `{"name":"copy"}`, string(s2.Phase))
+	f, ok := st.(store.Fencer)
+	require.True(t, ok, "both backends fence")
+	fence, err := f.Fence(ctx, db)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), fence, "a new epoch raises the store's fence")
 
 	s3, err := shardstate.Publish(ctx, st, s2, shardstate.Change{Phase: json.RawMessage(`null`)})
 	require.NoError(t, err)
