@@ -170,3 +170,21 @@ func InField(field string, err error) error {
 	}
 	return &ConfigError{Field: field, Err: err}
 }
+
+// Owner is an optional capability of a resolver whose collections may hold
+// documents they do not own: copies on their way in or out while a
+// database moves between placements (a transition). SharedCollections names
+// the collections that may hold such documents; Owner returns the one
+// collection that owns a key. A reader of a shared collection keeps only
+// the documents the collection owns, so no document is seen twice or in
+// the wrong place; the router does so for queries. Other collections hold
+// only their own documents.
+//
+// Holders returns every collection that may hold a document with the key,
+// its owner first: a delete removes the key from all of them, so that no
+// copy of a deleted document is left behind to reappear.
+type Owner interface {
+	SharedCollections() []string
+	Owner(key any) (string, error)
+	Holders(key any) ([]string, error)
+}

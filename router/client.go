@@ -1,6 +1,7 @@
 package router
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -9,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/docshard/docshard/internal/cursor"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/store"
@@ -105,6 +107,9 @@ type Client struct {
 	opts  Options
 	dbs   atomic.Pointer[registry] // immutable once published
 	regMu sync.Mutex               // serialises Register/Unregister
+
+	ownedOnce sync.Once                        // makes owned
+	owned     *cursor.Cache[[]json.RawMessage] // results of shared collections (owned.go)
 }
 
 // registry is the set of registrations, immutable once published: a

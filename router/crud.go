@@ -255,8 +255,10 @@ func (c *Client) move(ctx context.Context, id string, body []byte, source, targe
 }
 
 // Delete removes the document with this id and key from every collection
-// ResolveForRead names (a resolver moving keys may name two, and a document sit in both).
-// opts.IfMatch applies to the first copy found. It is an error wrapping
+// ResolveForRead names (a resolver moving keys may name two, and a document
+// sit in both), or, for a resolver that is a resolver.Owner (a transition),
+// from every collection that may hold the key (Holders). opts.IfMatch
+// applies to the first copy found, or to the owner's. It is an error wrapping
 // store.ErrNotFound when no collection has it.
 func (c *Client) Delete(ctx context.Context, dbLink, id string, key any, opts *WriteOptions) error {
 	_, err := guarded(c, ctx, dbLink, func(e *dbEntry) (none, error) {
@@ -274,11 +276,21 @@ func (c *Client) delete(ctx context.Context, e *dbEntry, id string, key any, opt
 	if opts != nil {
 		ifMatch = opts.IfMatch
 	}
+	links, holders := rt.links, false
+	if e.pl.owner != nil {
+		// A key that may sit in two placements (a transition) is deleted
+		// from both, so no copy of it is left to reappear; the owner's
+		// copy is the one If-Match applies to.
+		if links, err = e.pl.owner.Holders(key); err != nil {
+			return err
+		}
+		holders = true
+	}
 	deleted := false
 	var last error
-	for _, l := range rt.links {
+	for i, l := range links {
 		wo := &rt.wo
-		if !deleted {
+		if (!holders && !deleted) || (holders && i == 0) {
 			wo = rt.writeOptions(ifMatch)
 		}
 		err = c.st.Delete(ctx, l, id, wo)

@@ -203,7 +203,7 @@ func (p *Pager) setup() error {
 	if maxBuf <= 0 {
 		maxBuf = max(2000, 100*width)
 	}
-	s := newScheduler(c.st, links)
+	s := newScheduler(c.viewFor(e), links)
 	s.sq = store.Query{Text: p.plan.Query, Parameters: p.q.Parameters}
 	s.scope, s.partial = scope, p.opts.PartialResults
 	s.budget(parallelism(p.opts.MaxDegreeOfParallelism, width), maxBuf)

@@ -24,6 +24,7 @@ type placement struct {
 	r     resolver.Resolver
 	kd    resolver.KeyDef       // zero: the resolver reads no documents itself
 	text  resolver.TextResolver // nil: keys are placed as values only
+	owner resolver.Owner        // nil: every collection holds only its own documents
 	cache *routeCache           // nil: off
 	epoch int64                 // stamped on every write (WriteOptions.Epoch); 0: none
 	// stamped is what an unconditional write without a partition key
@@ -55,6 +56,9 @@ func newPlacement(r resolver.Resolver, cacheSize int) *placement {
 	}
 	if tr, ok := r.(resolver.TextResolver); ok && !pl.kd.IsZero() {
 		pl.text = tr
+	}
+	if o, ok := r.(resolver.Owner); ok {
+		pl.owner = o
 	}
 	if cacheSize > 0 {
 		pl.cache = newRouteCache(cacheSize)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/docshard/docshard/resolver"
 )
@@ -40,12 +41,14 @@ type Resolver struct {
 	write         resolver.Target // current or next, as writeTo says
 	key           resolver.KeyDef
 	all           []string // ResolveForRead(nil) in the read mode
+	shared        []string // collections of both placements (modes current and next)
 }
 
 var (
 	_ resolver.Resolver   = (*Resolver)(nil)
 	_ resolver.Kinded     = (*Resolver)(nil)
 	_ resolver.KeyDefiner = (*Resolver)(nil)
+	_ resolver.Owner      = (*Resolver)(nil)
 	_ json.Marshaler      = (*Resolver)(nil)
 )
 
@@ -108,7 +111,47 @@ func New(current, next resolver.Target, opts *Options) (*Resolver, error) {
 	default:
 		return nil, resolver.Invalid("readMode", o.ReadMode, `want "current", "next", "both" or "none"`)
 	}
+	if o.ReadMode == ReadCurrent || o.ReadMode == ReadNext {
+		r.shared = intersect(current.Links(), next.Links())
+	}
 	return r, nil
+}
+
+// intersect returns the links of a that b names too, in a's order.
+func intersect(a, b []string) []string {
+	in := make(map[string]bool, len(b))
+	for _, l := range b {
+		in[strings.Trim(l, "/")] = true
+	}
+	var out []string
+	for _, l := range a {
+		if in[strings.Trim(l, "/")] {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// SharedCollections returns, in read modes "current" and "next", the
+// collections of both placements: they may hold documents the mode's
+// placement puts elsewhere (copies on their way in before the switch, or
+// left behind after it), which a reader must skip (resolver.Owner). In
+// modes "both" and "none" it returns nil: "both" reads the two placements
+// as the .NET SDK's sample did, next first, and a document that exists in
+// both is seen twice by a query.
+func (r *Resolver) SharedCollections() []string { return r.shared }
+
+// Owner returns the collection that owns key in the read mode: where the
+// current placement puts it in mode "current", the next placement's in
+// "next", the write placement's otherwise.
+func (r *Resolver) Owner(key any) (string, error) {
+	switch r.readMode {
+	case ReadCurrent:
+		return r.current.ResolveForCreate(key)
+	case ReadNext:
+		return r.next.ResolveForCreate(key)
+	}
+	return r.write.ResolveForCreate(key)
 }
 
 func checkTarget(field string, t resolver.Target) error {
@@ -213,6 +256,25 @@ func (r *Resolver) ResolveForRead(key any) ([]string, error) {
 		return n, nil // the key does not move: the shared list, no allocation
 	}
 	return resolver.UnionLinks(n, c), nil
+}
+
+// Holders returns every collection that may hold a document with key: the
+// owner (see Owner), then the other placement's collection for the key
+// when it differs. Cost: both placements' ResolveForCreate, and the union
+// of two lists for a key that moves.
+func (r *Resolver) Holders(key any) ([]string, error) {
+	c, err := r.current.ResolveForCreate(key)
+	if err != nil {
+		return nil, err
+	}
+	n, err := r.next.ResolveForCreate(key)
+	if err != nil {
+		return nil, err
+	}
+	if r.readMode == ReadCurrent || (r.readMode != ReadNext && r.writeTo == WriteCurrent) {
+		return resolver.UnionLinks([]string{c}, []string{n}), nil
+	}
+	return resolver.UnionLinks([]string{n}, []string{c}), nil
 }
 
 // spec is the JSON form, fields in the order docs/design.md#resolver-json

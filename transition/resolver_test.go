@@ -128,3 +128,34 @@ func TestJSON(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.msg, tc.name)
 	}
 }
+
+func TestOwner(t *testing.T) {
+	cur, next := ring(t, 3), ring(t, 2) // c2 goes away
+	moving, _ := keys(t, cur, next)
+	for _, tc := range []struct {
+		mode   string
+		shared []string
+		owner  resolver.Resolver
+	}{
+		{transition.ReadCurrent, []string{"dbs/app/colls/c0", "dbs/app/colls/c1"}, cur},
+		{transition.ReadNext, []string{"dbs/app/colls/c0", "dbs/app/colls/c1"}, next},
+		{transition.ReadBoth, nil, next},
+		{transition.ReadNone, nil, next},
+	} {
+		r, err := transition.New(resolver.ResolverTarget(cur), resolver.ResolverTarget(next), &transition.Options{ReadMode: tc.mode})
+		require.NoError(t, err)
+		assert.Equal(t, tc.shared, r.SharedCollections(), tc.mode)
+		got, err := r.Owner(moving)
+		require.NoError(t, err)
+		want, _ := tc.owner.ResolveForCreate(moving)
+		assert.Equal(t, want, got, tc.mode)
+		holders, err := r.Holders(moving)
+		require.NoError(t, err)
+		require.Len(t, holders, 2, "a moving key may sit in both placements")
+		assert.Equal(t, want, holders[0], "the owner first")
+		_, staying := keys(t, cur, next)
+		holders, err = r.Holders(staying)
+		require.NoError(t, err)
+		assert.Len(t, holders, 1)
+	}
+}
