@@ -91,6 +91,11 @@ var (
 	// ErrInvalid: a resolver definition (JSON or constructor arguments) is
 	// malformed or out of range. Errors wrapping it are *ConfigError.
 	ErrInvalid = errors.New("invalid resolver definition")
+	// ErrMoving: the key is being switched to another collection at this
+	// moment (a transition resolver frozen for a reshard's cutover), so it
+	// cannot be written; a router following the shared state retries once
+	// the switch is published.
+	ErrMoving = errors.New("the key is moving to another collection")
 )
 
 // KeyError reports a key that could not be resolved or extracted. It names

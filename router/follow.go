@@ -75,7 +75,20 @@ type FollowOptions struct {
 	// read that failed, a broken or foreign state document (the router
 	// keeps the last good state), a version that went back.
 	OnError func(error)
+	// MovingWait bounds how long a write to a key that is being switched
+	// to another collection (resolver.ErrMoving: a reshard's cutover) waits
+	// for the switch to be published before it fails; 0 means 10 seconds.
+	// While the state says keys are being switched, the router polls every
+	// 25 ms.
+	MovingWait time.Duration
 }
+
+// freezer is what a resolver that can refuse writes to moving keys says of
+// itself (the transition resolver during a cutover).
+type freezer interface{ Frozen() bool }
+
+// fastPoll is the poll interval while the state is frozen.
+const fastPoll = 25 * time.Millisecond
 
 // Follower keeps one database of a Client routed by the database's shared
 // state document (package shardstate): it polls the document, swaps the
@@ -99,6 +112,8 @@ type Follower struct {
 	base   time.Time // the monotonic origin of deadline
 
 	state    atomic.Pointer[shardstate.State] // the state routed by
+	frozen   atomic.Bool                      // the state refuses writes to moving keys
+	changed  atomic.Pointer[chan struct{}]    // closed when the version changes
 	deadline atomic.Int64                     // lease end, in ns since base
 	lastErr  atomic.Pointer[error]            // the last renewal's error
 
@@ -110,6 +125,7 @@ type Follower struct {
 
 	stop      chan struct{}
 	done      chan struct{}
+	kick      chan struct{} // the poll interval changed (frozen or not)
 	closeOnce sync.Once
 }
 
@@ -145,8 +161,13 @@ func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions)
 		_, _ = rand.Read(b[:])
 		o.RouterID = shardstate.Identity() + "/" + hex.EncodeToString(b[:])
 	}
+	if o.MovingWait <= 0 {
+		o.MovingWait = 10 * time.Second
+	}
 	f := &Follower{c: c, st: c.st, db: key, router: o.RouterID, opts: o, base: time.Now(),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	ch := make(chan struct{})
+	f.changed.Store(&ch)
 	if _, err := shardstate.LoadOrInit(ctx, f.st, key, o.Seed, nil); err != nil {
 		return nil, fmt.Errorf("router: Follow %s: %w", key, err)
 	}
@@ -206,14 +227,30 @@ func (f *Follower) Close() error {
 
 func (f *Follower) run() {
 	defer close(f.done)
-	t := time.NewTicker(f.opts.PollInterval)
+	t := time.NewTimer(f.opts.PollInterval)
 	defer t.Stop()
+	interval := func() time.Duration {
+		if f.frozen.Load() {
+			return min(f.opts.PollInterval, fastPoll)
+		}
+		return f.opts.PollInterval
+	}
 	for {
 		select {
 		case <-f.stop:
 			return
+		case <-f.kick:
+			if !t.Stop() {
+				select {
+				case <-t.C:
+				default:
+				}
+			}
+			t.Reset(interval())
+			continue
 		case <-t.C:
 		}
+		t.Reset(interval())
 		ctx, cancel := context.WithTimeout(context.Background(), f.opts.LeaseDuration)
 		err := f.poll(ctx)
 		cancel()
@@ -298,6 +335,15 @@ func (f *Follower) switchTo(s *shardstate.State) error {
 	old := f.c.install(e)
 	f.entry = e
 	f.state.Store(s)
+	fr, ok := r.(freezer)
+	if was := f.frozen.Swap(ok && fr.Frozen()); was != f.frozen.Load() {
+		select {
+		case f.kick <- struct{}{}:
+		default:
+		}
+	}
+	ch := make(chan struct{})
+	close(*f.changed.Swap(&ch))
 	if old != nil {
 		old.retired.Store(true)
 		f.draining = append(f.draining, old)
@@ -334,6 +380,29 @@ func (f *Follower) admit() error {
 	return nil
 }
 
+// awaitChange waits until the version changes from the one whose change
+// channel is ch (a write found its key moving), for at most MovingWait
+// since *since (set on the first wait).
+func (f *Follower) awaitChange(ctx context.Context, ch chan struct{}, since *time.Time) error {
+	if since.IsZero() {
+		*since = time.Now()
+	}
+	left := f.opts.MovingWait - time.Since(*since)
+	if left <= 0 {
+		return fmt.Errorf("waited %s for the switch to be published", f.opts.MovingWait)
+	}
+	t := time.NewTimer(left)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return fmt.Errorf("waited %s for the switch to be published", f.opts.MovingWait)
+	}
+}
+
 // maxFencedRetries bounds how often one write is retried after the store
 // refused it as fenced: each retry follows a refresh that found a newer
 // version, so more than one happens only when versions follow each other
@@ -346,6 +415,7 @@ const maxFencedRetries = 8
 // a newer version.
 func guarded[T any](c *Client, ctx context.Context, dbLink string, op func(e *dbEntry) (T, error)) (T, error) {
 	retries := 0
+	var moving time.Time // when the write first found its key moving
 	for {
 		e, err := c.entry(dbLink)
 		if err != nil {
@@ -366,8 +436,18 @@ func guarded[T any](c *Client, ctx context.Context, dbLink string, op func(e *db
 			var zero T
 			return zero, err
 		}
+		changed := e.follow.changed.Load()
 		v, err := op(e)
 		e.inflight.Add(-1)
+		if errors.Is(err, resolver.ErrMoving) {
+			if e.follow.Version() != e.version {
+				continue // switched meanwhile
+			}
+			if werr := e.follow.awaitChange(ctx, *changed, &moving); werr != nil {
+				return v, fmt.Errorf("%w (%w)", err, werr)
+			}
+			continue
+		}
 		if !errors.Is(err, store.ErrFenced) || retries == maxFencedRetries {
 			return v, err
 		}

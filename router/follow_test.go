@@ -20,6 +20,7 @@ import (
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/transition"
 )
 
 // fenceStore is a store.Fencer over any store, for the router's tests: a
@@ -358,4 +359,74 @@ func TestSwapUnderTraffic(t *testing.T) {
 	}
 	assert.Equal(t, int(written.Load()), total, "every acknowledged write is stored once")
 	t.Logf("%d writes across 20 versions; %d refused by the fence and retried", written.Load(), st.fenced.Load())
+}
+
+// TestWriteWaitsForSwitch: while the state freezes moving keys (a
+// reshard's cutover), a write to a moving key waits for the next version
+// and then lands where it puts the key; a key that stays is written at
+// once; a write that waits too long fails with resolver.ErrMoving.
+func TestWriteWaitsForSwitch(t *testing.T) {
+	st := newMem(t)
+	c := router.New(st, nil)
+	cur, next := ring(t, 2), ring(t, 3)
+	f := follow(t, c, &router.FollowOptions{Seed: cur, PollInterval: time.Hour, LeaseDuration: 2 * time.Hour, MovingWait: 3 * time.Second})
+	for _, l := range links(3) {
+		require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/userId"}))
+	}
+	var moving, staying string
+	for i := 0; moving == "" || staying == ""; i++ {
+		k := fmt.Sprint("k", i)
+		a, _ := cur.ResolveForCreate(k)
+		b, _ := next.ResolveForCreate(k)
+		if a != b && moving == "" {
+			moving = k
+		} else if a == b && staying == "" {
+			staying = k
+		}
+	}
+	frozen, err := transition.New(resolver.ResolverTarget(cur), resolver.ResolverTarget(next), &transition.Options{ReadMode: transition.ReadCurrent, WriteTo: transition.WriteCurrent, Frozen: true})
+	require.NoError(t, err)
+	s, err := shardstate.Load(ctx, st, db)
+	require.NoError(t, err)
+	s, err = shardstate.Publish(ctx, st, s, shardstate.Change{Resolver: frozen, NewEpoch: true})
+	require.NoError(t, err)
+	require.NoError(t, f.Refresh(ctx))
+
+	_, err = c.Create(ctx, db, user{ID: "s", UserID: staying}, nil)
+	require.NoError(t, err, "a key that stays is not blocked")
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Create(ctx, db, user{ID: "m", UserID: moving}, nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the write to a moving key did not wait: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	switched, err := transition.New(resolver.ResolverTarget(cur), resolver.ResolverTarget(next), &transition.Options{ReadMode: transition.ReadNext, WriteTo: transition.WriteNext})
+	require.NoError(t, err)
+	_, err = shardstate.Publish(ctx, st, s, shardstate.Change{Resolver: switched, NewEpoch: true})
+	require.NoError(t, err)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting write did not go on after the switch")
+	}
+	to, _ := next.ResolveForCreate(moving)
+	_, err = st.Read(ctx, to, "m", &store.ReadOptions{PartitionKey: moving})
+	require.NoError(t, err, "written where the new version puts it")
+
+	// Frozen again, and never switched: the write gives up after MovingWait.
+	s, err = shardstate.Load(ctx, st, db)
+	require.NoError(t, err)
+	_, err = shardstate.Publish(ctx, st, s, shardstate.Change{Resolver: frozen, NewEpoch: true})
+	require.NoError(t, err)
+	require.NoError(t, f.Refresh(ctx))
+	start := time.Now()
+	_, err = c.Create(ctx, db, user{ID: "m2", UserID: moving}, nil)
+	require.ErrorIs(t, err, resolver.ErrMoving)
+	assert.GreaterOrEqual(t, time.Since(start), 3*time.Second)
 }

@@ -30,6 +30,11 @@ const (
 // "none".
 var ErrMigrationInProgress = errors.New("transition: migration in progress: reads are refused (read mode none)")
 
+// ErrMoving is wrapped by the error of a write to a key that moves while the
+// transition is frozen (a reshard's cutover). It is brief: a router that
+// follows the shared state waits for the next version and writes then.
+var ErrMoving = resolver.ErrMoving
+
 // Resolver is the transition resolver. It is immutable and safe for
 // concurrent use; it allocates nothing beyond what current and next do,
 // except for reads in mode "both" of a key (the union of two lists) and a
@@ -38,6 +43,7 @@ type Resolver struct {
 	current, next resolver.Target
 	readMode      string
 	writeTo       string
+	frozen        bool
 	write         resolver.Target // current or next, as writeTo says
 	key           resolver.KeyDef
 	all           []string // ResolveForRead(nil) in the read mode
@@ -59,6 +65,11 @@ type Options struct {
 	ReadMode string
 	// WriteTo is "next" (default) or "current".
 	WriteTo string
+	// Frozen refuses writes to keys that move (whose two placements
+	// differ) with ErrMoving, for the moment a reshard switches them over;
+	// other keys are written as usual. JSON "frozen", written only when
+	// set.
+	Frozen bool
 }
 
 // New builds a transition from current to next, each a collection link or
@@ -82,7 +93,7 @@ func New(current, next resolver.Target, opts *Options) (*Resolver, error) {
 	if err := checkTarget("next", next); err != nil {
 		return nil, err
 	}
-	r := &Resolver{current: current, next: next, readMode: o.ReadMode, writeTo: o.WriteTo}
+	r := &Resolver{current: current, next: next, readMode: o.ReadMode, writeTo: o.WriteTo, frozen: opts != nil && opts.Frozen}
 	switch o.WriteTo {
 	case WriteNext:
 		r.write = next
@@ -202,6 +213,38 @@ func (r *Resolver) ReadMode() string { return r.readMode }
 // WriteTo returns the placement new documents go to.
 func (r *Resolver) WriteTo() string { return r.writeTo }
 
+// Frozen reports whether writes to moving keys are refused (ErrMoving).
+func (r *Resolver) Frozen() bool { return r.frozen }
+
+// Moves reports whether key's two placements differ.
+func (r *Resolver) Moves(key any) (bool, error) {
+	c, err := r.current.ResolveForCreate(key)
+	if err != nil {
+		return false, err
+	}
+	n, err := r.next.ResolveForCreate(key)
+	if err != nil {
+		return false, err
+	}
+	return c != n, nil
+}
+
+// frozenOut returns the error of a write to key while frozen: ErrMoving for
+// a key that moves, nil for one that does not.
+func (r *Resolver) frozenOut(key any) error {
+	if !r.frozen {
+		return nil
+	}
+	moves, err := r.Moves(key)
+	if err != nil {
+		return err
+	}
+	if moves {
+		return &resolver.KeyError{Key: key, Err: ErrMoving, Reason: "the key is being switched to its new collection"}
+	}
+	return nil
+}
+
 // KeyDef returns the partition key both placements read (zero when neither
 // defines one).
 func (r *Resolver) KeyDef() resolver.KeyDef { return r.key }
@@ -223,6 +266,9 @@ func (r *Resolver) PartitionKey(doc any) (any, error) {
 func (r *Resolver) ResolveForCreate(key any) (string, error) {
 	if key == nil {
 		return "", &resolver.KeyError{Err: resolver.ErrNoPartitionKey}
+	}
+	if err := r.frozenOut(key); err != nil {
+		return "", err
 	}
 	return r.write.ResolveForCreate(key)
 }
@@ -263,6 +309,9 @@ func (r *Resolver) ResolveForRead(key any) ([]string, error) {
 // when it differs. Cost: both placements' ResolveForCreate, and the union
 // of two lists for a key that moves.
 func (r *Resolver) Holders(key any) ([]string, error) {
+	if err := r.frozenOut(key); err != nil {
+		return nil, err
+	}
 	c, err := r.current.ResolveForCreate(key)
 	if err != nil {
 		return nil, err
@@ -283,6 +332,7 @@ type spec struct {
 	Kind     string          `json:"kind"`
 	ReadMode string          `json:"readMode"`
 	WriteTo  string          `json:"writeTo"`
+	Frozen   bool            `json:"frozen,omitempty"`
 	Current  resolver.Target `json:"current"`
 	Next     resolver.Target `json:"next"`
 }
@@ -290,7 +340,7 @@ type spec struct {
 // MarshalJSON writes the transition in its JSON form, every setting written
 // out.
 func (r *Resolver) MarshalJSON() ([]byte, error) {
-	return json.Marshal(spec{Kind: Kind, ReadMode: r.readMode, WriteTo: r.writeTo, Current: r.current, Next: r.next})
+	return json.Marshal(spec{Kind: Kind, ReadMode: r.readMode, WriteTo: r.writeTo, Frozen: r.frozen, Current: r.current, Next: r.next})
 }
 
 func decode(data []byte) (resolver.Resolver, error) {
@@ -298,6 +348,7 @@ func decode(data []byte) (resolver.Resolver, error) {
 		Kind     string          `json:"kind"`
 		ReadMode string          `json:"readMode"`
 		WriteTo  string          `json:"writeTo"`
+		Frozen   bool            `json:"frozen"`
 		Current  json.RawMessage `json:"current"`
 		Next     json.RawMessage `json:"next"`
 	}
@@ -312,7 +363,7 @@ func decode(data []byte) (resolver.Resolver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(cur, next, &Options{ReadMode: s.ReadMode, WriteTo: s.WriteTo})
+	return New(cur, next, &Options{ReadMode: s.ReadMode, WriteTo: s.WriteTo, Frozen: s.Frozen})
 }
 
 func init() { resolver.Register(Kind, decode) }

@@ -159,3 +159,25 @@ func TestOwner(t *testing.T) {
 		assert.Len(t, holders, 1)
 	}
 }
+
+func TestFrozen(t *testing.T) {
+	cur, next := ring(t, 2), ring(t, 3)
+	moving, staying := keys(t, cur, next)
+	r, err := transition.New(resolver.ResolverTarget(cur), resolver.ResolverTarget(next), &transition.Options{ReadMode: transition.ReadCurrent, WriteTo: transition.WriteCurrent, Frozen: true})
+	require.NoError(t, err)
+	_, err = r.ResolveForCreate(moving)
+	require.ErrorIs(t, err, transition.ErrMoving)
+	require.ErrorIs(t, err, resolver.ErrMoving)
+	_, err = r.Holders(moving)
+	require.ErrorIs(t, err, transition.ErrMoving, "deletes of a moving key wait too")
+	_, err = r.ResolveForCreate(staying)
+	require.NoError(t, err, "keys that stay are written as usual")
+	_, err = r.ResolveForRead(moving)
+	require.NoError(t, err, "reads go on")
+	data, err := resolver.Marshal(r)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"frozen":true`)
+	back, err := resolver.Unmarshal(data)
+	require.NoError(t, err)
+	assert.True(t, back.(*transition.Resolver).Frozen())
+}
