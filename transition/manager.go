@@ -1,0 +1,766 @@
+package transition
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
+
+	"github.com/docshard/docshard/partitionkey"
+	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/shardstate"
+	"github.com/docshard/docshard/store"
+)
+
+// The steps of a reshard, as its phase records them.
+const (
+	StepCopy     = "copy"     // routers read and write current; documents are copied and caught up
+	StepCutover  = "cutover"  // writes to moving keys are frozen; the last changes are caught up
+	StepSwitched = "switched" // routers read and write next; sources are being cleaned up
+)
+
+// ErrReshardInProgress: the database is being resharded to another
+// resolver than the one asked for; finish that reshard or abort it first.
+var ErrReshardInProgress = errors.New("transition: another reshard is in progress")
+
+// ErrPastSwitch: an abort was asked after the switch: the documents' owner is
+// the next placement already. Run the reshard to its end, then reshard
+// back.
+var ErrPastSwitch = errors.New("transition: the reshard is past its switch and cannot be aborted")
+
+// ReshardOptions configure Reshard. A nil *ReshardOptions means defaults.
+type ReshardOptions struct {
+	// By names the process in the state's history; empty means
+	// shardstate.Identity().
+	By string
+	// Parallelism is how many source collections are copied at once; 0
+	// means 4.
+	Parallelism int
+	// Rate caps the documents copied per second over all collections; 0
+	// means no cap.
+	Rate float64
+	// CheckpointEvery is how many documents a collection's copy goes
+	// between checkpoints in the state document; 0 means 1000.
+	CheckpointEvery int
+	// CutoverCap bounds how long writes to moving keys stay frozen; past
+	// it the freeze is lifted and the copy catches up again before the
+	// next try. 0 means 5 seconds.
+	CutoverCap time.Duration
+	// CutoverTries is how often the cutover is tried before Reshard fails;
+	// 0 means 5.
+	CutoverTries int
+	// Routers qualifies the wait for routers to see each new version
+	// (shardstate.WaitForRouters); RouterWait bounds it, 0 meaning two
+	// minutes.
+	Routers    *shardstate.WaitOptions
+	RouterWait time.Duration
+	// Overlap is how far back a catch-up pass reads by _ts on a store
+	// without a change feed; 0 means 2 seconds.
+	Overlap time.Duration
+	// Spec is the template of collections next names that do not exist;
+	// nil means the spec of the first current collection.
+	Spec *store.CollectionSpec
+	// Progress, when set, is called after each page of work.
+	Progress func(Progress)
+	// Step, when set, is called at each named point of the protocol
+	// ("published", "copied", "caught-up", "frozen", "switched", "cleaned",
+	// "done") before it goes on; an error stops the reshard there, as a
+	// crash would (tests use it).
+	Step func(step string) error
+}
+
+// Progress counts a reshard's work.
+type Progress struct {
+	Step     string
+	Scanned  int64 // source documents read
+	Copied   int64 // copies written by the copy
+	CaughtUp int64 // copies written again by the catch-up
+	Deleted  int64 // sources removed after the switch
+	Started  time.Time
+}
+
+// record is the reshard's part of the state's phase.
+type record struct {
+	ID      string            `json:"id"`
+	Step    string            `json:"step"`
+	From    json.RawMessage   `json:"from"`
+	To      json.RawMessage   `json:"to"`
+	Feeds   map[string]string `json:"feeds"` // source → catch-up position
+	Copy    map[string]string `json:"copy"`  // source → read-feed continuation; "done" when finished
+	Started time.Time         `json:"started"`
+}
+
+type phaseDoc struct {
+	Reshard *record `json:"reshard,omitempty"`
+}
+
+const copyDone = "done"
+
+// manager runs one reshard.
+type manager struct {
+	st      store.Store
+	db      string
+	o       ReshardOptions
+	from    resolver.Resolver
+	to      resolver.Resolver
+	rec     *record
+	limiter *rate.Limiter
+
+	progMu sync.Mutex // guards prog
+	mu     sync.Mutex // guards state, rec's maps, and checkpoints
+	state  *shardstate.State
+	prog   Progress
+	cnt    struct{ scanned, copied, caught, deleted atomic.Int64 }
+}
+
+// Reshard moves a database from the resolver in its shared state to next,
+// under live traffic, in the steps docs/design.md#resharding describes;
+// every step is recorded in the state document, so calling Reshard again
+// (in this or any process) after a crash finishes it. Called when the
+// state's resolver is next already, it does nothing. It returns the work
+// done.
+func Reshard(ctx context.Context, st store.Store, dbLink string, next resolver.Resolver, opts *ReshardOptions) (*Progress, error) {
+	m, err := newManager(st, dbLink, opts)
+	if err != nil {
+		return nil, err
+	}
+	toText, err := resolver.Marshal(next)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := shardstate.Load(ctx, st, m.db)
+	if err != nil {
+		return nil, err
+	}
+	m.state = cur
+	rec, err := recordOf(cur)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case rec != nil && !sameJSON(rec.To, toText):
+		return nil, fmt.Errorf("%w: %s is moving to %s since %s; finish or abort it first", ErrReshardInProgress, m.db, rec.To, rec.Started.Format(time.RFC3339))
+	case rec == nil && sameJSON(cur.Resolver, toText):
+		return &m.prog, nil // already there
+	case rec == nil:
+		if err := m.start(ctx, cur, next, toText); err != nil {
+			return &m.prog, err
+		}
+	default:
+		if err := m.resume(rec); err != nil {
+			return &m.prog, err
+		}
+	}
+	return &m.prog, m.run(ctx)
+}
+
+func newManager(st store.Store, dbLink string, opts *ReshardOptions) (*manager, error) {
+	o := store.OptionsOf(opts)
+	if o.Parallelism <= 0 {
+		o.Parallelism = 4
+	}
+	if o.CheckpointEvery <= 0 {
+		o.CheckpointEvery = 1000
+	}
+	if o.CutoverCap <= 0 {
+		o.CutoverCap = 5 * time.Second
+	}
+	if o.CutoverTries <= 0 {
+		o.CutoverTries = 5
+	}
+	if o.RouterWait <= 0 {
+		o.RouterWait = 2 * time.Minute
+	}
+	if o.Overlap <= 0 {
+		o.Overlap = 2 * time.Second
+	}
+	if o.By == "" {
+		o.By = shardstate.Identity()
+	}
+	coll, err := shardstate.CollectionLink(dbLink)
+	if err != nil {
+		return nil, err
+	}
+	m := &manager{st: st, db: strings.TrimSuffix(coll, "/colls/"+shardstate.CollectionID), o: o}
+	m.limiter = rate.NewLimiter(rate.Inf, 1)
+	if o.Rate > 0 {
+		m.limiter = rate.NewLimiter(rate.Limit(o.Rate), max(1, int(o.Rate/10)))
+	}
+	m.prog.Started = time.Now()
+	return m, nil
+}
+
+// recordOf returns the reshard recorded in a state's phase, if any.
+func recordOf(s *shardstate.State) (*record, error) {
+	if len(s.Phase) == 0 {
+		return nil, nil
+	}
+	var p phaseDoc
+	if err := json.Unmarshal(s.Phase, &p); err != nil {
+		return nil, fmt.Errorf("transition: the phase of %s version %d is not a reshard's: %w", s.Database, s.Version, err)
+	}
+	return p.Reshard, nil
+}
+
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
+
+func (m *manager) resume(rec *record) error {
+	from, err := resolver.Unmarshal(rec.From)
+	if err != nil {
+		return fmt.Errorf("transition: the recorded current resolver: %w", err)
+	}
+	to, err := resolver.Unmarshal(rec.To)
+	if err != nil {
+		return fmt.Errorf("transition: the recorded next resolver: %w", err)
+	}
+	m.from, m.to, m.rec = from, to, rec
+	m.prog.Step = rec.Step
+	return nil
+}
+
+// start publishes the transition: current still reads and writes, copies
+// may land in next's collections, and every router must know before the
+// copy starts (so its queries skip copies and its deletes reach them).
+func (m *manager) start(ctx context.Context, cur *shardstate.State, next resolver.Resolver, toText []byte) error {
+	from, err := cur.Decode()
+	if err != nil {
+		return err
+	}
+	m.from, m.to = from, next
+	if _, err := New(resolver.ResolverTarget(from), resolver.ResolverTarget(next), nil); err != nil {
+		return fmt.Errorf("transition: from %s's resolver to the next: %w", m.db, err)
+	}
+	if err := m.ensureCollections(ctx); err != nil {
+		return err
+	}
+	sources, err := from.ResolveForRead(nil)
+	if err != nil {
+		return err
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	rec := &record{ID: hex.EncodeToString(id[:]), Step: StepCopy, From: cur.Resolver, To: toText,
+		Feeds: map[string]string{}, Copy: map[string]string{}, Started: time.Now().UTC()}
+	for _, s := range sources {
+		pos, err := m.position(ctx, s)
+		if err != nil {
+			return err
+		}
+		rec.Feeds[s], rec.Copy[s] = pos, ""
+	}
+	m.rec = rec
+	m.mu.Lock()
+	err = m.publishWait(ctx, m.transition(ReadCurrent, false), true, true)
+	m.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return m.step("published")
+}
+
+// ensureCollections creates next's collections that do not exist.
+func (m *manager) ensureCollections(ctx context.Context) error {
+	links, err := m.to.ResolveForRead(nil)
+	if err != nil {
+		return err
+	}
+	spec := m.o.Spec
+	if spec == nil {
+		cur, err := m.from.ResolveForRead(nil)
+		if err != nil || len(cur) == 0 {
+			return fmt.Errorf("transition: the current resolver names no collection: %v", err)
+		}
+		info, err := m.st.CollectionInfo(ctx, cur[0])
+		if err != nil {
+			return fmt.Errorf("transition: reading %s for the new collections' spec: %w", cur[0], err)
+		}
+		spec = &info.Spec
+	}
+	for _, l := range links {
+		err := m.st.CreateCollection(ctx, l, spec)
+		if err != nil && !errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("transition: creating %s: %w", l, err)
+		}
+	}
+	return nil
+}
+
+// position returns where a catch-up of source starts: the change feed's
+// present, or a time on a store without one.
+func (m *manager) position(ctx context.Context, source string) (string, error) {
+	if cf, ok := m.st.(store.ChangeFeeder); ok {
+		page, err := cf.ReadChanges(ctx, source, &store.ChangeFeedOptions{FromNow: true})
+		if err != nil {
+			return "", fmt.Errorf("transition: the change feed of %s: %w", source, err)
+		}
+		return page.Continuation, nil
+	}
+	return "ts:" + time.Now().UTC().Format(time.RFC3339Nano), nil
+}
+
+func (m *manager) transition(mode string, frozen bool) resolver.Resolver {
+	t, _ := New(resolver.ResolverTarget(m.from), resolver.ResolverTarget(m.to), &Options{ReadMode: mode, WriteTo: mode, Frozen: frozen})
+	return t
+}
+
+func (m *manager) publishLocked(ctx context.Context, r resolver.Resolver, newEpoch bool) error {
+	return m.publishWait(ctx, r, newEpoch, false)
+}
+
+// publishWait publishes; with a new epoch it waits for the routers to see
+// it where the store cannot fence them, or always with waitAll (the start:
+// a router that has not seen the transition would count copies in its
+// queries, and a fence stops writes only).
+func (m *manager) publishWait(ctx context.Context, r resolver.Resolver, newEpoch, waitAll bool) error {
+	phase, err := json.Marshal(phaseDoc{Reshard: m.rec})
+	if err != nil {
+		return err
+	}
+	if m.rec == nil {
+		phase = []byte("null")
+	}
+	for {
+		next, err := shardstate.Publish(ctx, m.st, m.state, shardstate.Change{Resolver: r, Phase: phase, NewEpoch: newEpoch, By: m.o.By})
+		var ce *shardstate.ConflictError
+		if errors.As(err, &ce) && ce.Current != nil {
+			// Another writer changed the state: carry on only if it is
+			// still this reshard (a takeover by another process is not).
+			rec, rerr := recordOf(ce.Current)
+			if rerr != nil || rec == nil || m.rec == nil || rec.ID != m.rec.ID {
+				return fmt.Errorf("transition: the state of %s changed under the reshard: %w", m.db, err)
+			}
+			m.state = ce.Current
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		m.state = next
+		break
+	}
+	if !newEpoch {
+		return nil
+	}
+	if _, fenced := m.st.(store.Fencer); fenced && !waitAll {
+		return nil // the store refuses stale writers itself
+	}
+	wctx, cancel := context.WithTimeout(ctx, m.o.RouterWait)
+	defer cancel()
+	return shardstate.WaitForRouters(wctx, m.st, m.db, m.state.Version, m.o.Routers)
+}
+
+func (m *manager) step(name string) error {
+	m.report(name)
+	if m.o.Step != nil {
+		return m.o.Step(name)
+	}
+	return nil
+}
+
+func (m *manager) report(step string) {
+	m.progMu.Lock()
+	defer m.progMu.Unlock()
+	if step != "" {
+		m.prog.Step = step
+	}
+	m.prog.Scanned, m.prog.Copied, m.prog.CaughtUp, m.prog.Deleted = m.cnt.scanned.Load(), m.cnt.copied.Load(), m.cnt.caught.Load(), m.cnt.deleted.Load()
+	if m.o.Progress != nil {
+		m.o.Progress(m.prog)
+	}
+}
+
+// run goes on from the recorded step to the end.
+func (m *manager) run(ctx context.Context) error {
+	if m.rec.Step == StepCopy || m.rec.Step == StepCutover {
+		if m.rec.Step == StepCutover {
+			// A crash in the cutover: thaw, catch up, and try again.
+			if err := m.setStep(ctx, StepCopy, ReadCurrent, false); err != nil {
+				return err
+			}
+		}
+		if err := m.copyAll(ctx); err != nil {
+			return err
+		}
+		if err := m.step("copied"); err != nil {
+			return err
+		}
+		if err := m.cutover(ctx); err != nil {
+			return err
+		}
+	}
+	if err := m.cleanup(ctx); err != nil {
+		return err
+	}
+	if err := m.step("cleaned"); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.rec = nil
+	err := m.publishLocked(ctx, m.to, false)
+	m.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return m.step("done")
+}
+
+func (m *manager) setStep(ctx context.Context, step, mode string, frozen bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rec.Step = step
+	return m.publishLocked(ctx, m.transition(mode, frozen), true)
+}
+
+// copyAll copies every source collection's moving documents from its
+// checkpoint, a few collections at once.
+func (m *manager) copyAll(ctx context.Context) error {
+	var sources []string
+	m.mu.Lock()
+	for s, c := range m.rec.Copy {
+		if c != copyDone {
+			sources = append(sources, s)
+		}
+	}
+	m.mu.Unlock()
+	sort.Strings(sources)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(m.o.Parallelism)
+	for _, s := range sources {
+		g.Go(func() error { return m.copySource(gctx, s) })
+	}
+	return g.Wait()
+}
+
+func (m *manager) copySource(ctx context.Context, source string) error {
+	m.mu.Lock()
+	tok := m.rec.Copy[source]
+	m.mu.Unlock()
+	since := 0
+	for {
+		page, err := m.st.ReadFeed(ctx, source, &store.FeedOptions{Continuation: tok, PageSize: 200})
+		if err != nil {
+			return fmt.Errorf("transition: reading %s: %w", source, err)
+		}
+		for _, doc := range page.Items {
+			if err := m.limiter.Wait(ctx); err != nil {
+				return err
+			}
+			if _, err := m.copyIfMoving(ctx, source, doc, &m.cnt.copied); err != nil {
+				return err
+			}
+		}
+		m.cnt.scanned.Add(int64(len(page.Items)))
+		since += len(page.Items)
+		tok = page.Continuation
+		if tok == "" {
+			tok = copyDone
+		}
+		if since >= m.o.CheckpointEvery || tok == copyDone {
+			since = 0
+			if err := m.checkpoint(ctx, func() { m.rec.Copy[source] = tok }); err != nil {
+				return err
+			}
+		}
+		m.report("")
+		if tok == copyDone {
+			return nil
+		}
+	}
+}
+
+// checkpoint records a change to the reshard's record in the state; the
+// resolver routers route by stays as it is (frozen stays frozen).
+func (m *manager) checkpoint(ctx context.Context, change func()) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	change()
+	r, err := m.state.Decode()
+	if err != nil {
+		return err
+	}
+	return m.publishLocked(ctx, r, false)
+}
+
+// copyIfMoving copies one source document to its next collection when its
+// key moves; it reports whether it did. After writing the copy it reads the
+// source again: a source deleted meanwhile (a router deletes a moving key
+// in both placements) takes its copy with it, whichever came first.
+func (m *manager) copyIfMoving(ctx context.Context, source string, doc []byte, count *atomic.Int64) (bool, error) {
+	key, err := m.from.PartitionKey(doc)
+	if err != nil {
+		return false, fmt.Errorf("transition: a document in %s: %w", source, err)
+	}
+	target, err := m.to.ResolveForCreate(key)
+	if err != nil {
+		return false, fmt.Errorf("transition: placing a document of %s: %w", source, err)
+	}
+	if strings.Trim(target, "/") == strings.Trim(source, "/") {
+		return false, nil
+	}
+	sk := partitionkey.CollectionKey(key)
+	copied, err := m.st.Upsert(ctx, target, doc, &store.WriteOptions{PartitionKey: sk})
+	if err != nil {
+		return false, fmt.Errorf("transition: copying to %s: %w", target, err)
+	}
+	count.Add(1)
+	id := copied.ID
+	if _, err := m.st.Read(ctx, source, id, &store.ReadOptions{PartitionKey: sk}); errors.Is(err, store.ErrNotFound) {
+		err := m.st.Delete(ctx, target, id, &store.WriteOptions{PartitionKey: sk, IfMatch: copied.ETag})
+		if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
+			return true, fmt.Errorf("transition: removing the copy of %q deleted meanwhile from %s: %w", id, target, err)
+		}
+	} else if err != nil {
+		return true, fmt.Errorf("transition: reading %q in %s again: %w", id, source, err)
+	}
+	return true, nil
+}
+
+// catchUp copies again what was written to moving keys since each
+// source's position, and moves the positions on; it returns how many
+// copies it wrote.
+func (m *manager) catchUp(ctx context.Context) (int64, error) {
+	m.mu.Lock()
+	feeds := make(map[string]string, len(m.rec.Feeds))
+	sources := make([]string, 0, len(m.rec.Feeds))
+	for s, p := range m.rec.Feeds {
+		feeds[s] = p
+		sources = append(sources, s)
+	}
+	m.mu.Unlock()
+	var total atomic.Int64
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(m.o.Parallelism)
+	for _, s := range sources {
+		mu.Lock()
+		pos := feeds[s]
+		mu.Unlock()
+		g.Go(func() error {
+			next, err := m.catchUpSource(gctx, s, pos, &total)
+			mu.Lock()
+			feeds[s] = next
+			mu.Unlock()
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return total.Load(), err
+	}
+	m.cnt.caught.Add(total.Load())
+	return total.Load(), m.checkpoint(ctx, func() { m.rec.Feeds = feeds })
+}
+
+func (m *manager) catchUpSource(ctx context.Context, source, pos string, total *atomic.Int64) (string, error) {
+	if since, ok := strings.CutPrefix(pos, "ts:"); ok {
+		return m.catchUpByTime(ctx, source, since, total)
+	}
+	cf, ok := m.st.(store.ChangeFeeder)
+	if !ok {
+		return pos, fmt.Errorf("transition: %s's catch-up position is a change-feed position, and the store has no change feed", source)
+	}
+	for {
+		page, err := cf.ReadChanges(ctx, source, &store.ChangeFeedOptions{Continuation: pos, PageSize: 200})
+		if err != nil {
+			return pos, fmt.Errorf("transition: the change feed of %s: %w", source, err)
+		}
+		for _, doc := range page.Items {
+			if _, err := m.copyIfMoving(ctx, source, doc, total); err != nil {
+				return pos, err
+			}
+		}
+		pos = page.Continuation
+		if len(page.Items) == 0 {
+			return pos, nil
+		}
+	}
+}
+
+// catchUpByTime is the catch-up of a store without a change feed: every
+// document whose _ts is at or after the position less the overlap.
+func (m *manager) catchUpByTime(ctx context.Context, source, since string, total *atomic.Int64) (string, error) {
+	t, err := time.Parse(time.RFC3339Nano, since)
+	if err != nil {
+		return "ts:" + since, fmt.Errorf("transition: %s's catch-up position %q: %w", source, since, err)
+	}
+	started := time.Now().UTC()
+	q := store.Query{Text: "SELECT * FROM c WHERE c._ts >= @ts", Parameters: []store.Param{{Name: "@ts", Value: t.Add(-m.o.Overlap).Unix()}}}
+	opts := &store.QueryOptions{PageSize: 200}
+	for {
+		page, err := m.st.Query(ctx, source, q, opts)
+		if err != nil {
+			return "ts:" + since, fmt.Errorf("transition: catching up %s: %w", source, err)
+		}
+		for _, doc := range page.Items {
+			if _, err := m.copyIfMoving(ctx, source, doc, total); err != nil {
+				return "ts:" + since, err
+			}
+		}
+		if page.Continuation == "" {
+			return "ts:" + started.Format(time.RFC3339Nano), nil
+		}
+		opts.Continuation = page.Continuation
+	}
+}
+
+// cutover catches up until little is left, freezes writes to moving keys,
+// catches up the rest, and switches; past CutoverCap it thaws and tries
+// again.
+func (m *manager) cutover(ctx context.Context) error {
+	for try := 1; ; try++ {
+		for pass := 0; pass < 10; pass++ {
+			n, err := m.catchUp(ctx)
+			if err != nil {
+				return err
+			}
+			if n < 100 {
+				break
+			}
+		}
+		if err := m.step("caught-up"); err != nil {
+			return err
+		}
+		if err := m.setStep(ctx, StepCutover, ReadCurrent, true); err != nil {
+			return err
+		}
+		if err := m.step("frozen"); err != nil {
+			return err
+		}
+		cctx, cancel := context.WithTimeout(ctx, m.o.CutoverCap)
+		_, err := m.catchUp(cctx)
+		if err == nil {
+			// Still within the cap: the switch.
+			m.mu.Lock()
+			m.rec.Step = StepSwitched
+			err = m.publishLocked(cctx, m.transition(ReadNext, false), true)
+			m.mu.Unlock()
+		}
+		cancel()
+		if err == nil {
+			return m.step("switched")
+		}
+		if ctx.Err() != nil || try >= m.o.CutoverTries {
+			return fmt.Errorf("transition: the cutover of %s did not finish within %s in %d tries: %w", m.db, m.o.CutoverCap, try, err)
+		}
+		if err := m.setStep(ctx, StepCopy, ReadCurrent, false); err != nil {
+			return err
+		}
+	}
+}
+
+// cleanup removes the moved documents from their sources, each If-Match the
+// ETag it has: one that differs from its copy and is newer (a write that
+// reached the old place after all) is copied again first, so nothing is
+// lost.
+func (m *manager) cleanup(ctx context.Context) error {
+	sources, err := m.from.ResolveForRead(nil)
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(m.o.Parallelism)
+	for _, s := range sources {
+		g.Go(func() error { return m.cleanSource(gctx, s) })
+	}
+	return g.Wait()
+}
+
+func (m *manager) cleanSource(ctx context.Context, source string) error {
+	tok := ""
+	for {
+		page, err := m.st.ReadFeed(ctx, source, &store.FeedOptions{Continuation: tok, PageSize: 200})
+		if err != nil {
+			return fmt.Errorf("transition: reading %s: %w", source, err)
+		}
+		for _, doc := range page.Items {
+			if err := m.cleanOne(ctx, source, doc); err != nil {
+				return err
+			}
+		}
+		m.report("")
+		if tok = page.Continuation; tok == "" {
+			return nil
+		}
+	}
+}
+
+func (m *manager) cleanOne(ctx context.Context, source string, doc []byte) error {
+	key, err := m.from.PartitionKey(doc)
+	if err != nil {
+		return fmt.Errorf("transition: a document in %s: %w", source, err)
+	}
+	target, err := m.to.ResolveForCreate(key)
+	if err != nil {
+		return err
+	}
+	if strings.Trim(target, "/") == strings.Trim(source, "/") {
+		return nil
+	}
+	var meta struct {
+		ID   string `json:"id"`
+		ETag string `json:"_etag"`
+		TS   int64  `json:"_ts"`
+	}
+	if err := json.Unmarshal(doc, &meta); err != nil {
+		return fmt.Errorf("transition: a document in %s: %w", source, err)
+	}
+	sk := partitionkey.CollectionKey(key)
+	copyDoc, err := m.st.Read(ctx, target, meta.ID, &store.ReadOptions{PartitionKey: sk})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		// Every moving source had its copy when the writes were frozen, so
+		// a missing copy was deleted since (a delete removes the owner's
+		// copy first, then the source's, and may have stopped between):
+		// the source goes too.
+	case err != nil:
+		return fmt.Errorf("transition: reading %q in %s: %w", meta.ID, target, err)
+	case !sameContent(doc, copyDoc.Body) && meta.TS > copyDoc.Timestamp:
+		// The source was written after its last copy, across the switch (a
+		// router that was not fenced): copy it again unless the copy moved
+		// on meanwhile.
+		if _, err := m.st.Replace(ctx, target, meta.ID, doc, &store.WriteOptions{PartitionKey: sk, IfMatch: copyDoc.ETag}); err != nil && !errors.Is(err, store.ErrPreconditionFailed) {
+			return fmt.Errorf("transition: copying %q to %s again: %w", meta.ID, target, err)
+		}
+	}
+	err = m.st.Delete(ctx, source, meta.ID, &store.WriteOptions{PartitionKey: sk, IfMatch: meta.ETag})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("transition: removing %q from %s: %w", meta.ID, source, err)
+	}
+	m.cnt.deleted.Add(1)
+	return nil
+}
+
+// sameContent compares two stored documents without their system
+// properties.
+func sameContent(a, b []byte) bool {
+	var x, y map[string]any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	for _, m := range []map[string]any{x, y} {
+		for _, k := range []string{"_etag", "_ts", "_rid", "_self", "_attachments", "_lsn"} {
+			delete(m, k)
+		}
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}

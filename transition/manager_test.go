@@ -1,0 +1,268 @@
+package transition_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/router"
+	"github.com/docshard/docshard/shardstate"
+	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/memstore"
+	"github.com/docshard/docshard/transition"
+)
+
+const db = "dbs/app"
+
+type doc struct {
+	ID     string `json:"id"`
+	UserID string `json:"userId"`
+	V      int    `json:"v"`
+}
+
+// ledger is what the writers were told: each id's last acknowledged value,
+// or deleted.
+type ledger struct {
+	mu      sync.Mutex
+	value   map[string]int // id -> v; -1 deleted
+	key     map[string]string
+	unknown map[string]bool // a write whose outcome the writer could not know
+}
+
+func (l *ledger) set(id, key string, v int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.value[id], l.key[id] = v, key
+}
+
+// writers run creates, upserts with rising values and deletes through a
+// router following the state, until stop; failed writes are counted.
+func writers(t *testing.T, c *router.Client, l *ledger, round, n int, stop <-chan struct{}, failed *atomic.Int64) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 9))
+			var mine []string
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Millisecond): // a steady load, not a flood
+				}
+				ctx := context.Background()
+				switch r := rng.IntN(10); {
+				case r < 4 || len(mine) == 0:
+					id := fmt.Sprintf("r%d-w%d-%d", round, w, i)
+					key := fmt.Sprintf("u%d", rng.IntN(500))
+					if _, err := c.Create(ctx, db, doc{ID: id, UserID: key, V: 1}, nil); err != nil {
+						failed.Add(1)
+						l.mu.Lock()
+						l.unknown[id] = true
+						l.mu.Unlock()
+						t.Logf("create %s: %v", id, err)
+						continue
+					}
+					l.set(id, key, 1)
+					mine = append(mine, id)
+				case r < 8:
+					id := mine[rng.IntN(len(mine))]
+					l.mu.Lock()
+					key, v := l.key[id], l.value[id]
+					l.mu.Unlock()
+					if v < 0 {
+						continue
+					}
+					if _, err := c.Upsert(ctx, db, doc{ID: id, UserID: key, V: v + 1}, nil); err != nil {
+						failed.Add(1)
+						l.mu.Lock()
+						l.unknown[id] = true
+						l.mu.Unlock()
+						t.Logf("upsert %s: %v", id, err)
+						continue
+					}
+					l.set(id, key, v+1)
+				default:
+					id := mine[rng.IntN(len(mine))]
+					l.mu.Lock()
+					key, v := l.key[id], l.value[id]
+					l.mu.Unlock()
+					if v < 0 {
+						continue
+					}
+					if err := c.Delete(ctx, db, id, key, nil); err != nil {
+						failed.Add(1)
+						l.mu.Lock()
+						l.unknown[id] = true
+						l.mu.Unlock()
+						t.Logf("delete %s: %v", id, err)
+						continue
+					}
+					l.set(id, key, -1)
+				}
+			}
+		})
+	}
+	return &wg
+}
+
+// checkPlaced verifies that every document the ledger knows is where r
+// puts it, exactly once, with its last value; deleted ones are nowhere;
+// nothing else exists.
+func checkPlaced(t *testing.T, st store.Store, r resolver.Resolver, l *ledger) {
+	t.Helper()
+	ctx := context.Background()
+	colls, err := st.ListCollections(ctx, db)
+	require.NoError(t, err)
+	seen := map[string]string{} // id -> collection
+	for _, c := range colls {
+		if c == "dbs/app/colls/"+shardstate.CollectionID {
+			continue
+		}
+		tok := ""
+		for {
+			page, err := st.ReadFeed(ctx, c, &store.FeedOptions{Continuation: tok})
+			require.NoError(t, err)
+			for _, raw := range page.Items {
+				var d doc
+				require.NoError(t, json.Unmarshal(raw, &d))
+				if prev, dup := seen[d.ID]; dup {
+					t.Errorf("%s is in %s and %s", d.ID, prev, c)
+				}
+				seen[d.ID] = c
+				want, err := r.ResolveForCreate(d.UserID)
+				require.NoError(t, err)
+				assert.Equal(t, want, c, "%s is misplaced", d.ID)
+				l.mu.Lock()
+				v, known := l.value[d.ID]
+				unknown := l.unknown[d.ID]
+				l.mu.Unlock()
+				switch {
+				case unknown:
+				case !known:
+					t.Errorf("%s exists but was never acknowledged", d.ID)
+				case v < 0:
+					t.Errorf("%s was deleted and is back, in %s", d.ID, c)
+				default:
+					assert.Equal(t, v, d.V, "%s has a stale value", d.ID)
+				}
+			}
+			if tok = page.Continuation; tok == "" {
+				break
+			}
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id, v := range l.value {
+		if _, ok := seen[id]; !ok && v >= 0 && !l.unknown[id] {
+			t.Errorf("%s (value %d) was acknowledged and is lost", id, v)
+		}
+	}
+}
+
+// TestReshardUnderWrites: 2 collections become 3 and then 2 again while
+// writers create, change and delete documents through routers that follow
+// the state; afterwards every acknowledged write is there with its last
+// value, every delete holds, and each document is once where the resolver
+// puts it.
+func TestReshardUnderWrites(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	defer st.Close()
+	two, three := ring(t, 2), ring(t, 3)
+	c := router.New(st, nil)
+	f, err := c.Follow(ctx, db, &router.FollowOptions{Seed: two, PollInterval: 20 * time.Millisecond, LeaseDuration: 5 * time.Second})
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = c.EnsureCollections(ctx, db, nil)
+	require.NoError(t, err)
+
+	l := &ledger{value: map[string]int{}, key: map[string]string{}, unknown: map[string]bool{}}
+	for i := range 2000 {
+		id, key := fmt.Sprintf("seed-%d", i), fmt.Sprintf("u%d", i%500)
+		_, err := c.Create(ctx, db, doc{ID: id, UserID: key, V: 1}, nil)
+		require.NoError(t, err)
+		l.set(id, key, 1)
+	}
+
+	for round, next := range []resolver.Resolver{three, two} {
+		stop := make(chan struct{})
+		var failed atomic.Int64
+		wg := writers(t, c, l, round, 4, stop, &failed)
+		var steps []string
+		prog, err := transition.Reshard(ctx, st, db, next, &transition.ReshardOptions{
+			CheckpointEvery: 100,
+			Routers:         &shardstate.WaitOptions{Poll: 10 * time.Millisecond},
+			Step:            func(s string) error { steps = append(steps, s); return nil },
+		})
+		close(stop)
+		wg.Wait()
+		require.NoError(t, err)
+		assert.Zero(t, failed.Load(), "no write failed")
+		assert.Equal(t, []string{"published", "copied", "caught-up", "frozen", "switched", "cleaned", "done"}, steps)
+		t.Logf("scanned %d, copied %d, caught up %d, deleted %d", prog.Scanned, prog.Copied, prog.CaughtUp, prog.Deleted)
+
+		s, err := shardstate.Load(ctx, st, db)
+		require.NoError(t, err)
+		assert.Nil(t, s.Phase, "the phase is cleared")
+		r, err := s.Decode()
+		require.NoError(t, err)
+		want, _ := resolver.Marshal(next)
+		got, _ := resolver.Marshal(r)
+		assert.JSONEq(t, string(want), string(got))
+		checkPlaced(t, st, next, l)
+
+		again, err := transition.Reshard(ctx, st, db, next, nil)
+		require.NoError(t, err, "a reshard to where the database is does nothing")
+		assert.Zero(t, again.Scanned)
+	}
+}
+
+// TestReshardResumes: a reshard stopped at each named step (as a crash
+// would stop it) is finished by the next call.
+func TestReshardResumes(t *testing.T) {
+	ctx := context.Background()
+	for _, at := range []string{"published", "copied", "caught-up", "frozen", "switched", "cleaned"} {
+		t.Run(at, func(t *testing.T) {
+			st := memstore.New(nil)
+			defer st.Close()
+			c := router.New(st, nil)
+			f, err := c.Follow(ctx, db, &router.FollowOptions{Seed: ring(t, 2), PollInterval: 20 * time.Millisecond, LeaseDuration: 5 * time.Second})
+			require.NoError(t, err)
+			defer f.Close()
+			_, err = c.EnsureCollections(ctx, db, nil)
+			require.NoError(t, err)
+			l := &ledger{value: map[string]int{}, key: map[string]string{}, unknown: map[string]bool{}}
+			for i := range 500 {
+				id, key := fmt.Sprintf("d%d", i), fmt.Sprintf("u%d", i)
+				_, err := c.Create(ctx, db, doc{ID: id, UserID: key, V: 1}, nil)
+				require.NoError(t, err)
+				l.set(id, key, 1)
+			}
+			crash := errors.New("crash")
+			_, err = transition.Reshard(ctx, st, db, ring(t, 3), &transition.ReshardOptions{CheckpointEvery: 50,
+				Step: func(s string) error {
+					if s == at {
+						return crash
+					}
+					return nil
+				}})
+			require.ErrorIs(t, err, crash)
+			_, err = transition.Reshard(ctx, st, db, ring(t, 4), nil)
+			require.ErrorIs(t, err, transition.ErrReshardInProgress, "another target waits")
+			_, err = transition.Reshard(ctx, st, db, ring(t, 3), nil)
+			require.NoError(t, err)
+			checkPlaced(t, st, ring(t, 3), l)
+		})
+	}
+}
