@@ -170,6 +170,29 @@ func checkPlaced(t *testing.T, st store.Store, r resolver.Resolver, l *ledger) {
 	}
 }
 
+// seeded returns an embedded store whose database follows a shared state
+// seeded with r, holding n documents written through the router, and the
+// ledger of them.
+func seeded(t *testing.T, r resolver.Resolver, n int) (store.Store, *router.Client, *ledger) {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	t.Cleanup(func() { _ = st.Close() })
+	c := router.New(st, nil)
+	f, err := c.Follow(ctx, db, &router.FollowOptions{Seed: r, PollInterval: 20 * time.Millisecond, LeaseDuration: 5 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	_, err = c.EnsureCollections(ctx, db, nil)
+	require.NoError(t, err)
+	l := &ledger{value: map[string]int{}, key: map[string]string{}, unknown: map[string]bool{}}
+	for i := range n {
+		id, key := fmt.Sprintf("seed-%d", i), fmt.Sprintf("u%d", i%500)
+		_, err := c.Create(ctx, db, doc{ID: id, UserID: key, V: 1}, nil)
+		require.NoError(t, err)
+		l.set(id, key, 1)
+	}
+	return st, c, l
+}
+
 // TestReshardUnderWrites: 2 collections become 3 and then 2 again while
 // writers create, change and delete documents through routers that follow
 // the state; afterwards every acknowledged write is there with its last
@@ -177,23 +200,8 @@ func checkPlaced(t *testing.T, st store.Store, r resolver.Resolver, l *ledger) {
 // puts it.
 func TestReshardUnderWrites(t *testing.T) {
 	ctx := context.Background()
-	st := memstore.New(nil)
-	defer st.Close()
 	two, three := ring(t, 2), ring(t, 3)
-	c := router.New(st, nil)
-	f, err := c.Follow(ctx, db, &router.FollowOptions{Seed: two, PollInterval: 20 * time.Millisecond, LeaseDuration: 5 * time.Second})
-	require.NoError(t, err)
-	defer f.Close()
-	_, err = c.EnsureCollections(ctx, db, nil)
-	require.NoError(t, err)
-
-	l := &ledger{value: map[string]int{}, key: map[string]string{}, unknown: map[string]bool{}}
-	for i := range 2000 {
-		id, key := fmt.Sprintf("seed-%d", i), fmt.Sprintf("u%d", i%500)
-		_, err := c.Create(ctx, db, doc{ID: id, UserID: key, V: 1}, nil)
-		require.NoError(t, err)
-		l.set(id, key, 1)
-	}
+	st, c, l := seeded(t, two, 2000)
 
 	for round, next := range []resolver.Resolver{three, two} {
 		stop := make(chan struct{})
@@ -234,23 +242,9 @@ func TestReshardResumes(t *testing.T) {
 	ctx := context.Background()
 	for _, at := range []string{"published", "copied", "caught-up", "frozen", "switched", "cleaned"} {
 		t.Run(at, func(t *testing.T) {
-			st := memstore.New(nil)
-			defer st.Close()
-			c := router.New(st, nil)
-			f, err := c.Follow(ctx, db, &router.FollowOptions{Seed: ring(t, 2), PollInterval: 20 * time.Millisecond, LeaseDuration: 5 * time.Second})
-			require.NoError(t, err)
-			defer f.Close()
-			_, err = c.EnsureCollections(ctx, db, nil)
-			require.NoError(t, err)
-			l := &ledger{value: map[string]int{}, key: map[string]string{}, unknown: map[string]bool{}}
-			for i := range 500 {
-				id, key := fmt.Sprintf("d%d", i), fmt.Sprintf("u%d", i)
-				_, err := c.Create(ctx, db, doc{ID: id, UserID: key, V: 1}, nil)
-				require.NoError(t, err)
-				l.set(id, key, 1)
-			}
+			st, _, l := seeded(t, ring(t, 2), 500)
 			crash := errors.New("crash")
-			_, err = transition.Reshard(ctx, st, db, ring(t, 3), &transition.ReshardOptions{CheckpointEvery: 50,
+			_, err := transition.Reshard(ctx, st, db, ring(t, 3), &transition.ReshardOptions{CheckpointEvery: 50,
 				Step: func(s string) error {
 					if s == at {
 						return crash
