@@ -505,6 +505,17 @@ func (m *manager) checkpoint(ctx context.Context, change func()) error {
 // source again: a source deleted meanwhile (a router deletes a moving key
 // in both placements) takes its copy with it, whichever came first.
 func (m *manager) copyIfMoving(ctx context.Context, source string, doc []byte, count *atomic.Int64) (bool, error) {
+	return m.copyMoving(ctx, source, doc, count, false)
+}
+
+// catchUpOne is copyIfMoving for a document the catch-up found: a copy
+// equal to it already (a catch-up by time reads documents again) is left
+// alone, which costs a read and saves a write.
+func (m *manager) catchUpOne(ctx context.Context, source string, doc []byte, count *atomic.Int64) (bool, error) {
+	return m.copyMoving(ctx, source, doc, count, true)
+}
+
+func (m *manager) copyMoving(ctx context.Context, source string, doc []byte, count *atomic.Int64, skipEqual bool) (bool, error) {
 	key, err := m.from.PartitionKey(doc)
 	if err != nil {
 		return false, fmt.Errorf("transition: a document in %s: %w", source, err)
@@ -517,6 +528,15 @@ func (m *manager) copyIfMoving(ctx context.Context, source string, doc []byte, c
 		return false, nil
 	}
 	sk := partitionkey.CollectionKey(key)
+	if skipEqual {
+		var meta struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(doc, &meta)
+		if have, err := m.st.Read(ctx, target, meta.ID, &store.ReadOptions{PartitionKey: sk}); err == nil && sameContent(have.Body, doc) {
+			return false, nil
+		}
+	}
 	copied, err := m.st.Upsert(ctx, target, doc, &store.WriteOptions{PartitionKey: sk})
 	if err != nil {
 		return false, fmt.Errorf("transition: copying to %s: %w", target, err)
@@ -583,7 +603,7 @@ func (m *manager) catchUpSource(ctx context.Context, source, pos string, total *
 			return pos, fmt.Errorf("transition: the change feed of %s: %w", source, err)
 		}
 		for _, doc := range page.Items {
-			if _, err := m.copyIfMoving(ctx, source, doc, total); err != nil {
+			if _, err := m.catchUpOne(ctx, source, doc, total); err != nil {
 				return pos, err
 			}
 		}
@@ -610,7 +630,7 @@ func (m *manager) catchUpByTime(ctx context.Context, source, since string, total
 			return "ts:" + since, fmt.Errorf("transition: catching up %s: %w", source, err)
 		}
 		for _, doc := range page.Items {
-			if _, err := m.copyIfMoving(ctx, source, doc, total); err != nil {
+			if _, err := m.catchUpOne(ctx, source, doc, total); err != nil {
 				return "ts:" + since, err
 			}
 		}
@@ -763,4 +783,91 @@ func sameContent(a, b []byte) bool {
 	xa, _ := json.Marshal(x)
 	ya, _ := json.Marshal(y)
 	return bytes.Equal(xa, ya)
+}
+
+// Abort ends a reshard before its switch and returns the database to the
+// resolver it had: the copies made so far are removed (each If-Match, while
+// routers still skip them in queries), then the former resolver is
+// published again. Nothing the routers wrote is touched: before the switch
+// they write to the current placement only. After the switch it fails with
+// ErrPastSwitch. With no reshard in progress it does nothing. Stop the
+// process running the reshard first: Abort does not wait for it.
+func Abort(ctx context.Context, st store.Store, dbLink string, opts *ReshardOptions) (*Progress, error) {
+	m, err := newManager(st, dbLink, opts)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := shardstate.Load(ctx, st, m.db)
+	if err != nil {
+		return nil, err
+	}
+	m.state = cur
+	rec, err := recordOf(cur)
+	if err != nil || rec == nil {
+		return &m.prog, err
+	}
+	if rec.Step == StepSwitched {
+		return &m.prog, fmt.Errorf("%w: %s routes by the next placement since the switch; run the reshard to its end", ErrPastSwitch, m.db)
+	}
+	if err := m.resume(rec); err != nil {
+		return &m.prog, err
+	}
+	if rec.Step == StepCutover {
+		if err := m.setStep(ctx, StepCopy, ReadCurrent, false); err != nil {
+			return &m.prog, err
+		}
+	}
+	targets, err := m.to.ResolveForRead(nil)
+	if err != nil {
+		return &m.prog, err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(m.o.Parallelism)
+	for _, t := range targets {
+		g.Go(func() error { return m.removeCopies(gctx, t) })
+	}
+	if err := g.Wait(); err != nil {
+		return &m.prog, err
+	}
+	m.mu.Lock()
+	m.rec = nil
+	err = m.publishWait(ctx, m.from, true, true)
+	m.mu.Unlock()
+	m.report("aborted")
+	return &m.prog, err
+}
+
+// removeCopies deletes the documents of target that the current placement
+// puts elsewhere: the reshard's copies.
+func (m *manager) removeCopies(ctx context.Context, target string) error {
+	tok := ""
+	for {
+		page, err := m.st.ReadFeed(ctx, target, &store.FeedOptions{Continuation: tok, PageSize: 200})
+		if errors.Is(err, store.ErrCollectionNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("transition: reading %s: %w", target, err)
+		}
+		for _, doc := range page.Items {
+			f := place(m.from, target, doc)
+			if f.Want == "" || strings.Trim(f.Want, "/") == strings.Trim(target, "/") {
+				continue
+			}
+			key, _ := m.from.PartitionKey(doc)
+			var meta struct {
+				ETag string `json:"_etag"`
+			}
+			_ = json.Unmarshal(doc, &meta)
+			err := m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: partitionkey.CollectionKey(key), IfMatch: meta.ETag})
+			if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
+				return fmt.Errorf("transition: removing the copy of %q from %s: %w", f.ID, target, err)
+			}
+			m.cnt.deleted.Add(1)
+		}
+		m.report("")
+		if tok = page.Continuation; tok == "" {
+			return nil
+		}
+	}
 }

@@ -260,3 +260,73 @@ func TestReshardResumes(t *testing.T) {
 		})
 	}
 }
+
+func TestVerify(t *testing.T) {
+	ctx := context.Background()
+	st, c, _ := seeded(t, ring(t, 2), 300)
+	rep, err := transition.Verify(ctx, st, db, ring(t, 2))
+	require.NoError(t, err)
+	assert.True(t, rep.OK())
+	assert.Equal(t, int64(300), rep.Documents)
+
+	// Under a resolver over three collections, a third of the keys are
+	// misplaced; a document copied by hand is a duplicate.
+	rep, err = transition.Verify(ctx, st, db, ring(t, 3))
+	require.NoError(t, err)
+	assert.False(t, rep.OK())
+	assert.NotEmpty(t, rep.Misplaced)
+	assert.Empty(t, rep.Duplicates)
+	d, err := c.Read(ctx, db, "seed-1", "u1")
+	require.NoError(t, err)
+	where, _ := ring(t, 2).ResolveForCreate("u1")
+	other := "dbs/app/colls/c0"
+	if where == other {
+		other = "dbs/app/colls/c1"
+	}
+	_, err = st.Create(ctx, other, d.Body, nil)
+	require.NoError(t, err)
+	rep, err = transition.Verify(ctx, st, db, ring(t, 2))
+	require.NoError(t, err)
+	require.Len(t, rep.Duplicates, 1)
+	assert.Equal(t, "seed-1", rep.Duplicates[0].ID)
+	require.Len(t, rep.Misplaced, 1)
+	assert.Equal(t, other, rep.Misplaced[0].Collection)
+	assert.Equal(t, where, rep.Misplaced[0].Want)
+}
+
+// TestAbort: a reshard stopped before its switch is aborted with nothing
+// lost and no copy left; after the switch, abort refuses.
+func TestAbort(t *testing.T) {
+	ctx := context.Background()
+	for _, at := range []string{"published", "copied", "frozen"} {
+		t.Run(at, func(t *testing.T) {
+			st, _, l := seeded(t, ring(t, 3), 600)
+			stop := errors.New("stop")
+			_, err := transition.Reshard(ctx, st, db, ring(t, 2), &transition.ReshardOptions{Step: func(s string) error {
+				if s == at {
+					return stop
+				}
+				return nil
+			}})
+			require.ErrorIs(t, err, stop)
+			_, err = transition.Abort(ctx, st, db, nil)
+			require.NoError(t, err)
+			s, err := shardstate.Load(ctx, st, db)
+			require.NoError(t, err)
+			assert.Nil(t, s.Phase)
+			checkPlaced(t, st, ring(t, 3), l)
+			_, err = transition.Abort(ctx, st, db, nil)
+			require.NoError(t, err, "nothing to abort")
+		})
+	}
+	st, _, _ := seeded(t, ring(t, 2), 100)
+	_, err := transition.Reshard(ctx, st, db, ring(t, 3), &transition.ReshardOptions{Step: func(s string) error {
+		if s == "switched" {
+			return errors.New("stop")
+		}
+		return nil
+	}})
+	require.Error(t, err)
+	_, err = transition.Abort(ctx, st, db, nil)
+	require.ErrorIs(t, err, transition.ErrPastSwitch)
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/docshard/docshard/config"
+	"github.com/docshard/docshard/shardstate"
+	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/transition"
+)
+
+func newReshardCmd(g *globals) *cobra.Command {
+	var nextFile string
+	var dryRun, abort bool
+	var rateLimit float64
+	cmd := &cobra.Command{
+		Use:   "reshard -c FILE --next FILE2 [--db LINK] [--dry-run] [--abort]",
+		Short: "Move the database to the next resolver under live traffic",
+		Long: `reshard moves the database from the resolver of its shared state (seeded from FILE the first
+time) to FILE2's (a resolver JSON, or a configuration naming the database), while routers that follow
+the state keep reading and writing: it publishes the transition, copies the documents whose placement
+changes and catches up the writes made meanwhile, freezes writes to the moving keys for a moment,
+switches, and removes the moved sources. Every step is recorded in the state document: run it again
+after a crash and it finishes. --dry-run prints what would move; --abort, before the switch, returns to
+the current resolver with nothing lost. Progress goes to stderr, a summary to stdout.`,
+		Args: cobra.NoArgs,
+		RunE: g.withStore(func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
+			if abort {
+				p, err := transition.Abort(ctx, st, db.Link, &transition.ReshardOptions{Progress: progressPrinter(g.stderr)})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(g.stdout, "%s: reshard aborted; %d copies removed\n", db.Link, p.Deleted)
+				return nil
+			}
+			if nextFile == "" {
+				return exitCode{code: 2, msg: "reshard: --next FILE2 is required"}
+			}
+			next, err := loadNextResolver(nextFile, db.Link)
+			if err != nil {
+				return err
+			}
+			cur, err := shardstate.LoadOrInit(ctx, st, db.Link, db.Resolver, nil)
+			if err != nil {
+				return err
+			}
+			if dryRun {
+				r, err := cur.Decode()
+				if err != nil {
+					return err
+				}
+				report, err := comparePlacement(r, next, randomKeys(100000, 1))
+				if err != nil {
+					return err
+				}
+				report.print(g.stdout, db.Link)
+				return nil
+			}
+			start := time.Now()
+			p, err := transition.Reshard(ctx, st, db.Link, next, &transition.ReshardOptions{Rate: rateLimit, Progress: progressPrinter(g.stderr)})
+			if err != nil {
+				return err
+			}
+			s, err := shardstate.Load(ctx, st, db.Link)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "%s: at version %d; %d documents scanned, %d copied, %d caught up, %d sources removed in %s\n",
+				db.Link, s.Version, p.Scanned, p.Copied, p.CaughtUp, p.Deleted, time.Since(start).Round(time.Millisecond))
+			return nil
+		}),
+	}
+	cmd.Flags().StringVar(&nextFile, "next", "", "the next resolver: a resolver JSON file, or a configuration naming the database")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would move, and move nothing")
+	cmd.Flags().BoolVar(&abort, "abort", false, "end a reshard before its switch and return to the current resolver")
+	cmd.Flags().Float64Var(&rateLimit, "rate", 0, "documents copied per second at most (0: no limit)")
+	return cmd
+}
+
+// progressPrinter writes a reshard's progress to w, at most twice a second
+// and at each new step.
+func progressPrinter(w io.Writer) func(transition.Progress) {
+	var mu sync.Mutex
+	var last time.Time
+	step := ""
+	return func(p transition.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p.Step == step && time.Since(last) < 500*time.Millisecond {
+			return
+		}
+		step, last = p.Step, time.Now()
+		elapsed := time.Since(p.Started).Seconds()
+		rate := 0.0
+		if elapsed > 0 {
+			rate = float64(p.Scanned) / elapsed
+		}
+		fmt.Fprintf(w, "reshard: %-9s scanned %d (%.0f/s), copied %d, caught up %d, removed %d\n", p.Step, p.Scanned, rate, p.Copied, p.CaughtUp, p.Deleted)
+	}
+}
+
+func newVerifyCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify -c FILE [--db LINK]",
+		Short: "Check that every document sits where the resolver puts it, exactly once",
+		Long: `verify reads every collection of the database and checks each document against the resolver
+the database routes by (its shared state's, else the file's): it exits 1 naming the first misplaced or
+duplicated documents. During a reshard it refuses: finish the reshard first.`,
+		Args: cobra.NoArgs,
+		RunE: g.withStore(func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
+			r := db.Resolver
+			s, err := shardstate.Load(ctx, st, db.Link)
+			switch {
+			case errors.Is(err, shardstate.ErrNoState):
+			case err != nil:
+				return err
+			case len(s.Phase) > 0:
+				return fmt.Errorf("%s is being resharded (version %d, phase %s): run docshard reshard to finish it, then verify", db.Link, s.Version, s.Phase)
+			default:
+				if r, err = s.Decode(); err != nil {
+					return err
+				}
+			}
+			rep, err := transition.Verify(ctx, st, db.Link, r)
+			if err != nil {
+				return err
+			}
+			if rep.OK() {
+				fmt.Fprintf(g.stdout, "%s: %d documents, each once where the resolver puts it\n", db.Link, rep.Documents)
+				return nil
+			}
+			fmt.Fprintf(g.stdout, "%s: %d documents; %d misplaced, %d duplicated\n", db.Link, rep.Documents, len(rep.Misplaced), len(rep.Duplicates))
+			for i, f := range rep.Misplaced {
+				if i == 10 {
+					fmt.Fprintf(g.stdout, "  ... and %d more misplaced\n", len(rep.Misplaced)-10)
+					break
+				}
+				fmt.Fprintf(g.stdout, "  misplaced: %q (key %s) in %s, belongs in %s\n", f.ID, f.Key, f.Collection, f.Want)
+			}
+			for i, f := range rep.Duplicates {
+				if i == 10 {
+					fmt.Fprintf(g.stdout, "  ... and %d more duplicated\n", len(rep.Duplicates)-10)
+					break
+				}
+				fmt.Fprintf(g.stdout, "  duplicated: %q (key %s) in %s and %s\n", f.ID, f.Key, f.Other, f.Collection)
+			}
+			return exitCode{code: 1}
+		}),
+	}
+}

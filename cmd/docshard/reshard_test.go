@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestReshardAndVerify: load into two collections, reshard to three,
+// verify; the count is unchanged; a resolver published without moving
+// anything fails verify, naming documents.
+func TestReshardAndVerify(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "app.yaml", fmt.Sprintf(`store: {kind: embedded, path: %s}
+databases:
+  - link: dbs/app
+    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/app/colls/u0, dbs/app/colls/u1]}
+`, filepath.Join(dir, "data")))
+	next := writeFile(t, dir, "next.json", `{"kind":"hash","partitionKey":"/userId","collections":["dbs/app/colls/u0","dbs/app/colls/u1","dbs/app/colls/u2"]}`)
+	var lines strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&lines, `{"id":"%d","userId":"user%d","n":%d}`+"\n", i, i%70, i)
+	}
+	code, _, errOut := runCLI(t, lines.String(), "load", "-c", cfg, "-")
+	require.Equal(t, 0, code, errOut)
+
+	code, out, errOut := runCLI(t, "", "reshard", "-c", cfg, "--next", next, "--dry-run")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "moved:")
+
+	code, out, errOut = runCLI(t, "", "reshard", "-c", cfg)
+	require.Equal(t, 2, code, "a usage error")
+	assert.Contains(t, errOut, "--next")
+
+	code, out, errOut = runCLI(t, "", "reshard", "-c", cfg, "--next", next)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "dbs/app: at version")
+	assert.Contains(t, errOut, "reshard: published")
+
+	code, out, errOut = runCLI(t, "", "verify", "-c", cfg)
+	require.Equal(t, 0, code, errOut+out)
+	assert.Contains(t, out, "300 documents, each once where the resolver puts it")
+	code, out, _ = runCLI(t, "", "query", "-c", cfg, "SELECT VALUE COUNT(1) FROM c")
+	require.Equal(t, 0, code)
+	assert.Equal(t, "300\n", out)
+	code, out, errOut = runCLI(t, "", "reshard", "-c", cfg, "--next", next)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "0 documents scanned", "already there: nothing to do")
+
+	// Publishing a resolver by hand moves nothing: verify says so.
+	four := writeFile(t, dir, "four.json", `{"kind":"hash","partitionKey":"/userId","collections":["dbs/app/colls/u0","dbs/app/colls/u1","dbs/app/colls/u2","dbs/app/colls/u3"]}`)
+	code, _, errOut = runCLI(t, "", "state", "set", "-c", cfg, four)
+	require.Equal(t, 0, code, errOut)
+	code, out, _ = runCLI(t, "", "verify", "-c", cfg)
+	require.Equal(t, 1, code)
+	assert.Contains(t, out, "misplaced")
+	assert.Contains(t, out, "belongs in dbs/app/colls/u3")
+}
