@@ -32,7 +32,7 @@ databases:
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "moved:")
 
-	code, out, errOut = runCLI(t, "", "reshard", "-c", cfg)
+	code, _, errOut = runCLI(t, "", "reshard", "-c", cfg)
 	require.Equal(t, 2, code, "a usage error")
 	assert.Contains(t, errOut, "--next")
 
