@@ -128,8 +128,11 @@ func TestDemo(t *testing.T) {
 	code, out, errOut := runCLI(t, "", "demo", "--docs", "600")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "Wrote 600 documents")
-	assert.Equal(t, 5, strings.Count(out, "✓"))
+	assert.Equal(t, 7, strings.Count(out, "✓"), "five queries, two again after the reshard")
 	assert.Contains(t, out, "Every answer matches")
+	assert.Contains(t, out, "Reshard from 3 to 4 collections")
+	assert.Contains(t, out, "none refused")
+	assert.Contains(t, out, "each once where the new ring puts it")
 }
 
 func TestLoadAndQuery(t *testing.T) {
