@@ -73,6 +73,9 @@ type ReshardOptions struct {
 	Spec *store.CollectionSpec
 	// Progress, when set, is called after each page of work.
 	Progress func(Progress)
+	// Retry bounds the retries of store calls that were throttled or failed
+	// for a transient reason.
+	Retry RetryPolicy
 	// Step, when set, is called at each named point of the protocol
 	// ("published", "copied", "caught-up", "frozen", "switched", "cleaned",
 	// "done") before it goes on; an error stops the reshard there, as a
@@ -192,7 +195,7 @@ func newManager(st store.Store, dbLink string, opts *ReshardOptions) (*manager, 
 	if err != nil {
 		return nil, err
 	}
-	m := &manager{st: st, db: strings.TrimSuffix(coll, "/colls/"+shardstate.CollectionID), o: o}
+	m := &manager{st: newRetrying(st, o.Retry), db: strings.TrimSuffix(coll, "/colls/"+shardstate.CollectionID), o: o}
 	m.limiter = rate.NewLimiter(rate.Inf, 1)
 	if o.Rate > 0 {
 		m.limiter = rate.NewLimiter(rate.Limit(o.Rate), max(1, int(o.Rate/10)))

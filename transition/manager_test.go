@@ -330,3 +330,103 @@ func TestAbort(t *testing.T) {
 	_, err = transition.Abort(ctx, st, db, nil)
 	require.ErrorIs(t, err, transition.ErrPastSwitch)
 }
+
+// faulty injects failures into a store's calls: before the call (nothing
+// happened) or after it (it happened, and the caller is told it failed),
+// throttles with a retry-after, and unavailability.
+type faulty struct {
+	store.Store
+	mu     sync.Mutex
+	rng    *rand.Rand
+	p      float64
+	always string // an operation that always fails
+	n      atomic.Int64
+}
+
+func (f *faulty) fault(op string) (before, after error) {
+	if op == f.always {
+		return &store.Error{Kind: store.ErrUnavailable, Op: op, Message: "injected, for good"}, nil
+	}
+	f.mu.Lock()
+	x, which := f.rng.Float64(), f.rng.IntN(3)
+	f.mu.Unlock()
+	if x >= f.p {
+		return nil, nil
+	}
+	f.n.Add(1)
+	switch which {
+	case 0:
+		return &store.Error{Kind: store.ErrThrottled, Op: op, RetryAfter: time.Millisecond, Message: "injected"}, nil
+	case 1:
+		return &store.Error{Kind: store.ErrUnavailable, Op: op, Message: "injected before"}, nil
+	}
+	return nil, &store.Error{Kind: store.ErrUnavailable, Op: op, Message: "injected after"}
+}
+
+func faultDo[T any](f *faulty, op string, fn func() (T, error)) (T, error) {
+	before, after := f.fault(op)
+	if before != nil {
+		var zero T
+		return zero, before
+	}
+	v, err := fn()
+	if err == nil && after != nil {
+		var zero T
+		return zero, after
+	}
+	return v, err
+}
+
+func (f *faulty) Create(ctx context.Context, l string, d []byte, o *store.WriteOptions) (*store.Document, error) {
+	return faultDo(f, "create", func() (*store.Document, error) { return f.Store.Create(ctx, l, d, o) })
+}
+func (f *faulty) Upsert(ctx context.Context, l string, d []byte, o *store.WriteOptions) (*store.Document, error) {
+	return faultDo(f, "upsert", func() (*store.Document, error) { return f.Store.Upsert(ctx, l, d, o) })
+}
+func (f *faulty) Replace(ctx context.Context, l, id string, d []byte, o *store.WriteOptions) (*store.Document, error) {
+	return faultDo(f, "replace", func() (*store.Document, error) { return f.Store.Replace(ctx, l, id, d, o) })
+}
+func (f *faulty) Read(ctx context.Context, l, id string, o *store.ReadOptions) (*store.Document, error) {
+	return faultDo(f, "read", func() (*store.Document, error) { return f.Store.Read(ctx, l, id, o) })
+}
+func (f *faulty) Delete(ctx context.Context, l, id string, o *store.WriteOptions) error {
+	_, err := faultDo(f, "delete", func() (struct{}, error) { return struct{}{}, f.Store.Delete(ctx, l, id, o) })
+	return err
+}
+func (f *faulty) Query(ctx context.Context, l string, q store.Query, o *store.QueryOptions) (*store.Page, error) {
+	return faultDo(f, "query", func() (*store.Page, error) { return f.Store.Query(ctx, l, q, o) })
+}
+func (f *faulty) ReadFeed(ctx context.Context, l string, o *store.FeedOptions) (*store.Page, error) {
+	return faultDo(f, "read feed", func() (*store.Page, error) { return f.Store.ReadFeed(ctx, l, o) })
+}
+
+// TestReshardUnderFaults: with a tenth of the reshard's store calls
+// throttled or failing (some after they took effect), the reshard retries
+// within its bounds and finishes with nothing lost, while writers go on;
+// a call that always fails ends it with an error that says so.
+func TestReshardUnderFaults(t *testing.T) {
+	ctx := context.Background()
+	st, c, l := seeded(t, ring(t, 2), 1500)
+	f := &faulty{Store: st, rng: rand.New(rand.NewPCG(3, 3)), p: 0.1}
+	stop := make(chan struct{})
+	var failed atomic.Int64
+	wg := writers(t, c, l, 0, 2, stop, &failed)
+	_, err := transition.Reshard(ctx, f, db, ring(t, 3), &transition.ReshardOptions{
+		CheckpointEvery: 100, Retry: transition.RetryPolicy{Attempts: 20, FirstWait: time.Millisecond}})
+	close(stop)
+	wg.Wait()
+	require.NoError(t, err)
+	assert.Zero(t, failed.Load())
+	assert.Positive(t, f.n.Load())
+	t.Logf("%d faults injected", f.n.Load())
+	checkPlaced(t, st, ring(t, 3), l)
+
+	f = &faulty{Store: st, rng: rand.New(rand.NewPCG(4, 4)), always: "upsert"}
+	_, err = transition.Reshard(ctx, f, db, ring(t, 2), &transition.ReshardOptions{Retry: transition.RetryPolicy{Attempts: 3, FirstWait: time.Millisecond}})
+	require.ErrorIs(t, err, store.ErrUnavailable)
+	assert.ErrorContains(t, err, "failed 3 times")
+	f.always = ""
+	_, err = transition.Reshard(ctx, f, db, ring(t, 2), nil)
+	require.NoError(t, err, "resumed once the store is well")
+	checkPlaced(t, st, ring(t, 2), l)
+}
