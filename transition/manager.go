@@ -164,6 +164,18 @@ func Reshard(ctx context.Context, st store.Store, dbLink string, next resolver.R
 		if err := m.resume(rec); err != nil {
 			return &m.prog, err
 		}
+		if err := m.takeOver(ctx); err != nil {
+			return &m.prog, err
+		}
+		if rec.Step != StepSwitched {
+			// The run before may have died between a copy and its check
+			// of the source, or with copies still on their way: now that
+			// its writes are fenced off, every copy is checked against
+			// its source once.
+			if err := m.reconcile(ctx); err != nil {
+				return &m.prog, err
+			}
+		}
 	}
 	return &m.prog, m.run(ctx)
 }
@@ -224,6 +236,29 @@ func sameJSON(a, b []byte) bool {
 	xa, _ := json.Marshal(x)
 	ya, _ := json.Marshal(y)
 	return bytes.Equal(xa, ya)
+}
+
+// epoch is the epoch of the state the reshard acts under: its writes carry
+// it, so a store that fences refuses the writes of a reshard process that
+// another one has taken over from (a resume raises the epoch), even those
+// still on their way when it died.
+func (m *manager) epoch() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.state.Epoch
+}
+
+// takeOver republishes the state as it is with a new epoch, so the writes
+// of the process that ran the reshard before (dead, or stopped) are refused
+// from now on by a store that fences.
+func (m *manager) takeOver(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.state.Decode()
+	if err != nil {
+		return err
+	}
+	return m.publishLocked(ctx, r, true)
 }
 
 func (m *manager) resume(rec *record) error {
@@ -540,14 +575,14 @@ func (m *manager) copyMoving(ctx context.Context, source string, doc []byte, cou
 			return false, nil
 		}
 	}
-	copied, err := m.st.Upsert(ctx, target, doc, &store.WriteOptions{PartitionKey: sk})
+	copied, err := m.st.Upsert(ctx, target, doc, &store.WriteOptions{PartitionKey: sk, Epoch: m.epoch()})
 	if err != nil {
 		return false, fmt.Errorf("transition: copying to %s: %w", target, err)
 	}
 	count.Add(1)
 	id := copied.ID
 	if _, err := m.st.Read(ctx, source, id, &store.ReadOptions{PartitionKey: sk}); errors.Is(err, store.ErrNotFound) {
-		err := m.st.Delete(ctx, target, id, &store.WriteOptions{PartitionKey: sk, IfMatch: copied.ETag})
+		err := m.st.Delete(ctx, target, id, &store.WriteOptions{PartitionKey: sk, IfMatch: copied.ETag, Epoch: m.epoch()})
 		if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
 			return true, fmt.Errorf("transition: removing the copy of %q deleted meanwhile from %s: %w", id, target, err)
 		}
@@ -555,6 +590,64 @@ func (m *manager) copyMoving(ctx context.Context, source string, doc []byte, cou
 		return true, fmt.Errorf("transition: reading %q in %s again: %w", id, source, err)
 	}
 	return true, nil
+}
+
+// reconcile checks every copy in next's collections against its source:
+// a copy whose source is gone is removed, one that differs is written
+// again. Cost: a read feed of next's collections and a read per copy.
+func (m *manager) reconcile(ctx context.Context) error {
+	targets, err := m.to.ResolveForRead(nil)
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(m.o.Parallelism)
+	for _, t := range targets {
+		g.Go(func() error { return m.reconcileTarget(gctx, t) })
+	}
+	return g.Wait()
+}
+
+func (m *manager) reconcileTarget(ctx context.Context, target string) error {
+	tok := ""
+	for {
+		page, err := m.st.ReadFeed(ctx, target, &store.FeedOptions{Continuation: tok, PageSize: 200})
+		if errors.Is(err, store.ErrCollectionNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("transition: reading %s: %w", target, err)
+		}
+		for _, doc := range page.Items {
+			f := place(m.from, target, doc)
+			if f.Want == "" || strings.Trim(f.Want, "/") == strings.Trim(target, "/") {
+				continue // the target's own document
+			}
+			key, _ := m.from.PartitionKey(doc)
+			sk := partitionkey.CollectionKey(key)
+			var meta struct {
+				ETag string `json:"_etag"`
+			}
+			_ = json.Unmarshal(doc, &meta)
+			src, err := m.st.Read(ctx, f.Want, f.ID, &store.ReadOptions{PartitionKey: sk})
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				err := m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: sk, IfMatch: meta.ETag, Epoch: m.epoch()})
+				if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
+					return fmt.Errorf("transition: removing the orphan copy of %q from %s: %w", f.ID, target, err)
+				}
+			case err != nil:
+				return fmt.Errorf("transition: reading %q in %s: %w", f.ID, f.Want, err)
+			case !sameContent(src.Body, doc):
+				if _, err := m.catchUpOne(ctx, f.Want, src.Body, &m.cnt.caught); err != nil {
+					return err
+				}
+			}
+		}
+		if tok = page.Continuation; tok == "" {
+			return nil
+		}
+	}
 }
 
 // catchUp copies again what was written to moving keys since each
@@ -759,11 +852,11 @@ func (m *manager) cleanOne(ctx context.Context, source string, doc []byte) error
 		// The source was written after its last copy, across the switch (a
 		// router that was not fenced): copy it again unless the copy moved
 		// on meanwhile.
-		if _, err := m.st.Replace(ctx, target, meta.ID, doc, &store.WriteOptions{PartitionKey: sk, IfMatch: copyDoc.ETag}); err != nil && !errors.Is(err, store.ErrPreconditionFailed) {
+		if _, err := m.st.Replace(ctx, target, meta.ID, doc, &store.WriteOptions{PartitionKey: sk, IfMatch: copyDoc.ETag, Epoch: m.epoch()}); err != nil && !errors.Is(err, store.ErrPreconditionFailed) {
 			return fmt.Errorf("transition: copying %q to %s again: %w", meta.ID, target, err)
 		}
 	}
-	err = m.st.Delete(ctx, source, meta.ID, &store.WriteOptions{PartitionKey: sk, IfMatch: meta.ETag})
+	err = m.st.Delete(ctx, source, meta.ID, &store.WriteOptions{PartitionKey: sk, IfMatch: meta.ETag, Epoch: m.epoch()})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("transition: removing %q from %s: %w", meta.ID, source, err)
 	}
@@ -815,6 +908,9 @@ func Abort(ctx context.Context, st store.Store, dbLink string, opts *ReshardOpti
 	if err := m.resume(rec); err != nil {
 		return &m.prog, err
 	}
+	if err := m.takeOver(ctx); err != nil {
+		return &m.prog, err
+	}
 	if rec.Step == StepCutover {
 		if err := m.setStep(ctx, StepCopy, ReadCurrent, false); err != nil {
 			return &m.prog, err
@@ -862,7 +958,7 @@ func (m *manager) removeCopies(ctx context.Context, target string) error {
 				ETag string `json:"_etag"`
 			}
 			_ = json.Unmarshal(doc, &meta)
-			err := m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: partitionkey.CollectionKey(key), IfMatch: meta.ETag})
+			err := m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: partitionkey.CollectionKey(key), IfMatch: meta.ETag, Epoch: m.epoch()})
 			if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
 				return fmt.Errorf("transition: removing the copy of %q from %s: %w", f.ID, target, err)
 			}

@@ -1,0 +1,311 @@
+package transition_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/cosmos"
+	"github.com/docshard/docshard/emulator/emulatortest"
+	"github.com/docshard/docshard/router"
+	"github.com/docshard/docshard/shardstate"
+	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/transition"
+)
+
+// The kill test: docshard serve (in this process) holds the store; a writer
+// process writes through a router that follows the state; reshard
+// processes are killed with SIGKILL at every named step and at random
+// moments, each followed by another run, until one finishes.
+
+const killChildEnv = "DOCSHARD_RESHARD_CHILD"
+
+// TestReshardChild is a child process: "writer" writes and prints an
+// acknowledgement per write; "reshard" reshards to $TARGET collections,
+// printing "at STEP" at each step and stopping there forever when STEP is
+// $STOP_AT. It is skipped unless run as a child.
+func TestReshardChild(t *testing.T) {
+	role := os.Getenv(killChildEnv)
+	if role == "" {
+		t.Skip("run as a child process by TestReshardKilled")
+	}
+	ctx := context.Background()
+	out := bufio.NewWriter(os.Stdout)
+	var mu sync.Mutex
+	say := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(out, format+"\n", args...)
+		_ = out.Flush()
+	}
+	st, err := cosmos.Open(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: os.Getenv("ENDPOINT")}})
+	if err != nil {
+		say("fatal %v", err)
+		return
+	}
+	switch role {
+	case "reshard":
+		stopAt := os.Getenv("STOP_AT")
+		target, _ := strconv.Atoi(os.Getenv("TARGET"))
+		_, err := transition.Reshard(ctx, st, db, ring(t, target), &transition.ReshardOptions{CheckpointEvery: 200,
+			Step: func(s string) error {
+				say("at %s", s)
+				if s == stopAt {
+					select {} // wait to be killed
+				}
+				return nil
+			}})
+		if err != nil {
+			say("fatal %v", err)
+			return
+		}
+		say("finished")
+	case "writer":
+		writeUntilEOF(ctx, st, say)
+	}
+}
+
+// writeUntilEOF writes creates, upserts and deletes through a router that
+// follows the state until stdin closes, acknowledging each:
+// "ack ID KEY V" (V -1: deleted) or "unknown ID" when the outcome is not
+// known.
+func writeUntilEOF(ctx context.Context, st store.Store, say func(string, ...any)) {
+	c := router.New(st, nil)
+	f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: 100 * time.Millisecond, LeaseDuration: 5 * time.Second})
+	if err != nil {
+		say("fatal %v", err)
+		return
+	}
+	defer f.Close()
+	done := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(done) }()
+	rng := rand.New(rand.NewPCG(5, 5))
+	type live struct {
+		key string
+		v   int
+	}
+	docs := map[string]*live{}
+	var ids []string
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+			say("writer done")
+			return
+		case <-time.After(2 * time.Millisecond):
+		}
+		switch r := rng.IntN(10); {
+		case r < 4 || len(ids) == 0:
+			id, key := fmt.Sprintf("w-%d", i), fmt.Sprintf("u%d", rng.IntN(500))
+			if _, err := c.Create(ctx, db, doc{ID: id, UserID: key, V: 1}, nil); err != nil {
+				say("unknown %s %v", id, err)
+				continue
+			}
+			docs[id] = &live{key, 1}
+			ids = append(ids, id)
+			say("ack %s %s 1", id, key)
+		case r < 8:
+			id := ids[rng.IntN(len(ids))]
+			d := docs[id]
+			if d.v < 0 {
+				continue
+			}
+			if _, err := c.Upsert(ctx, db, doc{ID: id, UserID: d.key, V: d.v + 1}, nil); err != nil {
+				say("unknown %s %v", id, err)
+				continue
+			}
+			d.v++
+			say("ack %s %s %d", id, d.key, d.v)
+		default:
+			id := ids[rng.IntN(len(ids))]
+			d := docs[id]
+			if d.v < 0 {
+				continue
+			}
+			if err := c.Delete(ctx, db, id, d.key, nil); err != nil {
+				say("unknown %s %v", id, err)
+				continue
+			}
+			d.v = -1
+			say("ack %s %s -1", id, d.key)
+		}
+	}
+}
+
+// runToEnd runs a reshard process to its end.
+func runToEnd(t *testing.T, endpoint string, env ...string) {
+	p := startProc(t, "reshard", endpoint, env...)
+	for line := range p.lines {
+		require.False(t, strings.HasPrefix(line, "fatal"), line)
+		if line == "finished" {
+			_ = p.cmd.Wait()
+			return
+		}
+	}
+	t.Fatal("the reshard process ended without finishing")
+}
+
+type proc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan string
+}
+
+func startProc(t *testing.T, role, endpoint string, env ...string) *proc {
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestReshardChild$", "-test.v=false")
+	cmd.Env = append(append(os.Environ(), killChildEnv+"="+role, "ENDPOINT="+endpoint), env...)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	p := &proc{cmd: cmd, stdin: stdin, lines: make(chan string, 1<<16)}
+	go func() {
+		defer close(p.lines)
+		s := bufio.NewScanner(stdout)
+		for s.Scan() {
+			p.lines <- s.Text()
+		}
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return p
+}
+
+func (p *proc) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	_ = p.cmd.Wait()
+}
+
+// TestReshardKilled is the kill test. DOCSHARD_RESHARD_DOCS sets the number
+// of documents (default 5,000; the figure is 50,000) and
+// DOCSHARD_RESHARD_KILLS the random kills (default 20).
+func TestReshardKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	n, kills := 5000, 20
+	if v, err := strconv.Atoi(os.Getenv("DOCSHARD_RESHARD_DOCS")); err == nil {
+		n = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("DOCSHARD_RESHARD_KILLS")); err == nil {
+		kills = v
+	}
+	srv := emulatortest.Start(t, nil)
+	ctx := emulatortest.Context(t)
+	st, err := cosmos.Open(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint}})
+	require.NoError(t, err)
+	two := ring(t, 2)
+	c := router.New(st, nil)
+	f, err := c.Follow(ctx, db, &router.FollowOptions{Seed: two})
+	require.NoError(t, err)
+	_, err = c.EnsureCollections(ctx, db, nil)
+	require.NoError(t, err)
+	l := &ledger{value: map[string]int{}, key: map[string]string{}, unknown: map[string]bool{}}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				id, key := fmt.Sprintf("seed-%d", i), fmt.Sprintf("u%d", i%500)
+				if _, err := c.Create(ctx, db, doc{ID: id, UserID: key, V: 1}, nil); err != nil {
+					t.Errorf("seeding %s: %v", id, err)
+					return
+				}
+				l.set(id, key, 1)
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, f.Close())
+
+	writer := startProc(t, "writer", srv.Endpoint)
+	ackDone := make(chan struct{})
+	go func() {
+		defer close(ackDone)
+		for line := range writer.lines {
+			fields := strings.Fields(line)
+			switch {
+			case len(fields) == 4 && fields[0] == "ack":
+				v, _ := strconv.Atoi(fields[3])
+				l.set(fields[1], fields[2], v)
+			case len(fields) >= 2 && fields[0] == "unknown":
+				l.mu.Lock()
+				l.unknown[fields[1]] = true
+				l.mu.Unlock()
+			case fields[0] == "fatal":
+				t.Errorf("writer: %s", line)
+			}
+		}
+	}()
+
+	// Random moments: 2 -> 3, killed again and again until a run finishes.
+	rng := rand.New(rand.NewPCG(11, 11))
+	finished, killed := false, 0
+	for i := 0; i < kills && !finished; i++ {
+		p := startProc(t, "reshard", srv.Endpoint, "TARGET=3")
+		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
+		p.kill()
+		steps := []string{}
+		for line := range p.lines {
+			require.False(t, strings.HasPrefix(line, "fatal"), line)
+			finished = finished || line == "finished"
+			if at, ok := strings.CutPrefix(line, "at "); ok {
+				steps = append(steps, at)
+			}
+		}
+		if !finished {
+			killed++
+		}
+		t.Logf("random kill %d: steps reached %v, finished %v", i+1, steps, finished)
+	}
+	runToEnd(t, srv.Endpoint, "TARGET=3")
+	t.Logf("%d runs killed before the reshard to 3 finished", killed)
+
+	// Every named step: 3 -> 4, stopped and killed there; before the switch
+	// the reshard is aborted and started again, after it resumed.
+	for _, step := range []string{"published", "copied", "caught-up", "frozen", "switched", "cleaned"} {
+		p := startProc(t, "reshard", srv.Endpoint, "TARGET=4", "STOP_AT="+step)
+		reached := false
+		for line := range p.lines {
+			require.False(t, strings.HasPrefix(line, "fatal"), line)
+			if line == "at "+step {
+				reached = true
+				break
+			}
+		}
+		p.kill()
+		require.True(t, reached, step)
+		switch step {
+		case "switched":
+			continue // the next run resumes after the switch, and stops at "cleaned"
+		case "cleaned":
+			runToEnd(t, srv.Endpoint, "TARGET=4")
+			continue
+		}
+		_, err := transition.Abort(ctx, st, db, nil)
+		require.NoError(t, err, "abort after a kill at %s", step)
+	}
+	_ = writer.stdin.Close()
+	<-ackDone
+
+	s, err := shardstate.Load(ctx, st, db)
+	require.NoError(t, err)
+	assert.Nil(t, s.Phase)
+	checkPlaced(t, st, ring(t, 4), l)
+	rep, err := transition.Verify(ctx, st, db, ring(t, 4))
+	require.NoError(t, err)
+	assert.True(t, rep.OK(), "verify: %d misplaced, %d duplicated", len(rep.Misplaced), len(rep.Duplicates))
+	t.Logf("%d documents at the end", rep.Documents)
+}
