@@ -81,6 +81,31 @@ func BenchmarkCreateInMemory(b *testing.B) {
 	}
 }
 
+// BenchmarkReplaceInMemory replaces documents of a collection of 10,000,
+// in turn, each with its partition key given.
+func BenchmarkReplaceInMemory(b *testing.B) {
+	s := New(nil)
+	ctx := context.Background()
+	l := filledColl(b, s, 10000)
+	ids := make([]string, 10000)
+	docs := make([][]byte, len(ids))
+	opts := make([]*store.WriteOptions, len(ids))
+	for i := range ids {
+		ids[i] = fmt.Sprint(i)
+		docs[i] = doc1K(ids[i])
+		opts[i] = &store.WriteOptions{PartitionKey: "user-" + ids[i]}
+	}
+	b.SetBytes(int64(len(docs[0])))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		j := i % len(ids)
+		if _, err := s.Replace(ctx, l, ids[j], docs[j], opts[j]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // openBench opens a durable store (fsync on) with the benchmark collection.
 func openBench(b *testing.B) (*Store, string) {
 	s, err := Open(b.TempDir(), nil)
