@@ -106,6 +106,43 @@ func BenchmarkReplaceInMemory(b *testing.B) {
 	}
 }
 
+// BenchmarkReadChanges reads change-feed pages of 100 documents of 1 KB
+// from positions spread over collections of 10,000 and 100,000 documents,
+// half of them replaced once: a page costs two binary searches and its own
+// documents, whatever the collection's size (the larger collection's pages
+// cost more only by cache misses: its documents do not fit the cache).
+func BenchmarkReadChanges(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			s := New(nil)
+			ctx := context.Background()
+			l := filledColl(b, s, n)
+			for i := 0; i < n; i += 2 {
+				if _, err := s.Upsert(ctx, l, doc1K(fmt.Sprint(i)), nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			tokens := []string{""}
+			for cont := ""; len(tokens) < n/100; {
+				page, err := s.ReadChanges(ctx, l, &store.ChangeFeedOptions{PageSize: 100, Continuation: cont})
+				if err != nil {
+					b.Fatal(err)
+				}
+				tokens = append(tokens, page.Continuation)
+				cont = page.Continuation
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				page, err := s.ReadChanges(ctx, l, &store.ChangeFeedOptions{PageSize: 100, Continuation: tokens[(i*7919)%len(tokens)]})
+				if err != nil || len(page.Items) == 0 {
+					b.Fatal(err, len(page.Items))
+				}
+			}
+		})
+	}
+}
+
 // openBench opens a durable store (fsync on) with the benchmark collection.
 func openBench(b *testing.B) (*Store, string) {
 	s, err := Open(b.TempDir(), nil)

@@ -66,6 +66,19 @@
 // document's place), resumable from its token, which holds a position, not
 // a snapshot: see Store.ReadFeed.
 //
+// # Change feed
+//
+// The Store is a store.ChangeFeeder: every create, replace and upsert
+// stamps the document with its collection's next log sequence number
+// (LSN), and ReadChanges returns the current documents in LSN order from a
+// position, as Cosmos DB's change feed does in its "latest version" mode (a
+// document written several times appears once, at its last write; deletions
+// and TTL expiries do not appear). An index ordered by LSN makes a page
+// cost two binary searches and its own documents. A reader never passes a
+// durable write that has taken its LSN and not yet published, so polling
+// from a token sees every later write, in order; durably the LSN is kept in
+// each record, and positions survive a restart (see Store.ReadChanges).
+//
 // # Durability
 //
 // Open keeps every collection and document in memory as well, so reads and
@@ -75,8 +88,12 @@
 // goroutine takes every write queued while the previous commit was
 // syncing and commits them in one bbolt transaction, so N writers cost
 // about one commit instead of N (group commit; see the package benchmarks).
-// A process killed at any moment reopens with every acknowledged write;
-// TestDurableSurvivesSIGKILL checks it. The data set must fit in memory:
+// A process killed at any moment reopens with every acknowledged write,
+// and with change-feed positions that stay valid;
+// TestDurableSurvivesSIGKILL checks both. Each record carries a format
+// version; Open converts records of older versions in place (version 2's
+// key text, and an LSN for records from before the change feed, given in
+// the order of their last write). The data set must fit in memory:
 // roughly the stored text, plus the decoded form of documents that have
 // been queried (several times the text), plus the file's page cache.
 //

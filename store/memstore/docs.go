@@ -341,11 +341,13 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 		e.seq = c.nextSeq.Add(1) - 1
 	}
 	if s.disk != nil {
+		e.lsn = c.lsns.reserve() // the record holds it
 		o := &diskOp{kind: opPut, bucket: docsBucket(c.uid), seq: e.seq, rec: encodeRecord(e)}
 		if old != nil && old.seq != e.seq {
 			o.del = old.seq // the expired version
 		}
 		if err := s.disk.submit(o, true); err != nil {
+			c.lsns.abandon(e.lsn)
 			return nil, s.diskErr(mode, l, in.id, err)
 		}
 	}
@@ -354,7 +356,7 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 		c.mu.Unlock()
 		return nil, &store.Error{Kind: store.ErrCollectionNotFound, Op: mode, Link: l}
 	}
-	c.publish(e)
+	c.commit(e)
 	s.purgeLocked(c, now, 16)
 	c.mu.Unlock()
 	return e.document(), nil
@@ -489,7 +491,7 @@ func (s *Store) Delete(ctx context.Context, l, id string, opts *store.WriteOptio
 		return store.Errorf(store.ErrPreconditionFailed, op, l, id, "If-Match %s, the stored ETag is %s", o.IfMatch, e.etag)
 	}
 	if s.disk != nil {
-		if err := s.disk.submit(&diskOp{kind: opDelete, bucket: docsBucket(c.uid), del: e.seq}, true); err != nil {
+		if err := s.disk.submit(&diskOp{kind: opDelete, bucket: docsBucket(c.uid), del: e.seq, mark: e.lsn}, true); err != nil {
 			return s.diskErr(op, l, id, err)
 		}
 	}

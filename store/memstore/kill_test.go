@@ -32,8 +32,11 @@ const (
 // acknowledged; the parent kills it with SIGKILL at a random moment,
 // reopens the directory and checks that it opens cleanly and holds every
 // acknowledged write: created documents are there, deleted ones are gone,
-// and no counter went back below its last acknowledged value. Many rounds
-// on the same directory (fewer with -short).
+// and no counter went back below its last acknowledged value; the change
+// feed, read from the position the previous round ended at, holds every
+// write acknowledged in this round at its stored content, and read whole
+// holds every document once. Many rounds on the same directory (fewer with
+// -short).
 func TestDurableSurvivesSIGKILL(t *testing.T) {
 	if dir := os.Getenv(killChildEnv); dir != "" {
 		killChild(dir)
@@ -55,6 +58,7 @@ func TestDurableSurvivesSIGKILL(t *testing.T) {
 	latest := map[string]int{} // counter id -> highest acknowledged value
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	total := 0
+	feedPos := "" // the change feed's end after the previous round
 	for round := 0; round < rounds; round++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestDurableSurvivesSIGKILL$", "-test.count=1")
 		cmd.Env = append(os.Environ(), killChildEnv+"="+dir, killRoundEnv+"="+strconv.Itoa(round))
@@ -149,6 +153,26 @@ func TestDurableSurvivesSIGKILL(t *testing.T) {
 		q, err := s.Query(context.Background(), killLink, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, nil)
 		require.NoError(t, err)
 		require.Equal(t, strconv.Itoa(n), string(q.Items[0]))
+		_, whole, _ := changesSince(t, s, killLink, "", 1000)
+		require.Len(t, whole, n, "round %d: the change feed holds every document once", round)
+		var changed map[string]json.RawMessage
+		_, changed, feedPos = changesSince(t, s, killLink, feedPos, 1000)
+		prefix := fmt.Sprintf("r%d-", round)
+		for id, state := range created {
+			if state == present && strings.HasPrefix(id, prefix) {
+				require.Contains(t, changed, id, "round %d: the change feed misses the acknowledged create of %s", round, id)
+			}
+		}
+		for id, v := range latest {
+			if v > 1_000_000*round {
+				require.Contains(t, changed, id, "round %d: the change feed misses the acknowledged upserts of %s", round, id)
+			}
+		}
+		for id, body := range changed {
+			d, err := s.Read(context.Background(), killLink, id, &store.ReadOptions{PartitionKey: id})
+			require.NoError(t, err, "round %d: the change feed holds %s, which is not stored", round, id)
+			require.JSONEq(t, string(d.Body), string(body), "round %d: the change feed holds %s at its stored content", round, id)
+		}
 		require.NoError(t, s.Close())
 		t.Logf("round %d: %d writes acknowledged, %d documents stored, all acknowledged writes present", round, acks, n)
 	}
