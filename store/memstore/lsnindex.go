@@ -19,9 +19,12 @@ const lsnBlock = 128
 // empties is dropped, so a read from a position costs two binary searches
 // and then one step per entry it returns, never a walk over removed
 // entries. Memory: a pointer per entry, plus a slice header per block.
-// Callers hold the collection's lock (for writing, to change it).
+// The last block dropped is kept for the next one needed, so a collection
+// whose documents are replaced in turn allocates no blocks. Callers hold
+// the collection's lock (for writing, to change it).
 type lsnIndex struct {
 	blocks [][]*entry
+	spare  []*entry // empty, cleared; nil when none
 }
 
 // blockOf returns the block that holds lsn, or would: the last one whose
@@ -35,14 +38,14 @@ func (x *lsnIndex) blockOf(lsn uint64) int {
 func (x *lsnIndex) insert(e *entry) {
 	n := len(x.blocks)
 	if n == 0 {
-		x.blocks = append(x.blocks, newLSNBlock(e))
+		x.blocks = append(x.blocks, x.newBlock(e))
 		return
 	}
 	if last := x.blocks[n-1]; e.lsn > last[len(last)-1].lsn { // a new write
 		if len(last) < lsnBlock {
 			x.blocks[n-1] = append(last, e)
 		} else {
-			x.blocks = append(x.blocks, newLSNBlock(e))
+			x.blocks = append(x.blocks, x.newBlock(e))
 		}
 		return
 	}
@@ -63,10 +66,14 @@ func (x *lsnIndex) insert(e *entry) {
 	x.blocks = slices.Insert(x.blocks, i+1, upper)
 }
 
-func newLSNBlock(e *entry) []*entry {
-	b := make([]*entry, 1, lsnBlock)
-	b[0] = e
-	return b
+// newBlock returns a block holding e: the spare one if there is one.
+func (x *lsnIndex) newBlock(e *entry) []*entry {
+	b := x.spare
+	if b == nil {
+		b = make([]*entry, 0, lsnBlock)
+	}
+	x.spare = nil
+	return append(b, e)
 }
 
 // remove takes e out; it does nothing when e is not in the index.
@@ -80,14 +87,17 @@ func (x *lsnIndex) remove(e *entry) {
 	if j == len(b) || b[j] != e {
 		return
 	}
-	b = slices.Delete(b, j, j+1)
+	b = slices.Delete(b, j, j+1) // clears the freed slot
 	switch {
 	case len(b) == 0:
 		x.blocks = slices.Delete(x.blocks, i, i+1)
+		x.spare = b
 	case len(b) <= lsnBlock/4 && i > 0 && len(x.blocks[i-1])+len(b) <= lsnBlock/2:
 		// Few left: join the previous block, so blocks stay well filled.
 		x.blocks[i-1] = append(x.blocks[i-1], b...)
 		x.blocks = slices.Delete(x.blocks, i, i+1)
+		clear(b)
+		x.spare = b[:0]
 	default:
 		x.blocks[i] = b
 	}
