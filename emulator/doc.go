@@ -21,9 +21,13 @@
 // cross-partition, with parameters and paging, answered whole by the
 // store's own engine, so ORDER BY, aggregates, DISTINCT, GROUP BY, TOP and
 // OFFSET/LIMIT need no client-side merging; query-plan requests are
-// answered accordingly); and the read feed. The README's "docshard serve"
-// lists what it leaves out (change feed, transactional batch, stored
-// procedures and the like, throughput, users and permissions).
+// answered accordingly); the read feed; and the change feed in its
+// latest-version mode (A-IM: Incremental feed; If-None-Match absent, "*" or
+// the etag of an earlier answer; If-Modified-Since; 304 when nothing
+// changed; the etag of every answer is the position to resume from), from a
+// store that is a store.ChangeFeeder, as azcosmos's ReadChangeFeed reads it.
+// The README's "docshard serve" lists what it leaves out (transactional batch, stored procedures
+// and the like, throughput, users and permissions).
 //
 // What it costs: the store's own work plus HTTP and JSON. A point
 // operation adds a SHA-256 of the document's key and id (for its _rid) and
