@@ -18,12 +18,13 @@ func TestLSNIndex(t *testing.T) {
 		name      string
 		ops       int
 		outOfLine float64 // share of inserts below the current end
-		removes   float64 // share of steps that remove
+		removes   float64 // share of steps that remove; -1: the oldest, once there are 1,000
 	}{
 		{"appends", 5000, 0, 0},
 		{"appends and removes", 20000, 0, 0.45},
 		{"out of line", 20000, 0.3, 0.3},
 		{"drain", 20000, 0.05, 0.7},
+		{"replaced in turn", 20000, 0, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(tc.ops)))
@@ -32,6 +33,10 @@ func TestLSNIndex(t *testing.T) {
 			next := uint64(1000)
 			for step := 0; step < tc.ops; step++ {
 				switch {
+				case tc.removes < 0 && len(ref) >= 1000: // the oldest goes, as documents replaced in turn
+					e := ref[0]
+					x.remove(e)
+					ref = ref[1:]
 				case len(ref) > 0 && rng.Float64() < tc.removes:
 					e := ref[rng.IntN(len(ref))]
 					x.remove(e)
@@ -84,9 +89,15 @@ func checkLSNIndex(t *testing.T, x *lsnIndex, ref []*entry) {
 	t.Helper()
 	var all []*entry
 	for i, b := range x.blocks {
-		require.NotEmpty(t, b, "block %d is empty", i)
-		require.LessOrEqual(t, len(b), lsnBlock, "block %d is over full", i)
-		all = append(all, b...)
+		require.Positive(t, b.len(), "block %d is empty", i)
+		for j, e := range b.e {
+			inside := b.lo <= j && j < b.hi
+			require.Equal(t, inside, e != nil, "block %d slot %d (entries %d to %d)", i, j, b.lo, b.hi)
+		}
+		all = append(all, b.e[b.lo:b.hi]...)
+	}
+	if x.spare != nil {
+		require.Equal(t, &lsnBlock{}, x.spare, "the spare block is empty")
 	}
 	require.Equal(t, len(ref), len(all))
 	for i := range ref {
