@@ -109,8 +109,7 @@ func BenchmarkReplaceInMemory(b *testing.B) {
 // BenchmarkReadChanges reads change-feed pages of 100 documents of 1 KB
 // from positions spread over collections of 10,000 and 100,000 documents,
 // half of them replaced once: a page costs two binary searches and its own
-// documents, whatever the collection's size (the larger collection's pages
-// cost more only by cache misses: its documents do not fit the cache).
+// documents, whatever the collection's size.
 func BenchmarkReadChanges(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
