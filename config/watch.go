@@ -51,10 +51,6 @@ func Watch(path string, opts WatchOptions) (*Config, *Watcher, error) {
 	if opts.Settle <= 0 {
 		opts.Settle = 100 * time.Millisecond
 	}
-	cfg, err := Load(path)
-	if err != nil {
-		return nil, nil, err
-	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("config: watching %s: %w", path, err)
@@ -67,16 +63,26 @@ func Watch(path string, opts WatchOptions) (*Config, *Watcher, error) {
 		_ = fw.Close()
 		return nil, nil, fmt.Errorf("config: watching %s: %w", path, err)
 	}
+	// The text a change is compared with is read after the watch starts
+	// and before Watch returns, so a write that follows either is an event
+	// and differs from it.
+	last, _ := os.ReadFile(abs)
+	cfg, err := Load(path)
+	if err != nil {
+		_ = fw.Close()
+		return nil, nil, err
+	}
 	w := &Watcher{w: fw, done: make(chan struct{})}
-	go w.run(path, abs, opts)
+	go w.run(path, abs, last, opts)
 	return cfg, w, nil
 }
 
-func (w *Watcher) run(path, abs string, opts WatchOptions) {
+// run reloads the file after each quiet change until Close; last is its
+// text as Watch read it.
+func (w *Watcher) run(path, abs string, last []byte, opts WatchOptions) {
 	defer close(w.done)
 	var timer *time.Timer
 	var fire <-chan time.Time
-	last, _ := os.ReadFile(abs)
 	for {
 		select {
 		case ev, ok := <-w.w.Events:

@@ -1,6 +1,7 @@
 package cosmos_test
 
 import (
+	"maps"
 	"os"
 	"testing"
 	"time"
@@ -54,6 +55,13 @@ var cosmiumSkips = map[string]string{
 	storetest.SkipBatchIsolation:         "cosmium v0.1.20 applies a batch's operations one by one, so readers see part of a batch",
 }
 
+// cosmiumNoChangeFeed is why the change-feed cases are skipped on cosmium.
+const cosmiumNoChangeFeed = "cosmium v0.1.20 has no change feed: GET on documents ignores A-IM and If-None-Match and answers every document, with no etag; and it answers 401 to the partition-key-range read azcosmos's ReadChangeFeed makes first (it checks the signature of pkranges with A-IM over another resource link)"
+
 func TestConformanceCosmium(t *testing.T) {
-	storetest.Run(t, cosmiumStore, &storetest.Options{Database: "storetest" + time.Now().Format("150405"), Skip: cosmiumSkips})
+	skips := maps.Clone(cosmiumSkips)
+	for _, k := range storetest.ChangeFeedKeys {
+		skips[k] = cosmiumNoChangeFeed
+	}
+	storetest.Run(t, cosmiumStore, &storetest.Options{Database: "storetest" + time.Now().Format("150405"), Skip: skips})
 }

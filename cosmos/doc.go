@@ -46,6 +46,15 @@
 // and an offset, so paging works even where the service ignores page sizes,
 // and a token from another query is refused.
 //
+// The Store is a store.ChangeFeeder over azcosmos's ReadChangeFeed (Cosmos
+// DB's change feed in its latest-version mode): its token wraps azcosmos's
+// composite token, bound to the collection and partition key; FromNow asks
+// every feed range for its present position (If-None-Match "*") before it
+// returns. Cosmos DB orders changes within a physical partition; see
+// Store.ReadChanges. A transactional batch's documents come together (the
+// service commits a batch as one transaction, one LSN), in no set order
+// among themselves.
+//
 // Errors map to the store's sentinels by status code: 400 bad request, 404
 // not found, 409 conflict, 412 precondition failed, 413 too large, 429
 // throttled (with the service's x-ms-retry-after-ms). Throttled requests are

@@ -1,8 +1,10 @@
 package cosmos_test
 
 import (
+	"context"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/docshard/docshard/cosmos"
@@ -48,4 +50,29 @@ func TestRouterOracleOnEmulator(t *testing.T) {
 		cfg.Queries = 20
 	}
 	routertest.Run(t, cfg)
+}
+
+// TestChangeFeedOfRecreatedCollection: a change-feed token of a collection
+// deleted and created again under the same link is refused as a bad
+// request (the emulator's store knows the incarnation), and a missing
+// collection is store.ErrCollectionNotFound.
+func TestChangeFeedOfRecreatedCollection(t *testing.T) {
+	st := emulatorStore(t)
+	cf := st.(store.ChangeFeeder)
+	ctx := emulatortest.Context(t)
+	const l = "dbs/cfrecreated/colls/c"
+	require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	t.Cleanup(func() { _ = st.DeleteCollection(context.Background(), l) })
+	_, err := st.Create(ctx, l, []byte(`{"id":"a","pk":"p"}`), nil)
+	require.NoError(t, err)
+	page, err := cf.ReadChanges(ctx, l, nil)
+	require.NoError(t, err)
+	require.Len(t, page.Items, 1)
+	require.NoError(t, st.DeleteCollection(ctx, l))
+	_, err = cf.ReadChanges(ctx, l, &store.ChangeFeedOptions{Continuation: page.Continuation})
+	require.ErrorIs(t, err, store.ErrCollectionNotFound)
+	require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	_, err = cf.ReadChanges(ctx, l, &store.ChangeFeedOptions{Continuation: page.Continuation})
+	require.ErrorIs(t, err, store.ErrBadRequest)
+	assert.Contains(t, err.Error(), "deleted since")
 }

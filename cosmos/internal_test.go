@@ -1,6 +1,7 @@
 package cosmos
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -77,4 +78,27 @@ func TestExtensionHeaders(t *testing.T) {
 	assert.Equal(t, emulator.HeaderFence, headerFence)
 	assert.Equal(t, emulator.HeaderRaiseFence, headerRaiseFence)
 	assert.Equal(t, emulator.CodeFenced, codeFenced)
+}
+
+// TestFromNowToken: the token FromNow starts from reads the whole range
+// from "*", and only a token with a "*" range left still reads from now.
+func TestFromNowToken(t *testing.T) {
+	var tok compositeToken
+	require.NoError(t, json.Unmarshal([]byte(fromNowToken()), &tok))
+	require.Len(t, tok.Continuation, 1)
+	assert.Equal(t, wholeRange.MinInclusive, tok.Continuation[0].MinInclusive)
+	assert.Equal(t, wholeRange.MaxExclusive, tok.Continuation[0].MaxExclusive)
+	assert.Equal(t, "*", string(*tok.Continuation[0].ContinuationToken))
+	for _, tc := range []struct {
+		token string
+		want  bool
+	}{
+		{fromNowToken(), true},
+		{`{"version":1,"resourceId":"r","continuation":[{"minInclusive":"","maxExclusive":"80","continuationToken":"\"7\""},{"minInclusive":"80","maxExclusive":"FF","continuationToken":"*"}]}`, true},
+		{`{"version":1,"resourceId":"r","continuation":[{"minInclusive":"","maxExclusive":"FF","continuationToken":"\"7\""}]}`, false},
+		{`{"version":1,"resourceId":"r","continuation":[{"minInclusive":"","maxExclusive":"FF"}]}`, false},
+		{`not json`, false},
+	} {
+		assert.Equal(t, tc.want, readsFromNow(tc.token), tc.token)
+	}
 }

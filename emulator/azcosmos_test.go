@@ -624,6 +624,112 @@ func collect[P, T any](t testing.TB, pager *runtime.Pager[P], items func(P) []T)
 	return out
 }
 
+// readChanges reads azcosmos's change feed from opts until a page is empty
+// and returns the items as "id=v" and the last continuation token.
+func readChanges(t testing.TB, cc *azcosmos.ContainerClient, opts azcosmos.ChangeFeedOptions) ([]string, string) {
+	t.Helper()
+	var out []string
+	for i := 0; ; i++ {
+		require.Less(t, i, 1000, "the change feed does not end")
+		resp, err := cc.ReadChangeFeed(context.Background(), &opts)
+		require.NoError(t, err)
+		require.NotEmpty(t, resp.ContinuationToken)
+		if opts.MaxItemCount > 0 {
+			require.LessOrEqual(t, len(resp.Items), int(opts.MaxItemCount))
+		}
+		if len(resp.Items) == 0 {
+			return out, resp.ContinuationToken
+		}
+		assert.Equal(t, len(resp.Items), resp.Count)
+		for _, it := range resp.Items {
+			m := object(t, it)
+			out = append(out, fmt.Sprintf("%v=%v", m["id"], m["v"]))
+		}
+		opts.Continuation, opts.FeedRange = &resp.ContinuationToken, nil
+	}
+}
+
+// TestChangeFeed: azcosmos's ReadChangeFeed over the emulator: from the
+// beginning and from a time, paged, resumed from its composite token,
+// scoped to a partition key, each document once at its last write in the
+// order of last writes, and a token of another container refused.
+func TestChangeFeed(t *testing.T) {
+	srv := emulatortest.Start(t, nil)
+	c := newClient(t, srv)
+	cc := newContainer(t, c, "/pk")
+	ctx := context.Background()
+	ranges, err := cc.ReadFeedRanges(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, []azcosmos.FeedRange{{MinInclusive: "", MaxExclusive: "FF"}}, ranges)
+	whole := &ranges[0]
+	upsert := func(id, key string, v int) {
+		t.Helper()
+		_, err := cc.UpsertItem(ctx, azcosmos.NewPartitionKeyString(key), []byte(fmt.Sprintf(`{"id":%q,"pk":%q,"v":%d}`, id, key, v)), nil)
+		require.NoError(t, err)
+	}
+	got, empty := readChanges(t, cc, azcosmos.ChangeFeedOptions{FeedRange: whole})
+	assert.Empty(t, got)
+	for i := range 6 {
+		upsert(fmt.Sprintf("d%d", i), fmt.Sprintf("k%d", i%2), 1)
+	}
+	upsert("d0", "k0", 2)
+	upsert("d3", "k1", 2)
+	_, err = cc.DeleteItem(ctx, azcosmos.NewPartitionKeyString("k0"), "d4", nil)
+	require.NoError(t, err)
+	want := []string{"d1=1", "d2=1", "d5=1", "d0=2", "d3=2"}
+
+	for _, size := range []int32{0, 1, 2, 100} {
+		got, _ = readChanges(t, cc, azcosmos.ChangeFeedOptions{FeedRange: whole, MaxItemCount: size})
+		assert.Equal(t, want, got, "from the beginning, pages of %d", size)
+	}
+	got, end := readChanges(t, cc, azcosmos.ChangeFeedOptions{Continuation: &empty})
+	assert.Equal(t, want, got, "from the token of the empty container")
+	var token struct {
+		ResourceID   string
+		Continuation []struct{ MinInclusive, MaxExclusive, ContinuationToken string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(end), &token))
+	props, err := cc.Read(ctx, nil)
+	require.NoError(t, err)
+	assert.Equal(t, props.ContainerProperties.ResourceID, token.ResourceID, "the token names the container")
+	require.Len(t, token.Continuation, 1)
+	assert.NotEmpty(t, token.Continuation[0].ContinuationToken, "and holds the etag of the one range")
+
+	got, end2 := readChanges(t, cc, azcosmos.ChangeFeedOptions{Continuation: &end})
+	assert.Empty(t, got, "caught up")
+	upsert("d1", "k1", 2)
+	upsert("d6", "k0", 1)
+	for _, from := range []string{end, end2} {
+		got, _ = readChanges(t, cc, azcosmos.ChangeFeedOptions{Continuation: &from})
+		assert.Equal(t, []string{"d1=2", "d6=1"}, got, "only what was written since")
+	}
+
+	k1 := azcosmos.NewPartitionKeyString("k1")
+	got, _ = readChanges(t, cc, azcosmos.ChangeFeedOptions{FeedRange: whole, PartitionKey: &k1, MaxItemCount: 1})
+	assert.Equal(t, []string{"d5=1", "d3=2", "d1=2"}, got, "one partition key")
+
+	past, future := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	got, _ = readChanges(t, cc, azcosmos.ChangeFeedOptions{FeedRange: whole, StartFrom: &past})
+	assert.Equal(t, []string{"d2=1", "d5=1", "d0=2", "d3=2", "d1=2", "d6=1"}, got, "from a time past: everything")
+	got, fromFuture := readChanges(t, cc, azcosmos.ChangeFeedOptions{FeedRange: whole, StartFrom: &future})
+	assert.Empty(t, got, "from a time to come: nothing yet")
+	srv.Advance(2 * time.Hour)
+	upsert("d7", "k1", 1)
+	got, _ = readChanges(t, cc, azcosmos.ChangeFeedOptions{FeedRange: whole, StartFrom: &future})
+	assert.Equal(t, []string{"d7=1"}, got, "from a time: what was written since")
+	got, _ = readChanges(t, cc, azcosmos.ChangeFeedOptions{Continuation: &fromFuture})
+	assert.Equal(t, []string{"d7=1"}, got, "resumed from the token of an empty page")
+
+	db, err := c.NewDatabase(strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())) // newContainer's
+	require.NoError(t, err)
+	_, err = db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "other", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+	require.NoError(t, err)
+	other, err := db.NewContainer("other")
+	require.NoError(t, err)
+	_, err = other.ReadChangeFeed(ctx, &azcosmos.ChangeFeedOptions{Continuation: &end})
+	assert.ErrorContains(t, err, "different container", "azcosmos refuses a token of another container by its resource id")
+}
+
 // TestUnsupportedAnswersClearly: what the emulator leaves out is refused
 // with 501 and says so, never half done.
 func TestUnsupportedAnswersClearly(t *testing.T) {

@@ -23,9 +23,15 @@
 // others); queries (single- and cross-partition, with parameters and
 // paging, answered whole by the store's own engine, so ORDER BY,
 // aggregates, DISTINCT, GROUP BY, TOP and OFFSET/LIMIT need no client-side
-// merging; query-plan requests are answered accordingly); and the read
-// feed. The README's "docshard serve" lists what it leaves out (change
-// feed, patch operations in a batch, bulk, stored procedures and the like,
+// merging; query-plan requests are answered accordingly); the read feed;
+// and the change feed in its latest-version mode (A-IM: Incremental feed;
+// If-None-Match absent, "*" or the etag of an earlier answer;
+// If-Modified-Since; 304 when nothing changed; the etag of every answer is
+// the position to resume from), from a store that is a
+// store.ChangeFeeder, as azcosmos's ReadChangeFeed reads it. A batch's
+// documents are in the change feed as the store gives them one LSN each,
+// next to each other. The README's "docshard serve" lists what it leaves
+// out (patch operations in a batch, bulk, stored procedures and the like,
 // throughput, users and permissions).
 //
 // Beyond Cosmos DB's API it serves docshard's fencing extension, when the

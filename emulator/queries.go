@@ -107,17 +107,13 @@ func (c *call) writePage(ref collRef, items [][]byte, continuation string) {
 
 // readFeed answers GET on a collection's documents: every document, page
 // by page in the store's feed order (with x-ms-documentdb-partitionkey,
-// those under the key), with the system properties point reads carry. An
-// incremental feed (A-IM, the change feed) is not offered.
+// those under the key), with the system properties point reads carry; with
+// A-IM, the change feed (see changeFeed).
 func (s *Server) readFeed(c *call, ref collRef) *apiError {
 	if c.r.Header.Get("A-IM") != "" {
-		return unsupported("the change feed")
+		return s.changeFeed(c, ref)
 	}
 	ps, e := c.pageScope(ref)
-	if e != nil {
-		return e
-	}
-	path, e := s.pathOf(c.r.Context(), ref)
 	if e != nil {
 		return e
 	}
@@ -135,12 +131,26 @@ func (s *Server) readFeed(c *call, ref collRef) *apiError {
 	if err != nil {
 		return fromStore(err)
 	}
-	items := make([][]byte, len(page.Items))
-	for i, it := range page.Items {
-		items[i] = ref.withSystem(it, keyTextOf(it, path), gjson.GetBytes(it, "id").String())
+	items, e := s.withSystem(c, ref, page.Items)
+	if e != nil {
+		return e
 	}
 	c.writePage(ref, items, page.Continuation)
 	return nil
+}
+
+// withSystem returns stored documents with the system properties the store
+// does not keep (see collRef.withSystem).
+func (s *Server) withSystem(c *call, ref collRef, docs []json.RawMessage) ([][]byte, *apiError) {
+	path, e := s.pathOf(c.r.Context(), ref)
+	if e != nil {
+		return nil, e
+	}
+	items := make([][]byte, len(docs))
+	for i, it := range docs {
+		items[i] = ref.withSystem(it, keyTextOf(it, path), gjson.GetBytes(it, "id").String())
+	}
+	return items, nil
 }
 
 // queryPlan answers a query-plan request: the query parses, and over the

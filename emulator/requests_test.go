@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -158,6 +159,15 @@ func queryHeader(extra map[string]string) map[string]string {
 	return h
 }
 
+// changeFeedHeader is the header of a change-feed read, with extra.
+func changeFeedHeader(extra map[string]string) map[string]string {
+	h := map[string]string{"A-IM": "Incremental feed"}
+	for k, v := range extra {
+		h[k] = v
+	}
+	return h
+}
+
 // TestBadRequests: each answered with Cosmos DB's status and a
 // {"code","message"} body, nothing written, and the server keeps serving.
 func TestBadRequests(t *testing.T) {
@@ -179,6 +189,9 @@ func TestBadRequests(t *testing.T) {
 		header: queryHeader(map[string]string{"x-ms-max-item-count": "1"})})
 	otherToken := h.Get("x-ms-continuation")
 	require.NotEmpty(t, otherToken)
+	_, h, _ = send(t, srv, rawRequest{method: "GET", path: docs, header: map[string]string{"x-ms-max-item-count": "1"}})
+	feedToken := h.Get("x-ms-continuation")
+	require.NotEmpty(t, feedToken)
 
 	cases := []struct {
 		name string
@@ -230,7 +243,12 @@ func TestBadRequests(t *testing.T) {
 		{"missing parameter", rawRequest{method: "POST", path: docs, body: []byte(`{"query":"SELECT * FROM c WHERE c.n = @n"}`), header: queryHeader(nil)}, http.StatusBadRequest},
 		{"bad page size", rawRequest{method: "POST", path: docs, body: []byte(`{"query":"SELECT * FROM c"}`), header: queryHeader(map[string]string{"x-ms-max-item-count": "many"})}, http.StatusBadRequest},
 		{"unknown partition-key range", rawRequest{method: "POST", path: docs, body: []byte(`{"query":"SELECT * FROM c"}`), header: queryHeader(map[string]string{"x-ms-documentdb-partitionkeyrangeid": "7"})}, http.StatusGone},
-		{"change feed", rawRequest{method: "GET", path: docs, header: map[string]string{"A-IM": "Incremental feed"}}, http.StatusNotImplemented},
+		{"change feed of all versions and deletes", rawRequest{method: "GET", path: docs, header: map[string]string{"A-IM": "Full-Fidelity Feed"}}, http.StatusNotImplemented},
+		{"change feed from a malformed etag", rawRequest{method: "GET", path: docs, header: changeFeedHeader(map[string]string{"If-None-Match": `"garbage"`})}, http.StatusBadRequest},
+		{"change feed from a read-feed token", rawRequest{method: "GET", path: docs, header: changeFeedHeader(map[string]string{"If-None-Match": `"` + feedToken + `"`})}, http.StatusBadRequest},
+		{"change feed from a malformed date", rawRequest{method: "GET", path: docs, header: changeFeedHeader(map[string]string{"If-Modified-Since": "yesterday"})}, http.StatusBadRequest},
+		{"change feed of an unknown range", rawRequest{method: "GET", path: docs, header: changeFeedHeader(map[string]string{"x-ms-documentdb-partitionkeyrangeid": "7"})}, http.StatusGone},
+		{"change feed of a missing collection", rawRequest{method: "GET", path: "/dbs/raw/colls/none/docs", header: changeFeedHeader(nil)}, http.StatusNotFound},
 		{"patch without operations", rawRequest{method: "PATCH", path: docs + "/a", body: []byte(`{"operations":[]}`), header: pkHeader(`["p"]`)}, http.StatusBadRequest},
 		{"unknown patch operation", rawRequest{method: "PATCH", path: docs + "/a", body: []byte(`{"operations":[{"op":"copy","path":"/x","from":"/id"}]}`), header: pkHeader(`["p"]`)}, http.StatusBadRequest},
 		{"patch condition syntax", rawRequest{method: "PATCH", path: docs + "/a", body: []byte(`{"condition":"FROM c WHERE (","operations":[{"op":"set","path":"/x","value":1}]}`), header: pkHeader(`["p"]`)}, http.StatusBadRequest},
@@ -372,6 +390,103 @@ func TestWireFormat(t *testing.T) {
 		assert.Contains(t, feed.Documents[0], "_rid", "feed documents carry the system properties")
 		code, _, body = send(t, srv, rawRequest{method: "GET", path: d, header: map[string]string{"x-ms-max-item-count": "2", "x-ms-continuation": h.Get("x-ms-continuation")}})
 		require.Equal(t, http.StatusOK, code, "%s", body)
+	})
+	t.Run("change feed", func(t *testing.T) {
+		code, _, body := send(t, srv, rawRequest{method: "POST", path: "/dbs/wire/colls", body: []byte(`{"id":"cf","partitionKey":{"paths":["/pk"],"kind":"Hash"}}`)})
+		require.Equal(t, http.StatusCreated, code, "%s", body)
+		const cf = "/dbs/wire/colls/cf/docs"
+		write := func(id, key string, v int) {
+			t.Helper()
+			code, _, body := send(t, srv, rawRequest{method: "POST", path: cf, body: []byte(fmt.Sprintf(`{"id":%q,"pk":%q,"v":%d}`, id, key, v)),
+				header: map[string]string{"x-ms-documentdb-partitionkey": fmt.Sprintf(`[%q]`, key), "x-ms-documentdb-is-upsert": "True"}})
+			require.Contains(t, []int{http.StatusCreated, http.StatusOK}, code, "%s", body)
+		}
+		type feedBody struct {
+			RID       string `json:"_rid"`
+			Documents []map[string]any
+			Count     int `json:"_count"`
+		}
+		// read sends a change-feed read and returns its status, etag and
+		// documents as "id=v".
+		read := func(extra map[string]string) (int, string, []string) {
+			t.Helper()
+			code, h, body := send(t, srv, rawRequest{method: "GET", path: cf, header: changeFeedHeader(extra)})
+			require.Contains(t, []int{http.StatusOK, http.StatusNotModified}, code, "%s", body)
+			etag := h.Get("etag")
+			require.Regexp(t, `^"[A-Za-z0-9_-]+"$`, etag, "the position is a quoted etag")
+			if code == http.StatusNotModified {
+				assert.Empty(t, body, "304 has no body")
+				return code, etag, nil
+			}
+			var f feedBody
+			require.NoError(t, json.Unmarshal(body, &f))
+			assert.NotEmpty(t, f.RID)
+			assert.Equal(t, len(f.Documents), f.Count)
+			assert.Equal(t, strconv.Itoa(f.Count), h.Get("x-ms-item-count"))
+			out := make([]string, len(f.Documents))
+			for i, d := range f.Documents {
+				for _, sys := range []string{"_rid", "_self", "_etag", "_ts", "_attachments"} {
+					assert.Contains(t, d, sys, "change-feed documents carry the system properties")
+				}
+				out[i] = fmt.Sprintf("%v=%v", d["id"], d["v"])
+			}
+			return code, etag, out
+		}
+		code, empty, _ := read(nil)
+		assert.Equal(t, http.StatusNotModified, code, "an empty collection: nothing changed")
+		write("x1", "p", 1)
+		write("x2", "q", 1)
+		write("x3", "p", 1)
+		write("x1", "p", 2)
+
+		tests := []struct {
+			name   string
+			header map[string]string
+			code   int
+			docs   []string
+		}{
+			{"from the beginning", nil, http.StatusOK, []string{"x2=1", "x3=1", "x1=2"}},
+			{"from the empty collection's etag", map[string]string{"If-None-Match": empty}, http.StatusOK, []string{"x2=1", "x3=1", "x1=2"}},
+			{"a page of 2", map[string]string{"x-ms-max-item-count": "2"}, http.StatusOK, []string{"x2=1", "x3=1"}},
+			{"as much as a page holds", map[string]string{"x-ms-max-item-count": "-1"}, http.StatusOK, []string{"x2=1", "x3=1", "x1=2"}},
+			{"one partition key", map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}, http.StatusOK, []string{"x3=1", "x1=2"}},
+			{"the one range by id", map[string]string{"x-ms-documentdb-partitionkeyrangeid": "0"}, http.StatusOK, []string{"x2=1", "x3=1", "x1=2"}},
+			{"from now", map[string]string{"If-None-Match": "*"}, http.StatusNotModified, nil},
+			{"from a time to come", map[string]string{"If-Modified-Since": time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)}, http.StatusNotModified, nil},
+			{"from a time past", map[string]string{"If-Modified-Since": time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)}, http.StatusOK, []string{"x2=1", "x3=1", "x1=2"}},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				code, _, docs := read(tc.header)
+				assert.Equal(t, tc.code, code)
+				assert.Equal(t, tc.docs, docs)
+			})
+		}
+
+		// Paging by etag, then polling.
+		_, first, docs := read(map[string]string{"x-ms-max-item-count": "2"})
+		require.Len(t, docs, 2)
+		code, end, docs := read(map[string]string{"If-None-Match": first, "x-ms-max-item-count": "2"})
+		assert.Equal(t, http.StatusOK, code)
+		assert.Equal(t, []string{"x1=2"}, docs)
+		code, again, _ := read(map[string]string{"If-None-Match": end})
+		assert.Equal(t, http.StatusNotModified, code, "caught up")
+		assert.Equal(t, end, again, "a 304's etag is the same position")
+		_, now, _ := read(map[string]string{"If-None-Match": "*"})
+		write("x4", "q", 1)
+		write("x2", "q", 2)
+		for _, from := range []string{end, now} {
+			_, _, docs = read(map[string]string{"If-None-Match": from})
+			assert.Equal(t, []string{"x4=1", "x2=2"}, docs, "what was written since")
+		}
+		// From a time: the store's clock moves an hour on; what is written
+		// then is all that is newer than half an hour from now.
+		srv.Advance(time.Hour)
+		write("x5", "p", 1)
+		_, _, docs = read(map[string]string{"If-Modified-Since": time.Now().Add(30 * time.Minute).UTC().Format(http.TimeFormat)})
+		assert.Equal(t, []string{"x5=1"}, docs)
+		_, _, docs = read(map[string]string{"If-None-Match": now, "If-Modified-Since": time.Now().Add(30 * time.Minute).UTC().Format(http.TimeFormat)})
+		assert.Equal(t, []string{"x4=1", "x2=2", "x5=1"}, docs, "If-Modified-Since is ignored with If-None-Match")
 	})
 	t.Run("partition-key ranges as a change feed", func(t *testing.T) {
 		code, h, body := send(t, srv, rawRequest{method: "GET", path: "/dbs/wire/colls/c/pkranges", header: map[string]string{"A-IM": "Incremental feed"}})

@@ -20,18 +20,22 @@ type batchOp struct {
 // batchDoc is a document a batch touches: as the collection holds it, and
 // as the operations so far leave it.
 type batchDoc struct {
+	id      string
 	old     *entry // the collection's entry of (id, key), expired or not; nil when none
 	cur     *entry // the live version after the operations so far; nil when none
 	written bool   // an operation wrote or deleted it
+	last    int    // the index of the last operation that wrote or deleted it
 }
 
 // ExecuteBatch runs a transactional batch; see store.Batcher. The
 // operations see each other's effects in order (a read after a create
 // finds the document), and their changes are published together under the
 // collection's lock, so no reader sees part of a batch; in durable mode
-// they are one commit, so a crash leaves all or none of them on disk.
-// While it runs it holds the write locks of the documents it names, so
-// single writes to them wait for it.
+// they are one commit, so a crash leaves all or none of them on disk. The
+// documents it writes appear in the change feed together, each with an LSN
+// of its own in the order of its last write in the batch (see
+// commitBatch). While it runs it holds the write locks of the documents it
+// names, so single writes to them wait for it.
 //
 // Each operation is validated as the method of its name validates its
 // input, before anything is read: a document must carry partitionKey at
@@ -79,7 +83,7 @@ func (s *Store) ExecuteBatch(ctx context.Context, l string, partitionKey any, op
 	c.mu.RLock()
 	dropped := c.dropped
 	for id := range docs {
-		d := &batchDoc{old: c.find(id, pk)}
+		d := &batchDoc{id: id, old: c.find(id, pk)}
 		if d.old != nil && d.old.expireAt > now {
 			d.cur = d.old
 		}
@@ -103,7 +107,7 @@ func (s *Store) ExecuteBatch(ctx context.Context, l string, partitionKey any, op
 		if err := precondition(p.mode, l, p.id, pk, d.cur, p.ifMatch); err != nil {
 			return nil, &store.BatchError{Index: i, Err: err}
 		}
-		d.written = true
+		d.written, d.last = true, i
 		if p.mode == "delete" {
 			d.cur = nil
 			continue
@@ -195,20 +199,40 @@ func (s *Store) lockDocs(c *collection, pk string, docs map[string]*batchDoc) fu
 }
 
 // commitBatch makes a batch's changes durable in one commit (in durable
-// mode) and publishes them together.
+// mode) and publishes them together. The documents it writes take one LSN
+// each, in the order of their last write in the batch, as single writes
+// in that order would: durably they are reserved before the records are
+// encoded (so the records hold them) and given up if the commit fails, as
+// a single write's are (see lsnClock); in memory they are taken as the
+// documents publish. A deleted document's LSN raises the collection's mark
+// on disk, as a single delete's does.
 func (s *Store) commitBatch(c *collection, op, l, pk string, docs map[string]*batchDoc, now int64) error {
-	var puts []*diskOp
+	var written []*batchDoc
+	puts := 0
 	for _, d := range docs {
-		switch {
-		case !d.written:
-		case d.cur != nil:
-			puts = append(puts, putOp(c, d.cur, d.old))
-		case d.old != nil:
-			puts = append(puts, &diskOp{kind: opDelete, bucket: docsBucket(c.uid), del: d.old.seq})
+		if d.written && (d.cur != nil || d.old != nil) {
+			written = append(written, d)
+			if d.cur != nil {
+				puts++
+			}
 		}
 	}
-	if s.disk != nil && len(puts) > 0 {
-		if err := s.disk.submit(&diskOp{kind: opBatch, bucket: docsBucket(c.uid), batch: puts}, true); err != nil {
+	slices.SortFunc(written, func(a, b *batchDoc) int { return a.last - b.last })
+	if s.disk != nil && len(written) > 0 {
+		first := c.lsns.reserve(puts) // none when the batch only deletes
+		ops := make([]*diskOp, len(written))
+		next := first
+		for i, d := range written {
+			if d.cur == nil {
+				ops[i] = &diskOp{kind: opDelete, bucket: docsBucket(c.uid), del: d.old.seq, mark: d.old.lsn}
+				continue
+			}
+			d.cur.lsn = next // the record holds it
+			next++
+			ops[i] = putOp(c, d.cur, d.old)
+		}
+		if err := s.disk.submit(&diskOp{kind: opBatch, bucket: docsBucket(c.uid), batch: ops}, true); err != nil {
+			c.lsns.abandon(first, puts)
 			return s.diskErr(op, l, "", err)
 		}
 	}
@@ -217,12 +241,11 @@ func (s *Store) commitBatch(c *collection, op, l, pk string, docs map[string]*ba
 	if c.dropped {
 		return &store.Error{Kind: store.ErrCollectionNotFound, Op: op, Link: l}
 	}
-	for id, d := range docs {
+	for _, d := range written {
 		switch {
-		case !d.written:
 		case d.cur != nil:
-			c.publish(d.cur)
-		case d.old != nil && c.find(id, pk) == d.old:
+			c.commit(d.cur)
+		case c.find(d.id, pk) == d.old:
 			c.remove(d.old)
 		}
 	}

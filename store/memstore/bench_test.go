@@ -83,16 +83,33 @@ func createInMemory(b *testing.B, opts *store.WriteOptions) {
 
 // BenchmarkReplaceInMemory replaces 1 KB documents of a collection of
 // 1,000, in turn.
-func BenchmarkReplaceInMemory(b *testing.B) { replaceInMemory(b, nil) }
+func BenchmarkReplaceInMemory(b *testing.B) {
+	replaceInMemory(b, 1000, func(int) *store.WriteOptions { return nil })
+}
 
 // BenchmarkReplaceInMemoryStamped is BenchmarkReplaceInMemory with every
 // replace stamped with an epoch.
-func BenchmarkReplaceInMemoryStamped(b *testing.B) { replaceInMemory(b, stamped) }
+func BenchmarkReplaceInMemoryStamped(b *testing.B) {
+	replaceInMemory(b, 1000, func(int) *store.WriteOptions { return stamped })
+}
 
-func replaceInMemory(b *testing.B, opts *store.WriteOptions) {
-	const n = 1000
+// BenchmarkReplaceInMemoryKeyed replaces 1 KB documents of a collection of
+// 10,000, in turn, each with its partition key given.
+func BenchmarkReplaceInMemoryKeyed(b *testing.B) {
+	replaceInMemory(b, 10_000, func(i int) *store.WriteOptions {
+		return &store.WriteOptions{PartitionKey: "user-" + strconv.Itoa(i)}
+	})
+}
+
+// replaceInMemory replaces the documents of a collection of n in turn, the
+// i-th with the options optsOf(i) returns (made before the timing).
+func replaceInMemory(b *testing.B, n int, optsOf func(i int) *store.WriteOptions) {
+	opts := make([]*store.WriteOptions, n)
+	for i := range opts {
+		opts[i] = optsOf(i)
+	}
 	writeInMemory(b, n, n, func(s *Store, l string, docs [][]byte, i int) error {
-		_, err := s.Replace(context.Background(), l, strconv.Itoa(i%n), docs[i%n], opts)
+		_, err := s.Replace(context.Background(), l, strconv.Itoa(i%n), docs[i%n], opts[i%n])
 		return err
 	})
 }
@@ -114,6 +131,42 @@ func writeInMemory(b *testing.B, filled, ndocs int, write func(s *Store, l strin
 		if err := write(s, l, docs, i); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkReadChanges reads change-feed pages of 100 documents of 1 KB
+// from positions spread over collections of 10,000 and 100,000 documents,
+// half of them replaced once: a page costs two binary searches and its own
+// documents, whatever the collection's size.
+func BenchmarkReadChanges(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			s := New(nil)
+			ctx := context.Background()
+			l := filledColl(b, s, n)
+			for i := 0; i < n; i += 2 {
+				if _, err := s.Upsert(ctx, l, doc1K(fmt.Sprint(i)), nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			tokens := []string{""}
+			for cont := ""; len(tokens) < n/100; {
+				page, err := s.ReadChanges(ctx, l, &store.ChangeFeedOptions{PageSize: 100, Continuation: cont})
+				if err != nil {
+					b.Fatal(err)
+				}
+				tokens = append(tokens, page.Continuation)
+				cont = page.Continuation
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				page, err := s.ReadChanges(ctx, l, &store.ChangeFeedOptions{PageSize: 100, Continuation: tokens[(i*7919)%len(tokens)]})
+				if err != nil || len(page.Items) == 0 {
+					b.Fatal(err, len(page.Items))
+				}
+			}
+		})
 	}
 }
 

@@ -27,6 +27,7 @@ type entry struct {
 	pkHash   uint64                    // keyHash(pk)
 	expireAt int64                     // Unix seconds; never when it does not expire
 	seq      uint64                    // feed position; a replace keeps it
+	lsn      uint64                    // change-feed position: new on every write
 	id       string
 	etag     string // with its quotes, as Cosmos DB writes it
 	ts       int64
@@ -65,8 +66,9 @@ func (e *entry) document() *store.Document {
 
 // collection is one collection's documents. byID chains the entries of an
 // id (one per partition-key value: usually one); order holds the entries
-// in feed order (by seq), deleted ones until compaction; the expiry heap
-// holds the entries that expire, soonest first.
+// in feed order (by seq), deleted ones until compaction; changes holds the
+// current entries in change-feed order (by lsn); the expiry heap holds the
+// entries that expire, soonest first.
 type collection struct {
 	link string // canonical link
 	uid  string // random per incarnation: bucket name, bound into tokens
@@ -77,12 +79,14 @@ type collection struct {
 	byID    map[string]*entry
 	order   []*entry
 	dead    int // dead entries in order
+	changes lsnIndex
 	expiry  expiryHeap
 	docs    int64 // live entries (expired ones until purged)
 	bytes   int64
 	dropped bool
 
 	nextSeq    atomic.Uint64
+	lsns       lsnClock
 	nextExpiry atomic.Int64  // expireAt of the heap's top; never when empty
 	version    atomic.Uint64 // changes (under mu) whenever order does
 	snap       atomic.Pointer[snapshot]
@@ -166,7 +170,9 @@ func (c *collection) publish(e *entry) {
 	} else {
 		c.relink(old, e)
 		c.unaccount(old)
+		c.changes.remove(old)
 	}
+	c.changes.insert(e)
 	c.docs++
 	c.bytes += int64(len(e.body))
 	if e.expireAt != never {
@@ -196,6 +202,7 @@ func (c *collection) remove(e *entry) {
 	c.version.Add(1)
 	c.relink(e, nil)
 	c.unaccount(e)
+	c.changes.remove(e)
 	c.kill(e)
 }
 
@@ -280,6 +287,7 @@ func (c *collection) purge(now int64, limit int, tryLock func(e *entry) (func(),
 		c.relink(e, nil)
 		c.docs--
 		c.bytes -= int64(len(e.body))
+		c.changes.remove(e)
 		c.kill(e)
 		unlock()
 		out = append(out, e)

@@ -66,6 +66,23 @@
 // document's place), resumable from its token, which holds a position, not
 // a snapshot: see Store.ReadFeed.
 //
+// # Change feed
+//
+// The Store is a store.ChangeFeeder: every create, replace and upsert
+// stamps the document with its collection's next log sequence number
+// (LSN), and ReadChanges returns the current documents in LSN order from a
+// position, as Cosmos DB's change feed does in its "latest version" mode (a
+// document written several times appears once, at its last write; deletions
+// and TTL expiries do not appear). An index ordered by LSN makes a page
+// cost two binary searches and its own documents. A reader never passes a
+// durable write that has taken its LSN and not yet published, so polling
+// from a token sees every later write, in order; durably the LSN is kept in
+// each record, and positions survive a restart (see Store.ReadChanges). A
+// transactional batch gives each document it writes an LSN, in the order
+// of its last write in the batch, and they appear together; a batch that
+// fails appears not at all, and gives up the LSNs it reserved as a failed
+// single write does.
+//
 // # Transactional batch and fencing
 //
 // The Store is a store.Batcher: ExecuteBatch applies up to 100 operations
@@ -85,9 +102,9 @@
 // committed and published; RaiseFence holds it for writing, so it waits
 // for the stamped writes in progress and every stamped write either
 // finished before the raise or sees the new fence. A write below the fence
-// is refused with store.ErrFenced and writes nothing. Unstamped writes
-// (epoch 0) never touch the fence and cost nothing more; a stamped one
-// costs an uncontended read lock.
+// is refused with store.ErrFenced and writes nothing (it takes no LSN
+// either). Unstamped writes (epoch 0) never touch the fence and cost
+// nothing more; a stamped one costs an uncontended read lock.
 //
 // # Durability
 //
@@ -98,8 +115,12 @@
 // goroutine takes every write queued while the previous commit was
 // syncing and commits them in one bbolt transaction, so N writers cost
 // about one commit instead of N (group commit; see the package benchmarks).
-// A process killed at any moment reopens with every acknowledged write;
-// TestDurableSurvivesSIGKILL checks it. The data set must fit in memory:
+// A process killed at any moment reopens with every acknowledged write,
+// and with change-feed positions that stay valid;
+// TestDurableSurvivesSIGKILL checks both. Each record carries a format
+// version; Open converts records of older versions in place (version 2's
+// key text, and an LSN for records from before the change feed, given in
+// the order of their last write). The data set must fit in memory:
 // roughly the stored text, plus the decoded form of documents that have
 // been queried (several times the text), plus the file's page cache.
 //

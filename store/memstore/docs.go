@@ -335,7 +335,9 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 		return nil, err
 	}
 	if s.disk != nil {
+		e.lsn = c.lsns.reserve(1) // the record holds it
 		if err := s.disk.submit(putOp(c, e, old), true); err != nil {
+			c.lsns.abandon(e.lsn, 1)
 			return nil, s.diskErr(mode, l, in.id, err)
 		}
 	}
@@ -344,7 +346,7 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 		c.mu.Unlock()
 		return nil, &store.Error{Kind: store.ErrCollectionNotFound, Op: mode, Link: l}
 	}
-	c.publish(e)
+	c.commit(e)
 	s.purgeLocked(c, now, 16)
 	c.mu.Unlock()
 	return e.document(), nil
@@ -534,7 +536,7 @@ func (s *Store) Delete(ctx context.Context, l, id string, opts *store.WriteOptio
 		return err
 	}
 	if s.disk != nil {
-		if err := s.disk.submit(&diskOp{kind: opDelete, bucket: docsBucket(c.uid), del: e.seq}, true); err != nil {
+		if err := s.disk.submit(&diskOp{kind: opDelete, bucket: docsBucket(c.uid), del: e.seq, mark: e.lsn}, true); err != nil {
 			return s.diskErr(op, l, id, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
@@ -22,15 +23,22 @@ import (
 //	"collections"  link -> collMeta (JSON)
 //	"d<uid>"       8-byte big-endian seq -> record, one bucket per collection
 //	"fences"       database link -> 8-byte big-endian fence epoch
+//	"lsnmarks"     "d<uid>" -> 8-byte big-endian LSN: the highest LSN of a
+//	               record deleted from the collection (none until one is)
 //
 // Keys by seq make the bucket's order the feed order (nothing to sort on
 // open) and make creates appends to the B+tree's last page, so a commit of
 // many creates writes few pages. A collection's bucket is named by its
 // uid, so deleting a collection and creating one with the same link never
-// mixes their documents.
+// mixes their documents. A record holds its document's LSN (change-feed
+// position), so Open resumes LSNs above the highest one on disk; the mark
+// of deleted records covers a deleted (or expired) document that held the
+// highest, so a change-feed position handed out before a restart is never
+// reused after it.
 var (
 	collectionsBucket = []byte("collections")
 	fencesBucket      = []byte("fences")
+	marksBucket       = []byte("lsnmarks")
 )
 
 const dbFile = "docshard.db"
@@ -58,6 +66,7 @@ type diskOp struct {
 	seq    uint64    // opPut: the key written; opFence: the epoch
 	rec    []byte    // opPut: the record
 	del    uint64    // opPut, opDelete: a key removed (0: none)
+	mark   uint64    // opDelete: the LSN of the record removed, for the collection's mark
 	link   []byte    // opCreateColl, opDropColl, opFence (the database link)
 	meta   []byte    // opCreateColl
 	batch  []*diskOp // opBatch: puts and deletes in bucket, applied all or none
@@ -92,6 +101,9 @@ func (o *diskOp) apply(tx *bolt.Tx) error {
 		if err := tx.DeleteBucket(o.bucket); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
 			return err
 		}
+		if err := tx.Bucket(marksBucket).Delete(o.bucket); err != nil {
+			return err
+		}
 		return tx.Bucket(collectionsBucket).Delete(o.link)
 	case opFence:
 		return tx.Bucket(fencesBucket).Put(o.link, seqKey(o.seq))
@@ -110,6 +122,11 @@ func (o *diskOp) apply(tx *bolt.Tx) error {
 	}
 	if o.del != 0 {
 		if err := b.Delete(seqKey(o.del)); err != nil {
+			return err
+		}
+	}
+	if o.mark != 0 {
+		if err := raiseMark(tx, o.bucket, o.mark); err != nil {
 			return err
 		}
 	}
@@ -159,6 +176,9 @@ func (s *Store) openDisk(dir string) error {
 		if err != nil {
 			return err
 		}
+		if _, err := tx.CreateBucketIfNotExists(marksBucket); err != nil {
+			return err
+		}
 		return meta.ForEach(func(k, v []byte) error {
 			return s.loadCollection(tx, string(k), v, now)
 		})
@@ -184,13 +204,13 @@ func (s *Store) loadCollection(tx *bolt.Tx, link string, metaJSON []byte, now in
 		return fmt.Errorf("collection %s: %w", link, err)
 	}
 	c := newCollection(link, m.UID, m.Spec, path)
-	b := tx.Bucket(docsBucket(m.UID))
+	bucket := docsBucket(m.UID)
+	b := tx.Bucket(bucket)
 	if b == nil {
 		return fmt.Errorf("collection %s: its documents bucket is missing", link)
 	}
-	var expired [][]byte
-	var upgraded []*entry
-	maxSeq := uint64(0)
+	var live, expired, upgraded []*entry
+	maxSeq, maxLSN := uint64(0), mark(tx, bucket)
 	err = b.ForEach(func(k, v []byte) error {
 		if len(k) != 8 {
 			return fmt.Errorf("collection %s: corrupt key %x", link, k)
@@ -200,27 +220,42 @@ func (s *Store) loadCollection(tx *bolt.Tx, link string, metaJSON []byte, now in
 			return fmt.Errorf("collection %s: key %x: %w", link, k, err)
 		}
 		e.seq = binary.BigEndian.Uint64(k)
-		maxSeq = max(maxSeq, e.seq)
-		if e.expireAt <= now {
-			expired = append(expired, append([]byte(nil), k...))
+		maxSeq, maxLSN = max(maxSeq, e.seq), max(maxLSN, e.lsn)
+		switch {
+		case e.expireAt <= now:
+			expired = append(expired, e)
 			return nil
-		}
-		if old {
+		case old:
 			upgraded = append(upgraded, e)
 		}
-		if c.find(e.id, e.pk) != nil {
-			return fmt.Errorf("collection %s: document %q (key %s) stored twice", link, e.id, e.pk)
-		}
-		c.publish(e) // in seq order: appends
+		live = append(live, e)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for _, k := range expired {
-		if err := b.Delete(k); err != nil {
+	// Records older than the change feed have no LSN: they take the next
+	// ones in the order of their last write, then of creation.
+	sort.SliceStable(upgraded, func(i, j int) bool { return upgraded[i].ts < upgraded[j].ts })
+	for _, e := range upgraded {
+		maxLSN++
+		e.lsn = maxLSN
+	}
+	for _, e := range live {
+		if c.find(e.id, e.pk) != nil {
+			return fmt.Errorf("collection %s: document %q (key %s) stored twice", link, e.id, e.pk)
+		}
+		c.publish(e) // in seq order: appends
+	}
+	gone := uint64(0)
+	for _, e := range expired {
+		if err := b.Delete(seqKey(e.seq)); err != nil {
 			return err
 		}
+		gone = max(gone, e.lsn)
+	}
+	if err := raiseMark(tx, bucket, gone); err != nil {
+		return err
 	}
 	for _, e := range upgraded { // in the transaction that loads them
 		if err := b.Put(seqKey(e.seq), encodeRecord(e)); err != nil {
@@ -228,8 +263,26 @@ func (s *Store) loadCollection(tx *bolt.Tx, link string, metaJSON []byte, now in
 		}
 	}
 	c.nextSeq.Store(maxSeq + 1)
+	c.lsns.last.Store(maxLSN)
 	s.colls[link] = c
 	return nil
+}
+
+// mark returns the collection's mark: the highest LSN of a record deleted
+// from it, 0 when none was.
+func mark(tx *bolt.Tx, bucket []byte) uint64 {
+	if v := tx.Bucket(marksBucket).Get(bucket); len(v) == 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
+// raiseMark sets the collection's mark to lsn if that is higher.
+func raiseMark(tx *bolt.Tx, bucket []byte, lsn uint64) error {
+	if lsn <= mark(tx, bucket) {
+		return nil
+	}
+	return tx.Bucket(marksBucket).Put(bucket, seqKey(lsn))
 }
 
 // run is the committer: it takes everything queued, applies it in one
@@ -309,13 +362,15 @@ func (d *disk) close() error {
 	return d.db.Close()
 }
 
-// A record: format version, _ts, expiry, etag, id, key text, then the
-// stored JSON text to the end. The key text is the value's identity text
-// (partitionkey.IdentityText) since version 3; version 2 held store.KeyText
-// as it was before (encoding/json's strings, strconv's 'g' numbers such as
-// 1e-07), and is converted when the file is opened.
+// A record: format version, _ts, expiry, LSN (since version 4), etag, id,
+// key text, then the stored JSON text to the end. The key text is the
+// value's identity text (partitionkey.IdentityText) since version 3;
+// version 2 held store.KeyText as it was before (encoding/json's strings,
+// strconv's 'g' numbers such as 1e-07). Records of versions 2 and 3 are
+// converted when the file is opened: their key text, and an LSN each.
 const (
-	recordVersion   = 3
+	recordVersion   = 4
+	recordVersionV3 = 3
 	recordVersionV2 = 2
 )
 
@@ -324,6 +379,7 @@ func encodeRecord(e *entry) []byte {
 	b = append(b, recordVersion)
 	b = binary.AppendVarint(b, e.ts)
 	b = binary.AppendVarint(b, e.expireAt)
+	b = binary.AppendUvarint(b, e.lsn)
 	for _, s := range [...]string{e.etag, e.id, e.pk} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
@@ -332,14 +388,16 @@ func encodeRecord(e *entry) []byte {
 }
 
 // decodeRecord reads a record; the body is copied out of bbolt's memory.
-// old reports a version-2 record, whose key text it converted: the caller
-// writes it again.
+// old reports a record of an older version (2 or 3), which has no LSN (0)
+// and whose key text it converted: the caller gives it an LSN and writes it
+// again.
 func decodeRecord(rec []byte) (e *entry, old bool, err error) {
 	bad := errors.New("corrupt record")
-	if len(rec) == 0 || (rec[0] != recordVersion && rec[0] != recordVersionV2) {
+	if len(rec) == 0 || rec[0] < recordVersionV2 || rec[0] > recordVersion {
 		return nil, false, bad
 	}
-	old = rec[0] == recordVersionV2
+	version := rec[0]
+	old = version < recordVersion
 	r := rec[1:]
 	e = &entry{heapIdx: -1}
 	var n int
@@ -351,6 +409,12 @@ func decodeRecord(rec []byte) (e *entry, old bool, err error) {
 		return nil, false, bad
 	}
 	r = r[n:]
+	if !old {
+		if e.lsn, n = binary.Uvarint(r); n <= 0 || e.lsn == 0 {
+			return nil, false, bad
+		}
+		r = r[n:]
+	}
 	var strs [3]string
 	for i := range strs {
 		l, n := binary.Uvarint(r)
@@ -364,7 +428,7 @@ func decodeRecord(rec []byte) (e *entry, old bool, err error) {
 	if e.id == "" || e.pk == "" || len(r) < 2 || r[0] != '{' {
 		return nil, false, bad
 	}
-	if old {
+	if version == recordVersionV2 {
 		if e.pk, err = upgradeKeyText(e.pk); err != nil {
 			return nil, false, fmt.Errorf("corrupt record: key text: %w", err)
 		}

@@ -37,6 +37,46 @@ func v2KeyText(v any) string {
 	return "null"
 }
 
+// encodeRecordV3 writes a record as version 3 did: without an LSN.
+func encodeRecordV3(e *entry) []byte {
+	b := []byte{recordVersionV3}
+	b = binary.AppendVarint(b, e.ts)
+	b = binary.AppendVarint(b, e.expireAt)
+	for _, s := range [...]string{e.etag, e.id, e.pk} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	return append(b, e.body...)
+}
+
+// rewriteRecords replaces every record of the collection's bucket, which
+// must be of the current version, by what rewrite makes of its entry, and
+// returns how many it rewrote.
+func rewriteRecords(t *testing.T, dir, l string, rewrite func(e *entry) []byte) int {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(dir, dbFile), 0o600, nil)
+	require.NoError(t, err)
+	defer db.Close()
+	recs := map[string][]byte{}
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+		var m collMeta
+		require.NoError(t, json.Unmarshal(tx.Bucket(collectionsBucket).Get([]byte(l)), &m))
+		b := tx.Bucket(docsBucket(m.UID))
+		require.NoError(t, b.ForEach(func(k, v []byte) error {
+			require.Equal(t, byte(recordVersion), v[0])
+			e, _, err := decodeRecord(v)
+			require.NoError(t, err)
+			recs[string(k)] = rewrite(e)
+			return nil
+		}))
+		for k, rec := range recs {
+			require.NoError(t, b.Put([]byte(k), rec))
+		}
+		return nil
+	}))
+	return len(recs)
+}
+
 // readRecords returns every record of the collection's bucket by seq.
 func readRecords(t *testing.T, dir, l string) map[uint64][]byte {
 	t.Helper()
@@ -93,33 +133,14 @@ func TestDurableMigratesVersion2Records(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 
-	db, err := bolt.Open(filepath.Join(dir, dbFile), 0o600, nil)
-	require.NoError(t, err)
-	n := 0
-	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
-		var m collMeta
-		require.NoError(t, json.Unmarshal(tx.Bucket(collectionsBucket).Get([]byte(l)), &m))
-		b := tx.Bucket(docsBucket(m.UID))
-		old := map[string][]byte{}
-		require.NoError(t, b.ForEach(func(k, v []byte) error {
-			e, _, err := decodeRecord(v)
-			require.NoError(t, err)
-			require.Equal(t, byte(recordVersion), v[0])
-			if key, ok := docs[e.id]; ok {
-				e.pk = v2KeyText(key)
-			}
-			rec := encodeRecord(e)
-			rec[0] = recordVersionV2
-			old[string(k)] = rec
-			return nil
-		}))
-		for k, rec := range old {
-			require.NoError(t, b.Put([]byte(k), rec))
-			n++
+	n := rewriteRecords(t, dir, l, func(e *entry) []byte {
+		if key, ok := docs[e.id]; ok {
+			e.pk = v2KeyText(key)
 		}
-		return nil
-	}))
-	require.NoError(t, db.Close())
+		rec := encodeRecordV3(e)
+		rec[0] = recordVersionV2
+		return rec
+	})
 	require.Equal(t, len(keys)+1, n)
 	for _, rec := range readRecords(t, dir, l) {
 		require.Equal(t, byte(recordVersionV2), rec[0], "the file holds version-2 records")

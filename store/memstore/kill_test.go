@@ -38,7 +38,11 @@ const (
 // opens cleanly and holds every acknowledged write: created documents are
 // there, deleted ones are gone, no counter went back below its last
 // acknowledged value, and every batch is there whole (all the acknowledged
-// ones) or not at all. Many rounds on the same directory (fewer with
+// ones) or not at all. In both collections the change feed, read from the
+// position the previous round ended at, holds every write acknowledged in
+// this round at its stored content, and read whole holds every document
+// once, a batch's documents next to each other in the order the batch
+// wrote them. Many rounds on the same directory (fewer with
 // -short).
 func TestDurableSurvivesSIGKILL(t *testing.T) {
 	if dir := os.Getenv(killChildEnv); dir != "" {
@@ -62,6 +66,7 @@ func TestDurableSurvivesSIGKILL(t *testing.T) {
 	batches := map[string]bool{} // batch prefix -> acknowledged
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	total := 0
+	feedPos, batchFeedPos := "", "" // the change feeds' ends after the previous round
 	for round := 0; round < rounds; round++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestDurableSurvivesSIGKILL$", "-test.count=1")
 		cmd.Env = append(os.Environ(), killChildEnv+"="+dir, killRoundEnv+"="+strconv.Itoa(round))
@@ -179,6 +184,48 @@ func TestDurableSurvivesSIGKILL(t *testing.T) {
 		q, err := s.Query(context.Background(), killLink, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, nil)
 		require.NoError(t, err)
 		require.Equal(t, strconv.Itoa(n), string(q.Items[0]))
+		// The change feeds, read from where the previous round's ended,
+		// hold every write acknowledged in this round, each at its stored
+		// content, and read whole hold every document once.
+		changesOf := func(l, from string) (map[string]json.RawMessage, string) {
+			_, changed, end := changesSince(t, s, l, from, 1000)
+			for id, body := range changed {
+				d, err := s.Read(context.Background(), l, id, nil)
+				require.NoError(t, err, "round %d: the change feed of %s holds %s, which is not stored", round, l, id)
+				require.JSONEq(t, string(d.Body), string(body), "round %d: the change feed holds %s at its stored content", round, id)
+			}
+			return changed, end
+		}
+		_, whole, _ := changesSince(t, s, killLink, "", 1000)
+		require.Len(t, whole, n, "round %d: the change feed holds every document once", round)
+		var changed map[string]json.RawMessage
+		changed, feedPos = changesOf(killLink, feedPos)
+		prefix := fmt.Sprintf("r%d-", round)
+		for id, state := range created {
+			if state == present && strings.HasPrefix(id, prefix) {
+				require.Contains(t, changed, id, "round %d: the change feed misses the acknowledged create of %s", round, id)
+			}
+		}
+		for id, v := range latest {
+			if v > 1_000_000*round {
+				require.Contains(t, changed, id, "round %d: the change feed misses the acknowledged upserts of %s", round, id)
+			}
+		}
+		batchIDs, _, _ := changesSince(t, s, killBatchLink, "", 1000)
+		require.Len(t, batchIDs, killBatchSize*len(inBatch), "round %d: the change feed holds every batch's documents once", round)
+		for i := 0; i < len(batchIDs); i += killBatchSize {
+			b := batchIDs[i][:strings.LastIndexByte(batchIDs[i], '-')]
+			for j := range killBatchSize {
+				require.Equal(t, fmt.Sprintf("%s-%d", b, j), batchIDs[i+j], "round %d: the change feed holds batch %s's documents together, in order", round, b)
+			}
+		}
+		changed, batchFeedPos = changesOf(killBatchLink, batchFeedPos)
+		prefix = fmt.Sprintf("b%d-", round)
+		for b := range batches {
+			for j := 0; j < killBatchSize && strings.HasPrefix(b, prefix); j++ {
+				require.Contains(t, changed, fmt.Sprintf("%s-%d", b, j), "round %d: the change feed misses acknowledged batch %s", round, b)
+			}
+		}
 		require.NoError(t, s.Close())
 		t.Logf("round %d: %d writes acknowledged, %d documents stored (%d whole batches), all acknowledged writes present", round, acks, n, len(inBatch))
 	}

@@ -309,7 +309,7 @@ func (s *Store) purgeLocked(c *collection, now int64, limit int) {
 		return
 	}
 	for _, e := range gone {
-		_ = s.disk.submit(&diskOp{kind: opDelete, bucket: docsBucket(c.uid), del: e.seq}, false)
+		_ = s.disk.submit(&diskOp{kind: opDelete, bucket: docsBucket(c.uid), del: e.seq, mark: e.lsn}, false)
 	}
 }
 

@@ -137,12 +137,8 @@ func (h *fnv128a) hex() string {
 // query's token is an error wrapping store.ErrBadRequest.
 func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.QueryOptions) (*store.Page, error) {
 	const op = "query"
-	c, err := s.collection(ctx, op, l)
-	if err != nil {
-		return nil, err
-	}
 	o := store.OptionsOf(opts)
-	pk, scoped, err := givenKey(op, l, "", o.PartitionKey)
+	c, pk, scoped, err := s.scoped(ctx, op, l, o.PartitionKey)
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +193,18 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 		page.Continuation = cursor.Encode(tok)
 	}
 	return page, nil
+}
+
+// scoped finds an open collection and the key text of the partition-key
+// value a read is scoped to (scoped is false when key is nil).
+func (s *Store) scoped(ctx context.Context, op, l string, key any) (c *collection, pk string, scoped bool, err error) {
+	if c, err = s.collection(ctx, op, l); err != nil {
+		return nil, "", false, err
+	}
+	if pk, scoped, err = givenKey(op, l, "", key); err != nil {
+		return nil, "", false, err
+	}
+	return c, pk, scoped, nil
 }
 
 // queryErr reports a failed run: the caller's context, or the query.
