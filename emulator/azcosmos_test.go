@@ -766,7 +766,7 @@ func TestLoad(t *testing.T) {
 						err = fmt.Errorf("read %s: v %v, want %v", id, doc.V, v)
 					}
 				case i%11 == 0:
-					_, err = queryAllErr(ctx, cc, pk)
+					_, err = countQuery(ctx, cc, "SELECT c.id FROM c", pk, 10)
 				default:
 					_, err = cc.ReplaceItem(ctx, pk, id, body, nil)
 					mine[id] = next
@@ -799,8 +799,10 @@ func TestLoad(t *testing.T) {
 	t.Logf("%d documents after %s of 32 clients", len(got), d)
 }
 
-func queryAllErr(ctx context.Context, cc *azcosmos.ContainerClient, pk azcosmos.PartitionKey) (int, error) {
-	pager := cc.NewQueryItemsPager("SELECT c.id FROM c", pk, &azcosmos.QueryOptions{PageSizeHint: 10})
+// countQuery reads every page of a query, of pages of size (-1: as large
+// as the server gives), and counts the results.
+func countQuery(ctx context.Context, cc *azcosmos.ContainerClient, text string, pk azcosmos.PartitionKey, size int32) (int, error) {
+	pager := cc.NewQueryItemsPager(text, pk, &azcosmos.QueryOptions{PageSizeHint: size})
 	n := 0
 	for pager.More() {
 		page, err := pager.NextPage(ctx)

@@ -454,18 +454,7 @@ func BenchmarkQuery100K(b *testing.B) {
 		return len(page.Items), nil
 	}
 	viaREST := func(size int32) func() (int, error) {
-		return func() (int, error) {
-			n := 0
-			pager := cc.NewQueryItemsPager(text, azcosmos.NewPartitionKey(), &azcosmos.QueryOptions{PageSizeHint: size})
-			for pager.More() {
-				page, err := pager.NextPage(ctx)
-				if err != nil {
-					return n, err
-				}
-				n += len(page.Items)
-			}
-			return n, nil
-		}
+		return func() (int, error) { return countQuery(ctx, cc, text, azcosmos.NewPartitionKey(), size) }
 	}
 	cases := []struct {
 		name string
