@@ -370,11 +370,16 @@ func (c *call) body() ([]byte, *apiError) {
 	return data, nil
 }
 
+// presizeBody is the largest Content-Length readBody allocates for before
+// the body arrives: a client cannot make the server hold much memory for
+// bodies it does not send.
+const presizeBody = 256 << 10
+
 // readBody reads a request body of at most maxBody bytes, into a buffer of
-// its Content-Length when it gives one.
+// its Content-Length when it gives one of at most presizeBody.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body := http.MaxBytesReader(w, r.Body, maxBody)
-	if r.ContentLength <= 0 || r.ContentLength > maxBody {
+	if r.ContentLength <= 0 || r.ContentLength > presizeBody {
 		return io.ReadAll(body)
 	}
 	data := make([]byte, r.ContentLength, r.ContentLength+1)
