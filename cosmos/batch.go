@@ -135,14 +135,11 @@ func addBatchOp(b *azcosmos.TransactionalBatch, cs *containerSpec, l, keyText st
 			return id, store.Errorf(store.ErrBadRequest, mode, l, id, "the document's id is %q", bodyID)
 		}
 		id = bodyID
-		v, found, err := bodyKey(cs.path, o.Doc)
+		v, err := bodyKey(cs.path, o.Doc)
 		if err != nil {
 			return id, &store.Error{Kind: store.ErrBadRequest, Op: mode, Link: l, ID: id, Message: err.Error()}
 		}
-		bt := partitionkey.NoneText
-		if found {
-			bt, _ = partitionkey.IdentityText(v)
-		}
+		bt, _ := partitionkey.IdentityText(v)
 		if bt != keyText {
 			return id, store.Errorf(store.ErrBadRequest, mode, l, id, "the document's partition key (%s at %s) differs from the batch's (%s)", bt, cs.spec.PartitionKeyPath, keyText)
 		}

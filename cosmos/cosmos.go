@@ -150,6 +150,8 @@ func (s *Store) client(what string, a Account) (*azcosmos.Client, error) {
 		retries = -1
 	}
 	co := &azcosmos.ClientOptions{EnableContentResponseOnWrite: true, ClientOptions: azcore.ClientOptions{
+		// Documents without a partition-key value: see undefinedkey.go.
+		PerCallPolicies: []policy.Policy{undefinedKeyPolicy{}},
 		Retry: policy.RetryOptions{
 			MaxRetries:    retries,
 			RetryDelay:    50 * time.Millisecond,

@@ -48,7 +48,6 @@ var cosmiumSkips = map[string]string{
 	storetest.SkipPartitionKeyScopedRead: "cosmium ignores the partition key on reads",
 	storetest.SkipListCollections:        "cosmium answers 400 to the container query azcosmos sends",
 	storetest.SkipTTL:                    "cosmium does not expire documents, and its clock cannot be moved",
-	storetest.SkipUndefinedPartitionKey:  "the backend refuses documents without a partition-key value and does not map store.None yet (a gap of the backend, not of cosmium)",
 	storetest.SkipAtomicUpsert:           "cosmium v0.1.20 upserts by deleting the document and creating it again: concurrent upserts of one document answer 409 Conflict, and a reader between the two sees it missing",
 	storetest.SkipFeedStableUnderWrites:  "cosmium has no paging: the store pages by offset into a re-read of the whole container, and cosmium reorders documents that are written during the walk",
 	storetest.SkipBatchAtomic:            "cosmium v0.1.20 runs a batch's operations one by one and answers 200 even when one fails: nothing is rolled back",

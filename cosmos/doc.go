@@ -11,7 +11,10 @@
 // sharded database grows past one account.
 //
 // Point operations pass the partition-key value (taken from the document's
-// body at the container's key path when the caller gives none). Queries
+// body at the container's key path when the caller gives none). A document
+// with no value there has the undefined key, store.None, which is sent as
+// Cosmos DB's partition-key header [{}] (azcosmos cannot build it; a policy
+// of the client's pipeline writes it: see undefinedkey.go). Queries
 // made of filters and projections run on the service as they are, scoped
 // to a partition-key value when one is given. The Cosmos DB gateway that the
 // Go SDK talks to runs only filters and projections across partitions, and

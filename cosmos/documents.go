@@ -42,24 +42,25 @@ func partitionKey(v any) (azcosmos.PartitionKey, error) {
 }
 
 // bodyKey reads the partition-key value from a document body: a string, a
-// float64, a bool or partitionkey.Null; found is false when the body has
-// none.
-func bodyKey(path partitionkey.Path, body []byte) (v any, found bool, err error) {
+// float64, a bool, partitionkey.Null, or partitionkey.None when the body
+// has no value at the path.
+func bodyKey(path partitionkey.Path, body []byte) (any, error) {
 	raw, err := path.Lookup(body)
+	var v any
 	if err == nil {
 		v, err = raw.Value()
 	}
 	switch {
 	case errors.Is(err, partitionkey.ErrNoPartitionKey):
-		return nil, false, nil
+		return partitionkey.None, nil
 	case err != nil:
 		var ke *partitionkey.KeyError
 		if errors.As(err, &ke) {
 			err = errors.New(ke.Reason) // "the value is an object or array, ..."
 		}
-		return nil, false, fmt.Errorf("the partition-key value at %s: %w", path, err)
+		return nil, fmt.Errorf("the partition-key value at %s: %w", path, err)
 	}
-	return v, true, nil
+	return v, nil
 }
 
 // checkDoc validates a document before sending it: JSON object, string id
@@ -111,39 +112,33 @@ func itemOptions(ifMatch string) *azcosmos.ItemOptions {
 }
 
 // writeKey decides a write's partition key: the caller's, checked against
-// the body's, or the body's.
-func (s *Store) writeKey(ctx context.Context, op, l, id string, cc *azcosmos.ContainerClient, doc []byte, given any) (azcosmos.PartitionKey, error) {
+// the body's, or the body's (store.None when the body has none). It returns
+// the context to send the write with (see sdkKey).
+func (s *Store) writeKey(ctx context.Context, op, l, id string, cc *azcosmos.ContainerClient, doc []byte, given any) (context.Context, azcosmos.PartitionKey, error) {
 	_, c, _ := s.container(op, l)
 	cs, err := s.spec(ctx, op, cc, c, l)
 	if err != nil {
-		return azcosmos.PartitionKey{}, err
+		return ctx, azcosmos.PartitionKey{}, err
 	}
-	v, found, err := bodyKey(cs.path, doc)
+	v, err := bodyKey(cs.path, doc)
 	if err != nil {
-		return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Message: err.Error()}
+		return ctx, azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Message: err.Error()}
 	}
 	if given != nil {
 		gt, err := partitionkey.IdentityText(given)
 		if err != nil {
-			return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Err: store.BadPartitionKey(err)}
+			return ctx, azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Err: store.BadPartitionKey(err)}
 		}
-		bt := partitionkey.NoneText
-		if found {
-			bt, _ = partitionkey.IdentityText(v)
-		}
-		if !found || gt != bt {
-			return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id,
+		if bt, _ := partitionkey.IdentityText(v); gt != bt {
+			return ctx, azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id,
 				Message: fmt.Sprintf("the partition key given (%s) differs from the document's (%s at %s)", gt, bt, cs.spec.PartitionKeyPath)}
 		}
-	} else if !found {
-		return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id,
-			Message: fmt.Sprintf("the document has no partition-key value at %s", cs.spec.PartitionKeyPath)}
 	}
-	pk, err := partitionKey(v)
+	ctx, pk, err := sdkKey(ctx, v)
 	if err != nil {
-		return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Err: err}
+		return ctx, azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Err: err}
 	}
-	return pk, nil
+	return ctx, pk, nil
 }
 
 // Create adds a document.
@@ -174,7 +169,7 @@ func (s *Store) write(ctx context.Context, op, l, id string, doc []byte, opts *s
 		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Message: fmt.Sprintf("the document's id is %q", bodyID)}
 	}
 	o := store.OptionsOf(opts)
-	pk, err := s.writeKey(ctx, op, l, bodyID, cc, doc, o.PartitionKey)
+	ctx, pk, err := s.writeKey(ctx, op, l, bodyID, cc, doc, o.PartitionKey)
 	if err != nil {
 		return nil, err
 	}
@@ -194,26 +189,35 @@ func (s *Store) write(ctx context.Context, op, l, id string, doc []byte, opts *s
 	return document(resp.Value, resp.ETag), nil
 }
 
-// readKey decides a point operation's partition key. Without one, it finds
-// the document by id with a cross-partition query, as the embedded store
-// does, and refuses an id that exists under several keys.
-func (s *Store) readKey(ctx context.Context, op, l, id string, cc *azcosmos.ContainerClient, given any) (azcosmos.PartitionKey, error) {
+// readKey decides a point operation's partition key and the context to
+// send it with (see sdkKey). Without a key, it finds the document by id
+// with a cross-partition query, as the embedded store does, and refuses an
+// id that exists under several keys.
+func (s *Store) readKey(ctx context.Context, op, l, id string, cc *azcosmos.ContainerClient, given any) (context.Context, azcosmos.PartitionKey, error) {
 	if err := store.ValidateID(id); err != nil {
 		se := err.(*store.Error)
 		se.Op, se.Link = op, l
-		return azcosmos.PartitionKey{}, se
+		return ctx, azcosmos.PartitionKey{}, se
 	}
-	if given != nil {
-		pk, err := partitionKey(given)
-		if err != nil {
-			return pk, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Err: err}
+	if given == nil {
+		var err error
+		if given, err = s.findKey(ctx, op, l, id, cc); err != nil {
+			return ctx, azcosmos.PartitionKey{}, err
 		}
-		return pk, nil
 	}
+	ctx, pk, err := sdkKey(ctx, given)
+	if err != nil {
+		return ctx, pk, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Err: err}
+	}
+	return ctx, pk, nil
+}
+
+// findKey returns the partition-key value of the one document with this id.
+func (s *Store) findKey(ctx context.Context, op, l, id string, cc *azcosmos.ContainerClient) (any, error) {
 	_, c, _ := s.container(op, l)
 	cs, err := s.spec(ctx, op, cc, c, l)
 	if err != nil {
-		return azcosmos.PartitionKey{}, err
+		return nil, err
 	}
 	var keys []any
 	pager := cc.NewQueryItemsPager("SELECT * FROM c WHERE c.id = @id", azcosmos.NewPartitionKey(),
@@ -221,23 +225,26 @@ func (s *Store) readKey(ctx context.Context, op, l, id string, cc *azcosmos.Cont
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return azcosmos.PartitionKey{}, mapErr(op, l, id, err)
+			return nil, mapErr(op, l, id, err)
 		}
 		for _, it := range page.Items {
 			if gjson.GetBytes(it, "id").String() != id {
 				continue
 			}
-			v, _, _ := bodyKey(cs.path, it)
+			v, err := bodyKey(cs.path, it)
+			if err != nil {
+				return nil, &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, ID: id, Message: "the service returned a document whose " + err.Error()}
+			}
 			keys = append(keys, v)
 		}
 	}
 	switch len(keys) {
 	case 0:
-		return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrNotFound, Op: op, Link: l, ID: id}
+		return nil, &store.Error{Kind: store.ErrNotFound, Op: op, Link: l, ID: id}
 	case 1:
-		return partitionKey(keys[0])
+		return keys[0], nil
 	}
-	return azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id,
+	return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id,
 		Message: fmt.Sprintf("%d documents have this id under different partition-key values; give the partition key", len(keys))}
 }
 
@@ -252,7 +259,7 @@ func (s *Store) Read(ctx context.Context, l, id string, opts *store.ReadOptions)
 	if opts != nil {
 		given = opts.PartitionKey
 	}
-	pk, err := s.readKey(ctx, op, l, id, cc, given)
+	ctx, pk, err := s.readKey(ctx, op, l, id, cc, given)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +278,7 @@ func (s *Store) Delete(ctx context.Context, l, id string, opts *store.WriteOptio
 		return err
 	}
 	o := store.OptionsOf(opts)
-	pk, err := s.readKey(ctx, op, l, id, cc, o.PartitionKey)
+	ctx, pk, err := s.readKey(ctx, op, l, id, cc, o.PartitionKey)
 	if err != nil {
 		return err
 	}

@@ -108,13 +108,24 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	if local {
 		return s.localQuery(ctx, cc, l, parsed, q, o.PartitionKey, size, tok)
 	}
-	pk := azcosmos.NewPartitionKey()
-	if o.PartitionKey != nil {
-		if pk, err = partitionKey(o.PartitionKey); err != nil {
-			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
-		}
+	ctx, pk, err := scopeKey(ctx, op, l, o.PartitionKey)
+	if err != nil {
+		return nil, err
 	}
 	return s.servicePage(ctx, cc, op, l, q.Text, toParams(q.Parameters), pk, size, tok, false)
+}
+
+// scopeKey returns the partition key a query is scoped to (none: across
+// the container) and the context to send it with (see sdkKey).
+func scopeKey(ctx context.Context, op, l string, key any) (context.Context, azcosmos.PartitionKey, error) {
+	if key == nil {
+		return ctx, azcosmos.NewPartitionKey(), nil
+	}
+	ctx, pk, err := sdkKey(ctx, key)
+	if err != nil {
+		return ctx, pk, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
+	}
+	return ctx, pk, nil
 }
 
 func toParams(ps []store.Param) []azcosmos.QueryParameter {
@@ -253,13 +264,13 @@ func (s *Store) evaluate(ctx context.Context, cc *azcosmos.ContainerClient, l st
 			scanParams = toParams(q.Parameters)
 		}
 	}
-	pk := azcosmos.NewPartitionKey()
+	ctx, pk, err := scopeKey(ctx, op, l, key)
+	if err != nil {
+		return nil, err
+	}
 	var keyText string
 	var path partitionkey.Path
 	if key != nil {
-		if pk, err = partitionKey(key); err != nil {
-			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
-		}
 		keyText, _ = partitionkey.IdentityText(key)
 		_, c, _ := s.container(op, l)
 		cs, err := s.spec(ctx, op, cc, c, l)
@@ -278,8 +289,8 @@ func (s *Store) evaluate(ctx context.Context, cc *azcosmos.ContainerClient, l st
 		for _, it := range page.Items {
 			if key != nil {
 				// Scope here too: an emulator may ignore the partition key.
-				v, found, _ := bodyKey(path, it)
-				if t, _ := partitionkey.IdentityText(v); !found || t != keyText {
+				v, err := bodyKey(path, it)
+				if t, _ := partitionkey.IdentityText(v); err != nil || t != keyText {
 					continue
 				}
 			}

@@ -4,6 +4,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
+	"hash"
 	"net/http"
 	"net/url"
 	"strings"
@@ -37,7 +39,104 @@ func signingTarget(segs []string) (resType, resLink string) {
 
 // stringToSign is the text the master-key signature covers.
 func stringToSign(verb, resType, resLink, date string) string {
-	return strings.ToLower(verb) + "\n" + strings.ToLower(resType) + "\n" + resLink + "\n" + strings.ToLower(date) + "\n\n"
+	return string(appendStringToSign(nil, verb, resType, resLink, date))
+}
+
+// appendStringToSign appends the text the master-key signature covers:
+// the verb, resource type and date in lower case, the link as it is.
+func appendStringToSign(b []byte, verb, resType, resLink, date string) []byte {
+	b = appendLower(b, verb)
+	b = append(b, '\n')
+	b = appendLower(b, resType)
+	b = append(b, '\n')
+	b = append(b, resLink...)
+	b = append(b, '\n')
+	b = appendLower(b, date)
+	return append(b, "\n\n"...)
+}
+
+// appendLower appends s in lower case (ASCII only: verbs, resource types
+// and HTTP dates are ASCII; other bytes are copied as they are, which makes
+// a signature over them fail, as it should).
+func appendLower(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
+}
+
+var errSignatureLength = errors.New("the signature is longer than a SHA-256 HMAC")
+
+// token is a parsed Authorization header: type=master&ver=1.0&sig=BASE64.
+type token struct {
+	typ, ver, sig string
+}
+
+// parseToken reads the fields of an Authorization token, URL-decoded when
+// it is encoded (the SDKs encode it; one that is not keeps its '+').
+func parseToken(raw string) token {
+	if strings.Contains(raw, "%") {
+		if t, err := url.QueryUnescape(raw); err == nil {
+			raw = t
+		}
+	}
+	var t token
+	for part := range strings.SplitSeq(raw, "&") {
+		k, v, _ := strings.Cut(part, "=")
+		v = strings.TrimSpace(v)
+		switch k = strings.TrimSpace(k); {
+		case strings.EqualFold(k, "type"):
+			t.typ = v
+		case strings.EqualFold(k, "ver"):
+			t.ver = v
+		case strings.EqualFold(k, "sig"):
+			t.sig = v
+		}
+	}
+	return t
+}
+
+// parsedDate is the last x-ms-date parsed: the SDKs sign with the current
+// second, so consecutive requests mostly share it.
+type parsedDate struct {
+	text string
+	when time.Time
+	err  error
+}
+
+// parseDate parses an HTTP date, reusing the last one parsed.
+func (s *Server) parseDate(text string) (time.Time, error) {
+	if last := s.lastDate.Load(); last != nil && last.text == text {
+		return last.when, last.err
+	}
+	when, err := http.ParseTime(text)
+	s.lastDate.Store(&parsedDate{text: text, when: when, err: err})
+	return when, err
+}
+
+// signer computes signatures: an HMAC-SHA256 keyed with the server's key,
+// reset before each use, and room for the text it signs. Servers keep them
+// in a pool.
+type signer struct {
+	mac     hash.Hash
+	payload [256]byte
+}
+
+// signature computes the master-key signature of a request, into dst.
+func (s *Server) signature(dst []byte, verb, resType, resLink, date string) []byte {
+	sg, _ := s.signers.Get().(*signer)
+	if sg == nil {
+		sg = &signer{mac: hmac.New(sha256.New, s.key)}
+	}
+	sg.mac.Reset()
+	sg.mac.Write(appendStringToSign(sg.payload[:0], verb, resType, resLink, date))
+	dst = sg.mac.Sum(dst)
+	s.signers.Put(sg)
+	return dst
 }
 
 // authorize checks the request's master-key signature (Authorization:
@@ -45,45 +144,37 @@ func stringToSign(verb, resType, resLink, date string) string {
 // type, resource link and date, and that the date is within 15 minutes of
 // now.
 func (s *Server) authorize(r *http.Request, resType, resLink string) *apiError {
-	raw := r.Header.Get("Authorization")
+	raw := headerValue(r.Header, "Authorization")
 	if raw == "" {
 		return errorf(http.StatusUnauthorized, "Required Header authorization is missing. Ensure a valid Authorization token is passed.")
 	}
-	// The SDKs URL-encode the token; one that did not keeps its '+'.
-	token := raw
-	if strings.Contains(raw, "%") {
-		if t, err := url.QueryUnescape(raw); err == nil {
-			token = t
-		}
-	}
-	fields := map[string]string{}
-	for _, part := range strings.Split(token, "&") {
-		k, v, _ := strings.Cut(part, "=")
-		fields[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(v)
-	}
-	switch typ := fields["type"]; {
+	tok := parseToken(raw)
+	switch typ := tok.typ; {
 	case typ == "aad" || typ == "resource":
 		return errorf(http.StatusUnauthorized, "authorization type %q is not accepted: docshard serve checks master-key signatures only (type=master)", typ)
 	case typ != "master":
 		return errorf(http.StatusUnauthorized, "The input authorization token can't serve the request: want type=master&ver=1.0&sig=SIGNATURE, got type %q", typ)
-	case fields["ver"] != "1.0":
-		return errorf(http.StatusUnauthorized, "The input authorization token can't serve the request: token version %q, want 1.0", fields["ver"])
+	case tok.ver != "1.0":
+		return errorf(http.StatusUnauthorized, "The input authorization token can't serve the request: token version %q, want 1.0", tok.ver)
 	}
-	date := r.Header.Get("x-ms-date")
+	date := headerValue(r.Header, "X-Ms-Date")
 	if date == "" {
-		date = r.Header.Get("Date")
+		date = headerValue(r.Header, "Date")
 	}
 	if date == "" {
 		return errorf(http.StatusUnauthorized, "The input authorization token can't serve the request: the request has neither x-ms-date nor Date.")
 	}
-	payload := stringToSign(r.Method, resType, resLink, date)
-	sig, err := base64.StdEncoding.DecodeString(fields["sig"])
-	mac := hmac.New(sha256.New, s.key)
-	mac.Write([]byte(payload))
-	if err != nil || !hmac.Equal(sig, mac.Sum(nil)) {
-		return errorf(http.StatusUnauthorized, "The input authorization token can't serve the request. The wrong key is being used or the expected payload is not built as per the protocol. Server used the following payload to sign: '%s'", strings.ReplaceAll(payload, "\n", `\n`))
+	var sigBuf [64]byte
+	var wantBuf [sha256.Size]byte
+	n, err := 0, errSignatureLength
+	if base64.StdEncoding.DecodedLen(len(tok.sig)) <= len(sigBuf) {
+		n, err = base64.StdEncoding.Decode(sigBuf[:], []byte(tok.sig))
 	}
-	when, err := http.ParseTime(date)
+	want := s.signature(wantBuf[:0], r.Method, resType, resLink, date)
+	if err != nil || !hmac.Equal(sigBuf[:n], want) {
+		return errorf(http.StatusUnauthorized, "The input authorization token can't serve the request. The wrong key is being used or the expected payload is not built as per the protocol. Server used the following payload to sign: '%s'", strings.ReplaceAll(stringToSign(r.Method, resType, resLink, date), "\n", `\n`))
+	}
+	when, err := s.parseDate(date)
 	if err != nil {
 		return errorf(http.StatusUnauthorized, "The input authorization token can't serve the request: the date %q is not an HTTP date (RFC 1123)", date)
 	}

@@ -172,7 +172,7 @@ func (s *Server) document(c *call, ref collRef, id string) *apiError {
 // system properties the store does not keep; a write asked for
 // "Prefer: return=minimal" gets no body.
 func (c *call) writeDocument(status int, ref collRef, path partitionkey.Path, d *store.Document, write bool) {
-	c.w.Header().Set("etag", d.ETag)
+	c.set("Etag", d.ETag)
 	c.session(write)
 	charge := float64(chargeRead)
 	if write {
@@ -182,5 +182,5 @@ func (c *call) writeDocument(status int, ref collRef, path partitionkey.Path, d 
 			return
 		}
 	}
-	c.json(status, ref.withSystem(d.Body, keyTextOf(d.Body, path), d.ID), charge)
+	c.jsonDocument(status, ref, d.Body, keyTextOf(d.Body, path), d.ID, charge)
 }

@@ -1,6 +1,7 @@
 package emulator_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,23 +14,34 @@ import (
 
 // TestNodeSDK runs testdata/nodesdk/check.js, a client on the official
 // Node.js SDK (@azure/cosmos), against the emulator. It needs node and the
-// SDK, which CI does not install, so it runs only when
-// DOCSHARD_NODE_MODULES names a node_modules directory holding
-// @azure/cosmos:
+// SDK in the node_modules directory DOCSHARD_NODE_MODULES names, which
+// scripts/check installs (scripts/nodesdk: the version testdata/nodesdk's
+// package-lock.json pins, with npm ci) when node and npm exist:
 //
-//	npm install --prefix /tmp/nodesdk @azure/cosmos@4
-//	DOCSHARD_NODE_MODULES=/tmp/nodesdk/node_modules go test -run TestNodeSDK ./emulator
+//	DOCSHARD_NODE_MODULES=$(scripts/nodesdk) go test -run TestNodeSDK -v ./emulator
+//
+// Without node, or without the variable, it skips and says which.
 func TestNodeSDK(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed (not on PATH), so the Node.js SDK check cannot run; scripts/check runs it where node and npm exist")
+	}
 	modules := os.Getenv("DOCSHARD_NODE_MODULES")
 	if modules == "" {
-		t.Skip("set DOCSHARD_NODE_MODULES to a node_modules directory with @azure/cosmos to run the Node.js SDK against the emulator")
+		t.Skip("set DOCSHARD_NODE_MODULES to a node_modules directory with @azure/cosmos (scripts/nodesdk installs the pinned one and prints it) to run the Node.js SDK against the emulator")
 	}
-	_, err := os.Stat(filepath.Join(modules, "@azure", "cosmos"))
+	manifest, err := os.ReadFile(filepath.Join(modules, "@azure", "cosmos", "package.json"))
 	require.NoError(t, err, "DOCSHARD_NODE_MODULES holds no @azure/cosmos")
+	var pkg struct{ Version string }
+	require.NoError(t, json.Unmarshal(manifest, &pkg))
+	version, err := exec.Command(node, "--version").Output()
+	require.NoError(t, err)
+	t.Logf("@azure/cosmos %s on node %s", pkg.Version, version)
+
 	srv := emulatortest.Start(t, nil)
 	script, err := filepath.Abs(filepath.Join("testdata", "nodesdk", "check.js"))
 	require.NoError(t, err)
-	cmd := exec.Command("node", script, srv.Endpoint, srv.Key)
+	cmd := exec.Command(node, script, srv.Endpoint, srv.Key)
 	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)

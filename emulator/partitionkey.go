@@ -17,7 +17,7 @@ import (
 // strconv.QuoteToASCII, which writes \U0001F600 and \x01). More than one
 // value is a hierarchical key, which the store does not have.
 func (c *call) partitionKey() (key any, given bool, e *apiError) {
-	h := strings.TrimSpace(c.r.Header.Get("x-ms-documentdb-partitionkey"))
+	h := strings.TrimSpace(headerValue(c.r.Header, "X-Ms-Documentdb-Partitionkey"))
 	if h == "" {
 		return nil, false, nil
 	}

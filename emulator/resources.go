@@ -1,12 +1,14 @@
 package emulator
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/store"
@@ -27,7 +29,19 @@ func digest(parts ...string) [sha256.Size]byte {
 }
 
 func ridString(b []byte) string {
-	return strings.ReplaceAll(base64.StdEncoding.EncodeToString(b), "/", "-")
+	return string(appendRID(nil, b))
+}
+
+// appendRID appends b in base64 with '/' written as '-'.
+func appendRID(dst, b []byte) []byte {
+	n := len(dst)
+	dst = base64.StdEncoding.AppendEncode(dst, b)
+	for i := n; i < len(dst); i++ {
+		if dst[i] == '/' {
+			dst[i] = '-'
+		}
+	}
+	return dst
 }
 
 // dbRID returns a database's 4-byte id.
@@ -44,12 +58,17 @@ func collRID(db, coll string) []byte {
 	return out
 }
 
-// docRID returns a document's 16-byte id from its partition-key text and id.
-func docRID(coll []byte, pkText, id string) string {
-	d := digest("doc", pkText, id)
-	out := append(append(make([]byte, 0, 16), coll...), d[:8]...)
+// appendDocRID appends a document's 16-byte id, from its collection's id,
+// its partition-key text and its id, as appendRID writes it.
+func appendDocRID(dst, coll []byte, pkText, id string) []byte {
+	var in [256]byte
+	b := append(append(append(append(in[:0], "doc\x00"...), pkText...), 0), id...)
+	d := sha256.Sum256(b)
+	var out [16]byte
+	copy(out[:], coll)
+	copy(out[len(coll):], d[:8])
 	out[15] &^= 0xf0
-	return ridString(out)
+	return appendRID(dst, out[:len(coll)+8])
 }
 
 // collRef is a collection addressed by a request, with its ids.
@@ -66,25 +85,62 @@ func newCollRef(db, coll string) collRef {
 		self: "dbs/" + ridString(rid[:4]) + "/colls/" + ridString(rid) + "/"}
 }
 
+// refCache keeps the collRef of the collections requests address, so their
+// ids (two SHA-256 digests) are computed once. Names come from clients, so
+// it holds at most maxCachedRefs; past that, refs are computed each time.
+type refCache struct {
+	mu   sync.RWMutex
+	refs map[[2]string]collRef
+}
+
+const maxCachedRefs = 4096
+
+func (rc *refCache) get(db, coll string) collRef {
+	k := [2]string{db, coll}
+	rc.mu.RLock()
+	ref, ok := rc.refs[k]
+	rc.mu.RUnlock()
+	if ok {
+		return ref
+	}
+	ref = newCollRef(db, coll)
+	rc.mu.Lock()
+	if rc.refs == nil {
+		rc.refs = map[[2]string]collRef{}
+	}
+	if len(rc.refs) < maxCachedRefs {
+		rc.refs[k] = ref
+	}
+	rc.mu.Unlock()
+	return ref
+}
+
 // withSystem returns a stored document's text with the system properties
 // the store does not keep: _rid, _self and _attachments (the store writes
 // _etag and _ts).
 func (c collRef) withSystem(body []byte, pkText, id string) []byte {
-	end := strings.LastIndexByte(string(body), '}')
+	end := bytes.LastIndexByte(body, '}')
 	if end < 0 {
 		return body
 	}
-	rid := docRID(c.rid, pkText, id)
-	out := make([]byte, 0, len(body)+len(c.self)+2*len(rid)+64)
+	out := make([]byte, 0, len(body)+len(c.self)+128)
 	out = append(out, body[:end]...)
-	out = append(out, `,"_rid":"`...)
-	out = append(out, rid...)
-	out = append(out, `","_self":"`...)
-	out = append(out, c.self...)
-	out = append(out, "docs/"...)
-	out = append(out, rid...)
-	out = append(out, `/","_attachments":"attachments/"`...)
+	out = c.appendSystem(out, pkText, id)
 	return append(out, body[end:]...)
+}
+
+// appendSystem appends the system properties withSystem adds, each after
+// a comma.
+func (c collRef) appendSystem(dst []byte, pkText, id string) []byte {
+	dst = append(dst, `,"_rid":"`...)
+	n := len(dst)
+	dst = appendDocRID(dst, c.rid, pkText, id)
+	rid := dst[n:]
+	dst = append(dst, `","_self":"`...)
+	dst = append(dst, c.self...)
+	dst = append(dst, "docs/"...)
+	dst = append(dst, rid...)
+	return append(dst, `/","_attachments":"attachments/"`...)
 }
 
 // keyTextOf reads the partition-key value at path from a stored document

@@ -50,6 +50,10 @@ type Server struct {
 	// extensions is HeaderServe's value: docshard's extensions the store
 	// supports.
 	extensions string
+	refs       refCache  // collections addressed, with their ids
+	signers    sync.Pool // *signer
+
+	lastDate atomic.Pointer[parsedDate] // the last x-ms-date parsed
 }
 
 // New returns a server over st. The key must be base64 (Cosmos DB's account
@@ -74,12 +78,18 @@ func New(st store.Store, opts *Options) (*Server, error) {
 	return &Server{st: st, key: key, catalog: cat, logf: o.Logf, now: time.Now, extensions: extensions(st)}, nil
 }
 
-// call is one request being answered.
+// call is one request being answered. It is one allocation, which holds
+// the scratch space of the common answers.
 type call struct {
 	s        *Server
 	w        *responseWriter
 	r        *http.Request
 	activity string
+	rw       responseWriter // what w points to
+	segs     [8]string      // the path's segments
+	vals     [12]string     // response header values (set)
+	nvals    int
+	scratch  [256]byte // a document's system properties
 }
 
 // responseWriter records whether the response has begun, so a panic is
@@ -104,7 +114,8 @@ func (w *responseWriter) Write(b []byte) (int, error) {
 // in a handler is answered 500 with a Cosmos-shaped body and reported to
 // Options.Logf; the server keeps serving.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c := &call{s: s, w: &responseWriter{ResponseWriter: w}, r: r, activity: r.Header.Get("x-ms-activity-id")}
+	c := &call{s: s, r: r, activity: headerValue(r.Header, "X-Ms-Activity-Id"), rw: responseWriter{ResponseWriter: w}}
+	c.w = &c.rw
 	if c.activity == "" {
 		c.activity = newActivityID()
 	}
@@ -116,7 +127,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	segs, err := splitPath(r.URL.EscapedPath())
+	segs, err := splitPath(c.segs[:0], r.URL.EscapedPath())
 	if err != nil {
 		c.fail(errorf(http.StatusBadRequest, "%v", err))
 		return
@@ -134,22 +145,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// splitPath splits an escaped URL path into unescaped segments, ignoring
-// one leading and one trailing slash.
-func splitPath(escaped string) ([]string, error) {
+// splitPath appends the segments of an escaped URL path to dst,
+// unescaped, ignoring one leading and one trailing slash.
+func splitPath(dst []string, escaped string) ([]string, error) {
 	p := strings.TrimSuffix(strings.TrimPrefix(escaped, "/"), "/")
 	if p == "" {
 		return nil, nil
 	}
-	parts := strings.Split(p, "/")
-	for i, part := range parts {
+	for part := range strings.SplitSeq(p, "/") {
 		seg, err := url.PathUnescape(part)
 		if err != nil || seg == "" {
 			return nil, fmt.Errorf("malformed resource path %q", escaped)
 		}
-		parts[i] = seg
+		dst = append(dst, seg)
 	}
-	return parts, nil
+	return dst, nil
 }
 
 // route dispatches a signed request by its resource path.
@@ -182,9 +192,9 @@ func (s *Server) route(c *call, segs []string) *apiError {
 	case n == 3:
 		return s.collections(c, segs[1])
 	case n == 4:
-		return s.collection(c, newCollRef(segs[1], segs[3]))
+		return s.collection(c, s.refs.get(segs[1], segs[3]))
 	}
-	coll := newCollRef(segs[1], segs[3])
+	coll := s.refs.get(segs[1], segs[3])
 	switch segs[4] {
 	case "docs":
 		switch {
@@ -209,6 +219,15 @@ func (s *Server) route(c *call, segs []string) *apiError {
 		return unsupported("conflicts")
 	}
 	return errorf(http.StatusNotFound, "no such resource: /%s", strings.Join(segs, "/"))
+}
+
+// headerValue is h.Get(key) for a key given in canonical form
+// ("X-Ms-Date"), which it looks up without canonicalising it again.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // only runs h for the given method and answers 405 for any other.
@@ -243,22 +262,65 @@ func newActivityID() string {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// header sets the headers every answer carries.
-func (c *call) header(charge float64) http.Header {
+// set sets a response header whose key is in canonical form
+// ("X-Ms-Request-Charge") without canonicalising it again; the values of
+// an answer share one array.
+func (c *call) set(key, value string) {
 	h := c.w.Header()
-	h.Set("x-ms-activity-id", c.activity)
-	h.Set("x-ms-request-charge", strconv.FormatFloat(charge, 'f', 2, 64))
-	h.Set("x-ms-serviceversion", "version=docshard")
-	return h
+	if c.nvals == len(c.vals) {
+		h[key] = []string{value}
+		return
+	}
+	c.vals[c.nvals] = value
+	h[key] = c.vals[c.nvals : c.nvals+1 : c.nvals+1]
+	c.nvals++
 }
+
+// header sets the headers every answer carries.
+func (c *call) header(charge float64) {
+	c.set("X-Ms-Activity-Id", c.activity)
+	if charge == float64(int64(charge)) && charge >= 0 && charge < 100 {
+		c.set("X-Ms-Request-Charge", charges[int(charge)])
+	} else {
+		c.set("X-Ms-Request-Charge", strconv.FormatFloat(charge, 'f', 2, 64))
+	}
+	c.set("X-Ms-Serviceversion", "version=docshard")
+}
+
+// charges are the texts of whole request charges below 100.
+var charges = func() (out [100]string) {
+	for i := range out {
+		out[i] = strconv.FormatFloat(float64(i), 'f', 2, 64)
+	}
+	return out
+}()
 
 // json answers a JSON body.
 func (c *call) json(status int, body []byte, charge float64) {
-	h := c.header(charge)
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	c.header(charge)
+	c.set("Content-Type", "application/json")
+	c.set("Content-Length", strconv.Itoa(len(body)))
 	c.w.WriteHeader(status)
 	_, _ = c.w.Write(body)
+}
+
+// jsonDocument answers a stored document with the system properties
+// withSystem adds, written around the stored text rather than into a copy
+// of it.
+func (c *call) jsonDocument(status int, ref collRef, body []byte, pkText, id string, charge float64) {
+	end := bytes.LastIndexByte(body, '}')
+	if end < 0 {
+		c.json(status, body, charge)
+		return
+	}
+	system := ref.appendSystem(c.scratch[:0], pkText, id)
+	c.header(charge)
+	c.set("Content-Type", "application/json")
+	c.set("Content-Length", strconv.Itoa(len(body)+len(system)))
+	c.w.WriteHeader(status)
+	_, _ = c.w.Write(body[:end])
+	_, _ = c.w.Write(system)
+	_, _ = c.w.Write(body[end:])
 }
 
 // empty answers a status without a body.
@@ -274,23 +336,24 @@ func (c *call) session(write bool) {
 	if write {
 		lsn = c.s.lsn.Add(1)
 	}
-	h := c.w.Header()
-	h.Set("x-ms-session-token", "0:-1#"+strconv.FormatUint(lsn, 10))
-	h.Set("lsn", strconv.FormatUint(lsn, 10))
+	var buf [32]byte
+	token := string(strconv.AppendUint(append(buf[:0], "0:-1#"...), lsn, 10))
+	c.set("X-Ms-Session-Token", token)
+	c.set("Lsn", token[len("0:-1#"):])
 }
 
 // fail answers an error as Cosmos DB does.
 func (c *call) fail(e *apiError) {
-	h := c.header(0)
+	c.header(0)
 	if e.substatus != 0 {
-		h.Set("x-ms-substatus", strconv.Itoa(e.substatus))
+		c.set("X-Ms-Substatus", strconv.Itoa(e.substatus))
 	}
 	if e.status == http.StatusTooManyRequests {
-		h.Set("x-ms-retry-after-ms", strconv.FormatInt(e.retryAfter.Milliseconds(), 10))
+		c.set("X-Ms-Retry-After-Ms", strconv.FormatInt(e.retryAfter.Milliseconds(), 10))
 	}
 	body, _ := json.Marshal(map[string]string{"code": e.code, "message": e.msg + "\r\nActivityId: " + c.activity + ", docshard serve"})
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	c.set("Content-Type", "application/json")
+	c.set("Content-Length", strconv.Itoa(len(body)))
 	c.w.WriteHeader(e.status)
 	_, _ = c.w.Write(body)
 }
@@ -302,7 +365,7 @@ const maxBody = store.MaxDocumentSize + 1<<20
 
 // body reads the request body.
 func (c *call) body() ([]byte, *apiError) {
-	data, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, maxBody))
+	data, err := readBody(c.w, c.r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -311,6 +374,35 @@ func (c *call) body() ([]byte, *apiError) {
 		return nil, errorf(http.StatusBadRequest, "reading the request body: %v", err)
 	}
 	return data, nil
+}
+
+// presizeBody is the largest Content-Length readBody allocates for before
+// the body arrives: a client cannot make the server hold much memory for
+// bodies it does not send.
+const presizeBody = 256 << 10
+
+// readBody reads a request body of at most maxBody bytes, into a buffer of
+// its Content-Length when it gives one of at most presizeBody.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, maxBody)
+	if r.ContentLength <= 0 || r.ContentLength > presizeBody {
+		return io.ReadAll(body)
+	}
+	data := make([]byte, r.ContentLength, r.ContentLength+1)
+	if _, err := io.ReadFull(body, data); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("the body ended before its Content-Length (%d bytes): %w", r.ContentLength, err)
+		}
+		return nil, err
+	}
+	// net/http's server ends a body at its Content-Length; a handler called
+	// otherwise may be given a longer one, read to its end.
+	var more [1]byte
+	if n, _ := body.Read(more[:]); n == 0 {
+		return data, nil
+	}
+	rest, err := io.ReadAll(body)
+	return append(append(data, more[0]), rest...), err
 }
 
 // decode reads a JSON object body into v.
@@ -332,8 +424,8 @@ func (c *call) decode(what string, v any) *apiError {
 // isQuery reports whether a POST to a feed is a query.
 func (c *call) isQuery() bool {
 	h := c.r.Header
-	return isTrue(h.Get("x-ms-documentdb-isquery")) || isTrue(h.Get("x-ms-documentdb-query")) ||
-		strings.HasPrefix(h.Get("Content-Type"), "application/query+json")
+	return isTrue(headerValue(h, "X-Ms-Documentdb-Isquery")) || isTrue(headerValue(h, "X-Ms-Documentdb-Query")) ||
+		strings.HasPrefix(headerValue(h, "Content-Type"), "application/query+json")
 }
 
 func isTrue(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "true") }

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/docshard/docshard/emulator"
 	"github.com/docshard/docshard/store/memstore"
@@ -33,6 +32,10 @@ const (
 	serveCertFile = "serve-cert.pem"
 	serveKeyFile  = "serve-key.pem"
 )
+
+// serveLockTimeout is how long serve waits for another process to release
+// the directory: a server that cannot have it says so at once.
+const serveLockTimeout = 100 * time.Millisecond
 
 // shutdownGrace is how long requests in flight may run after a stop signal.
 const shutdownGrace = 30 * time.Second
@@ -122,10 +125,10 @@ func runServe(g *globals, f *serveFlags) error {
 		}
 	}
 
-	st, err := memstore.Open(f.dir, nil)
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		return fmt.Errorf("serve: %s is held by another process (another docshard serve, or a command with store.path %s): stop it, or serve another --dir",
-			filepath.Join(f.dir, "docshard.db"), f.dir)
+	st, err := memstore.Open(f.dir, &memstore.Options{LockTimeout: serveLockTimeout})
+	if errors.Is(err, memstore.ErrLocked) {
+		return fmt.Errorf("serve: --dir %s is in use: %s is held by another process (another docshard serve, or a command with store.path %s); stop it, or serve another --dir",
+			f.dir, filepath.Join(f.dir, "docshard.db"), f.dir)
 	}
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

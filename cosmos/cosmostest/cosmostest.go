@@ -40,7 +40,7 @@ const Key = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZ
 
 // Server is a running cosmium.
 type Server struct {
-	Endpoint string         // https://127.0.0.1:PORT/
+	Endpoint string         // https://127.0.0.1:PORT/ (http:// from StartHTTP)
 	CertPool *x509.CertPool // trusts the server's certificate only
 	CertPEM  []byte         // the certificate, to build pools trusting several servers
 	cmd      *exec.Cmd
@@ -133,8 +133,17 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// PID is the server's process id (for benchmarks that measure its CPU).
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // Start builds (once) and starts a server, and waits until it answers.
-func Start() (*Server, error) {
+func Start() (*Server, error) { return start(true) }
+
+// StartHTTP is Start over plain HTTP (cosmium's -DisableTls), for
+// benchmarks that compare it with another plain-HTTP server.
+func StartHTTP() (*Server, error) { return start(false) }
+
+func start(useTLS bool) (*Server, error) {
 	bin, err := binary()
 	if err != nil {
 		return nil, err
@@ -154,7 +163,12 @@ func Start() (*Server, error) {
 			return nil, err
 		}
 		s := &Server{Endpoint: fmt.Sprintf("https://127.0.0.1:%d/", port), CertPool: pool, CertPEM: certPEM, dir: dir, exited: make(chan struct{})}
-		s.cmd = exec.Command(bin, "-Host", "127.0.0.1", "-Port", strconv.Itoa(port), "-Cert", certPath, "-CertKey", keyPath, "-LogLevel", "error")
+		args := []string{"-Host", "127.0.0.1", "-Port", strconv.Itoa(port), "-Cert", certPath, "-CertKey", keyPath, "-LogLevel", "error"}
+		if !useTLS {
+			s.Endpoint = fmt.Sprintf("http://127.0.0.1:%d/", port)
+			args = append(args, "-DisableTls")
+		}
+		s.cmd = exec.Command(bin, args...)
 		logFile, err := os.Create(filepath.Join(dir, fmt.Sprintf("cosmium-%d.log", port)))
 		if err != nil {
 			return nil, err

@@ -154,12 +154,19 @@ func (s *Store) openDisk(dir string) error {
 		return fmt.Errorf("memstore: %w", err)
 	}
 	path := filepath.Join(dir, dbFile)
+	wait := s.opts.LockTimeout
+	if wait <= 0 {
+		wait = 5 * time.Second
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:        5 * time.Second,
+		Timeout:        wait,
 		NoSync:         s.opts.NoSync,
 		NoFreelistSync: true, // fewer pages per commit; rebuilt on open
 		FreelistType:   bolt.FreelistMapType,
 	})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return fmt.Errorf("memstore: %s is %w (waited %s for its lock)", path, ErrLocked, wait)
+	}
 	if err != nil {
 		return fmt.Errorf("memstore: open %s: %w", path, err)
 	}

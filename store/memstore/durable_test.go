@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -196,4 +197,33 @@ func itemStrings(items []json.RawMessage) []string {
 		out[i] = string(it)
 	}
 	return out
+}
+
+// TestOpenLockedDirectory: a directory another opener holds fails with
+// ErrLocked, naming the file, after the lock timeout asked for; once it is
+// released, Open succeeds.
+func TestOpenLockedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	first, err := Open(dir, nil)
+	require.NoError(t, err)
+	cases := []struct {
+		timeout, atMost time.Duration
+	}{
+		{time.Nanosecond, time.Second},
+		{200 * time.Millisecond, 2 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.timeout.String(), func(t *testing.T) {
+			began := time.Now()
+			_, err := Open(dir, &Options{LockTimeout: tc.timeout})
+			took := time.Since(began)
+			require.ErrorIs(t, err, ErrLocked)
+			assert.Contains(t, err.Error(), filepath.Join(dir, dbFile)+" is held by another process")
+			assert.Less(t, took, tc.atMost)
+		})
+	}
+	require.NoError(t, first.Close())
+	second, err := Open(dir, &Options{LockTimeout: time.Nanosecond})
+	require.NoError(t, err, "free once the first closed it")
+	require.NoError(t, second.Close())
 }

@@ -41,7 +41,17 @@ type Options struct {
 	// acknowledged writes survive a process crash but not a machine crash.
 	// For tests and bulk loads.
 	NoSync bool
+	// LockTimeout is how long Open waits for another process to release
+	// the directory before failing with ErrLocked; 0 means 5 seconds. A
+	// server that must say at once that the directory is taken (docshard
+	// serve) sets a short one; a command that may start while another
+	// finishes waits the default.
+	LockTimeout time.Duration
 }
+
+// ErrLocked is what Open returns (wrapped, with the file's path) when
+// another process holds the directory: one process at a time may open it.
+var ErrLocked = errors.New("held by another process")
 
 // Store is the embedded store. It is safe for concurrent use.
 type Store struct {
@@ -93,8 +103,9 @@ func New(opts *Options) *Store {
 // Open opens a durable store in dir, creating the directory and its
 // database file (dir/docshard.db) if needed, and loads every collection
 // and document into memory (documents that have expired are dropped). One
-// process at a time may open a directory: Open waits up to 5 seconds for
-// another to close it, then fails.
+// process at a time may open a directory: Open waits up to
+// Options.LockTimeout (5 seconds) for another to close it, then fails with
+// an error wrapping ErrLocked that names the file.
 func Open(dir string, opts *Options) (*Store, error) {
 	s := New(opts)
 	if err := s.openDisk(dir); err != nil {
