@@ -316,6 +316,14 @@ func (f *Follower) poll(ctx context.Context) error {
 		}
 	}
 	f.deadline.Store(sent + int64(f.opts.LeaseDuration))
+	if changed && f.acked == s.Version {
+		// Acknowledge the new version now rather than at the next poll: a
+		// change waiting for the routers goes on a poll interval sooner.
+		l.Version, l.Epoch, l.ETag = s.Version, s.Epoch, f.lease.ETag
+		if lease, err := shardstate.RenewLease(ctx, f.st, l); err == nil {
+			f.lease = lease
+		}
+	}
 	if changed && cur != nil && f.opts.OnChange != nil {
 		f.opts.OnChange(cur, s)
 	}
