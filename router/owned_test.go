@@ -3,7 +3,6 @@ package router_test
 import (
 	"encoding/json"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"testing"
 
@@ -11,59 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/docshard/docshard/hashring"
-	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/router/routertest"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/transition"
 )
-
-// determinedQueries are the oracle corpus's queries whose answer is fully
-// determined (ordered by unique keys, or compared as a multiset), so a
-// routed answer can be compared with one collection's exactly.
-func determinedQueries() []string {
-	var out []string
-	for _, q := range routertest.Corpus {
-		if (strings.Contains(q, "TOP") || strings.Contains(q, "OFFSET")) && !totalOrder(q) {
-			continue // a row set cut without a total order is not determined
-		}
-		out = append(out, q)
-	}
-	return out
-}
-
-// totalOrder reports whether the query's ORDER BY ends in the unique id.
-func totalOrder(q string) bool {
-	_, order, ok := strings.Cut(q, "ORDER BY")
-	if !ok {
-		return false
-	}
-	order, _, _ = strings.Cut(order, "OFFSET")
-	return strings.Contains(order, "c.id")
-}
-
-// canonicalRows returns the rows' canonical texts, without the system
-// properties (a copy's differ from its source's), sorted unless the query
-// orders them totally.
-func canonicalRows(t *testing.T, q string, rows []json.RawMessage) []string {
-	out := make([]string, len(rows))
-	for i, r := range rows {
-		var v any
-		require.NoError(t, json.Unmarshal(r, &v))
-		if m, ok := v.(map[string]any); ok {
-			delete(m, "_etag")
-			delete(m, "_ts")
-		}
-		b, err := json.Marshal(v)
-		require.NoError(t, err)
-		out[i] = string(b)
-	}
-	if !totalOrder(q) {
-		sort.Strings(out)
-	}
-	return out
-}
 
 func ringOn(t testing.TB, n int) *hashring.Resolver {
 	r, err := hashring.New(links(n), &hashring.Options{PartitionKey: resolver.MustKeyDef("/pk")})
@@ -123,21 +75,15 @@ func TestQueriesExactDuringTransition(t *testing.T) {
 				require.NoError(t, err)
 				require.NoError(t, c.Register(db, tr))
 				differ := 0
-				for _, text := range determinedQueries() {
+				for _, text := range routertest.DeterminedCorpus() {
 					q := store.Query{Text: text, Parameters: routertest.CorpusParams}
 					want, err := refClient.Query(ctx, "dbs/ref", q, nil)
 					require.NoError(t, err, text)
 					for _, pageSize := range []int{0, 7} {
 						got, err := c.Query(ctx, db, q, &router.QueryOptions{PageSize: pageSize})
 						require.NoError(t, err, text)
-						w, g := canonicalRows(t, text, want), canonicalRows(t, text, got)
-						same := len(w) == len(g)
-						for i := 0; same && i < len(w); i++ {
-							var a, b any
-							_ = json.Unmarshal([]byte(w[i]), &a)
-							_ = json.Unmarshal([]byte(g[i]), &b)
-							same = query.EqualValues(a, b, 1e-9)
-						}
+						same, w, g, err := routertest.SameAnswer(text, want, got)
+						require.NoError(t, err)
 						if wantExact {
 							assert.True(t, same, "%s (read mode %s, page size %d):\nwant %v\n got %v", text, mode, pageSize, w, g)
 						} else if !same {
