@@ -1,0 +1,129 @@
+package transition_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/router"
+	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/memstore"
+	"github.com/docshard/docshard/transition"
+)
+
+// BenchmarkReshard measures, on the durable embedded store, in one run:
+// the store's raw create rate with as many writers as the reshard copies
+// collections at once; the reshard's copy rate (documents copied per second
+// between its "published" and "copied" steps), and their ratio (target:
+// at least 0.5); and, with a steady writer adding a document a millisecond
+// to keys that move, the latency of those writes (p99 and max; target: the
+// freeze holds such a write at most 1 s at p99).
+//
+//	go test -run '^$' -bench Reshard -benchtime 1x -count 3 ./transition
+func BenchmarkReshard(b *testing.B) {
+	const n, par = 20000, 4
+	for range b.N {
+		b.StopTimer()
+		ctx := context.Background()
+		st, err := memstore.Open(b.TempDir(), nil)
+		require.NoError(b, err)
+		two, three := ring(b, 2), ring(b, 3)
+
+		// Raw creates: par writers into a scratch collection.
+		require.NoError(b, st.CreateCollection(ctx, "dbs/raw/colls/x", &store.CollectionSpec{PartitionKeyPath: "/userId"}))
+		start := time.Now()
+		var wg sync.WaitGroup
+		for w := range par {
+			wg.Go(func() {
+				for i := w; i < n; i += par {
+					body := fmt.Appendf(nil, `{"id":"r%d","userId":"u%d","v":1,"pad":"%0200d"}`, i, i%500, i)
+					if _, err := st.Create(ctx, "dbs/raw/colls/x", body, nil); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		rawRate := float64(n) / time.Since(start).Seconds()
+
+		c := router.New(st, nil)
+		f, err := c.Follow(ctx, db, &router.FollowOptions{Seed: two, PollInterval: 100 * time.Millisecond})
+		require.NoError(b, err)
+		_, err = c.EnsureCollections(ctx, db, nil)
+		require.NoError(b, err)
+		for w := range par {
+			wg.Go(func() {
+				for i := w; i < n; i += par {
+					body := fmt.Appendf(nil, `{"id":"s%d","userId":"u%d","v":1,"pad":"%0200d"}`, i, i%500, i)
+					if _, err := c.Create(ctx, db, body, nil); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		var moving []string
+		for i := 0; len(moving) < 50; i++ {
+			k := fmt.Sprintf("m%d", i)
+			a, _ := two.ResolveForCreate(k)
+			z, _ := three.ResolveForCreate(k)
+			if a != z {
+				moving = append(moving, k)
+			}
+		}
+
+		// The steady writer.
+		stop := make(chan struct{})
+		var lat []time.Duration
+		var failed atomic.Int64
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Millisecond):
+				}
+				t0 := time.Now()
+				body := fmt.Appendf(nil, `{"id":"w%d","userId":%q,"v":1}`, i, moving[i%len(moving)])
+				if _, err := c.Create(ctx, db, body, nil); err != nil {
+					failed.Add(1)
+					continue
+				}
+				lat = append(lat, time.Since(t0))
+			}
+		})
+		var copyStart, copyEnd time.Time
+		b.StartTimer()
+		prog, err := transition.Reshard(ctx, st, db, three, &transition.ReshardOptions{Parallelism: par, Step: func(s string) error {
+			switch s {
+			case "published":
+				copyStart = time.Now()
+			case "copied":
+				copyEnd = time.Now()
+			}
+			return nil
+		}})
+		b.StopTimer()
+		close(stop)
+		wg.Wait()
+		require.NoError(b, err)
+		require.Zero(b, failed.Load())
+		copyRate := float64(prog.Copied) / copyEnd.Sub(copyStart).Seconds()
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		b.ReportMetric(rawRate, "raw-creates/s")
+		b.ReportMetric(copyRate, "copied/s")
+		b.ReportMetric(copyRate/rawRate, "copy/raw")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-write-ms")
+		b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-write-ms")
+		require.NoError(b, f.Close())
+		require.NoError(b, st.Close())
+	}
+}
