@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -250,19 +251,12 @@ func (s *Store) evaluate(ctx context.Context, cc *azcosmos.ContainerClient, l st
 	if err != nil {
 		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 	}
-	scan := "SELECT * FROM c"
+	scan, pushed := query.PushdownScan(parsed)
 	var scanParams []azcosmos.QueryParameter
-	if s.opts.QueryMode == QueryAuto && query.Analyze(parsed).PushableWhere() {
-		if _, ok := parsed.From.Source.(*query.Ident); ok {
-			// SELECT VALUE alias FROM the query's own FROM, alias included:
-			// its WHERE names rows by that alias, and the value is the whole
-			// document whatever the alias.
-			scan = query.FormatQuery(&query.Query{
-				Value: true, Items: []query.SelectItem{{X: &query.Ident{Name: parsed.From.Alias}}},
-				From: parsed.From, Where: parsed.Where,
-			})
-			scanParams = toParams(q.Parameters)
-		}
+	if pushed && s.opts.QueryMode == QueryAuto {
+		scanParams = toParams(q.Parameters)
+	} else {
+		scan = "SELECT * FROM c"
 	}
 	ctx, pk, err := scopeKey(ctx, op, l, key)
 	if err != nil {
@@ -318,13 +312,7 @@ func (s *Store) evaluate(ctx context.Context, cc *azcosmos.ContainerClient, l st
 		}
 		return gjson.GetBytes(docs[i].Raw(), "id").String() < gjson.GetBytes(docs[j].Raw(), "id").String()
 	})
-	out, err := prog.Execute(ctx, func(yield func(query.Doc) bool) {
-		for _, d := range docs {
-			if !yield(d) {
-				return
-			}
-		}
-	})
+	out, err := prog.Execute(ctx, slices.Values(docs))
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, err

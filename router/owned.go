@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/docshard/docshard/internal/cursor"
@@ -144,14 +145,8 @@ func (v *ownedView) evaluate(ctx context.Context, l string, q store.Query, key a
 		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 	}
 	scan := store.Query{Text: "SELECT * FROM c"}
-	if query.Analyze(parsed).PushableWhere() {
-		if _, ok := parsed.From.Source.(*query.Ident); ok {
-			// The query's own FROM and WHERE, whole documents out.
-			scan = store.Query{Text: query.FormatQuery(&query.Query{
-				Value: true, Items: []query.SelectItem{{X: &query.Ident{Name: parsed.From.Alias}}},
-				From: parsed.From, Where: parsed.Where,
-			}), Parameters: q.Parameters}
-		}
+	if text, pushed := query.PushdownScan(parsed); pushed {
+		scan = store.Query{Text: text, Parameters: q.Parameters}
 	}
 	var docs []query.Doc
 	opts := &store.QueryOptions{PartitionKey: key, PageSize: -1}
@@ -179,13 +174,7 @@ func (v *ownedView) evaluate(ctx context.Context, l string, q store.Query, key a
 		}
 		opts.Continuation = page.Continuation
 	}
-	out, err := prog.Execute(ctx, func(yield func(query.Doc) bool) {
-		for _, d := range docs {
-			if !yield(d) {
-				return
-			}
-		}
-	})
+	out, err := prog.Execute(ctx, slices.Values(docs))
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, err

@@ -525,6 +525,46 @@ func (m *manager) copySource(ctx context.Context, source string) error {
 	}
 }
 
+// copyIn reports whether doc, stored in target, is a copy (the current
+// placement puts its key elsewhere), with where it belongs, its store key
+// and its ETag.
+func (m *manager) copyIn(target string, doc []byte) (f Finding, sk any, etag string, ok bool) {
+	f = place(m.from, target, doc)
+	if f.Want == "" || strings.Trim(f.Want, "/") == strings.Trim(target, "/") {
+		return f, nil, "", false
+	}
+	key, _ := m.from.PartitionKey(doc)
+	var meta struct {
+		ETag string `json:"_etag"`
+	}
+	_ = json.Unmarshal(doc, &meta)
+	return f, partitionkey.CollectionKey(key), meta.ETag, true
+}
+
+// eachDoc calls fn with every document of a collection, from its read
+// feed; a missing collection has none.
+func (m *manager) eachDoc(ctx context.Context, coll string, fn func(doc []byte) error) error {
+	tok := ""
+	for {
+		page, err := m.st.ReadFeed(ctx, coll, &store.FeedOptions{Continuation: tok, PageSize: 200})
+		if errors.Is(err, store.ErrCollectionNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("transition: reading %s: %w", coll, err)
+		}
+		for _, doc := range page.Items {
+			if err := fn(doc); err != nil {
+				return err
+			}
+		}
+		m.report("")
+		if tok = page.Continuation; tok == "" {
+			return nil
+		}
+	}
+}
+
 // checkpoint records a change to the reshard's record in the state; the
 // resolver routers route by stays as it is (frozen stays frozen).
 func (m *manager) checkpoint(ctx context.Context, change func()) error {
@@ -609,45 +649,27 @@ func (m *manager) reconcile(ctx context.Context) error {
 }
 
 func (m *manager) reconcileTarget(ctx context.Context, target string) error {
-	tok := ""
-	for {
-		page, err := m.st.ReadFeed(ctx, target, &store.FeedOptions{Continuation: tok, PageSize: 200})
-		if errors.Is(err, store.ErrCollectionNotFound) {
-			return nil
+	return m.eachDoc(ctx, target, func(doc []byte) error {
+		f, sk, etag, ok := m.copyIn(target, doc)
+		if !ok {
+			return nil // the target's own document
 		}
-		if err != nil {
-			return fmt.Errorf("transition: reading %s: %w", target, err)
-		}
-		for _, doc := range page.Items {
-			f := place(m.from, target, doc)
-			if f.Want == "" || strings.Trim(f.Want, "/") == strings.Trim(target, "/") {
-				continue // the target's own document
+		src, err := m.st.Read(ctx, f.Want, f.ID, &store.ReadOptions{PartitionKey: sk})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			err := m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: sk, IfMatch: etag, Epoch: m.epoch()})
+			if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
+				return fmt.Errorf("transition: removing the orphan copy of %q from %s: %w", f.ID, target, err)
 			}
-			key, _ := m.from.PartitionKey(doc)
-			sk := partitionkey.CollectionKey(key)
-			var meta struct {
-				ETag string `json:"_etag"`
-			}
-			_ = json.Unmarshal(doc, &meta)
-			src, err := m.st.Read(ctx, f.Want, f.ID, &store.ReadOptions{PartitionKey: sk})
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-				err := m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: sk, IfMatch: meta.ETag, Epoch: m.epoch()})
-				if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
-					return fmt.Errorf("transition: removing the orphan copy of %q from %s: %w", f.ID, target, err)
-				}
-			case err != nil:
-				return fmt.Errorf("transition: reading %q in %s: %w", f.ID, f.Want, err)
-			case !sameContent(src.Body, doc):
-				if _, err := m.catchUpOne(ctx, f.Want, src.Body, &m.cnt.caught); err != nil {
-					return err
-				}
+		case err != nil:
+			return fmt.Errorf("transition: reading %q in %s: %w", f.ID, f.Want, err)
+		case !sameContent(src.Body, doc):
+			if _, err := m.catchUpOne(ctx, f.Want, src.Body, &m.cnt.caught); err != nil {
+				return err
 			}
 		}
-		if tok = page.Continuation; tok == "" {
-			return nil
-		}
-	}
+		return nil
+	})
 }
 
 // catchUp copies again what was written to moving keys since each
@@ -800,22 +822,7 @@ func (m *manager) cleanup(ctx context.Context) error {
 }
 
 func (m *manager) cleanSource(ctx context.Context, source string) error {
-	tok := ""
-	for {
-		page, err := m.st.ReadFeed(ctx, source, &store.FeedOptions{Continuation: tok, PageSize: 200})
-		if err != nil {
-			return fmt.Errorf("transition: reading %s: %w", source, err)
-		}
-		for _, doc := range page.Items {
-			if err := m.cleanOne(ctx, source, doc); err != nil {
-				return err
-			}
-		}
-		m.report("")
-		if tok = page.Continuation; tok == "" {
-			return nil
-		}
-	}
+	return m.eachDoc(ctx, source, func(doc []byte) error { return m.cleanOne(ctx, source, doc) })
 }
 
 func (m *manager) cleanOne(ctx context.Context, source string, doc []byte) error {
@@ -939,34 +946,16 @@ func Abort(ctx context.Context, st store.Store, dbLink string, opts *ReshardOpti
 // removeCopies deletes the documents of target that the current placement
 // puts elsewhere: the reshard's copies.
 func (m *manager) removeCopies(ctx context.Context, target string) error {
-	tok := ""
-	for {
-		page, err := m.st.ReadFeed(ctx, target, &store.FeedOptions{Continuation: tok, PageSize: 200})
-		if errors.Is(err, store.ErrCollectionNotFound) {
+	return m.eachDoc(ctx, target, func(doc []byte) error {
+		f, sk, etag, ok := m.copyIn(target, doc)
+		if !ok {
 			return nil
 		}
-		if err != nil {
-			return fmt.Errorf("transition: reading %s: %w", target, err)
+		err := m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: sk, IfMatch: etag, Epoch: m.epoch()})
+		if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
+			return fmt.Errorf("transition: removing the copy of %q from %s: %w", f.ID, target, err)
 		}
-		for _, doc := range page.Items {
-			f := place(m.from, target, doc)
-			if f.Want == "" || strings.Trim(f.Want, "/") == strings.Trim(target, "/") {
-				continue
-			}
-			key, _ := m.from.PartitionKey(doc)
-			var meta struct {
-				ETag string `json:"_etag"`
-			}
-			_ = json.Unmarshal(doc, &meta)
-			err := m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: partitionkey.CollectionKey(key), IfMatch: meta.ETag, Epoch: m.epoch()})
-			if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
-				return fmt.Errorf("transition: removing the copy of %q from %s: %w", f.ID, target, err)
-			}
-			m.cnt.deleted.Add(1)
-		}
-		m.report("")
-		if tok = page.Continuation; tok == "" {
-			return nil
-		}
-	}
+		m.cnt.deleted.Add(1)
+		return nil
+	})
 }
