@@ -86,11 +86,15 @@ type ReshardOptions struct {
 // Progress counts a reshard's work.
 type Progress struct {
 	Step     string
-	Scanned  int64 // source documents read
+	Total    int64 // documents in the source collections when this run began (the stores' estimate)
+	Scanned  int64 // source documents read by the copy
 	Copied   int64 // copies written by the copy
 	CaughtUp int64 // copies written again by the catch-up
+	Verified int64 // copies checked against their sources (a resumed run checks every copy)
 	Deleted  int64 // sources removed after the switch
 	Started  time.Time
+	Rate     float64       // documents scanned per second since Started
+	ETA      time.Duration // the copy's time left at Rate; 0 when unknown or done
 }
 
 // record is the reshard's part of the state's phase.
@@ -124,7 +128,7 @@ type manager struct {
 	mu     sync.Mutex // guards state, rec's maps, and checkpoints
 	state  *shardstate.State
 	prog   Progress
-	cnt    struct{ scanned, copied, caught, deleted atomic.Int64 }
+	cnt    struct{ scanned, copied, caught, verified, deleted atomic.Int64 }
 }
 
 // Reshard moves a database from the resolver in its shared state to next,
@@ -421,6 +425,14 @@ func (m *manager) report(step string) {
 		m.prog.Step = step
 	}
 	m.prog.Scanned, m.prog.Copied, m.prog.CaughtUp, m.prog.Deleted = m.cnt.scanned.Load(), m.cnt.copied.Load(), m.cnt.caught.Load(), m.cnt.deleted.Load()
+	m.prog.Verified = m.cnt.verified.Load()
+	m.prog.ETA = 0
+	if secs := time.Since(m.prog.Started).Seconds(); secs > 0 {
+		m.prog.Rate = float64(m.prog.Scanned) / secs
+		if left := m.prog.Total - m.prog.Scanned; left > 0 && m.prog.Rate > 0 && (m.prog.Step == StepCopy || m.prog.Step == "published" || m.prog.Step == "") {
+			m.prog.ETA = time.Duration(float64(left) / m.prog.Rate * float64(time.Second))
+		}
+	}
 	if m.o.Progress != nil {
 		m.o.Progress(m.prog)
 	}
@@ -428,6 +440,7 @@ func (m *manager) report(step string) {
 
 // run goes on from the recorded step to the end.
 func (m *manager) run(ctx context.Context) error {
+	m.countSources(ctx)
 	if m.rec.Step == StepCopy || m.rec.Step == StepCutover {
 		if m.rec.Step == StepCutover {
 			// A crash in the cutover: thaw, catch up, and try again.
@@ -539,6 +552,24 @@ func (m *manager) copyIn(target string, doc []byte) (f Finding, sk any, etag str
 	}
 	_ = json.Unmarshal(doc, &meta)
 	return f, partitionkey.CollectionKey(key), meta.ETag, true
+}
+
+// countSources sets Progress.Total from the source collections' usage;
+// a collection that cannot be read leaves it an estimate.
+func (m *manager) countSources(ctx context.Context) {
+	sources, err := m.from.ResolveForRead(nil)
+	if err != nil {
+		return
+	}
+	var total int64
+	for _, s := range sources {
+		if info, err := m.st.CollectionInfo(ctx, s); err == nil {
+			total += info.Documents
+		}
+	}
+	m.progMu.Lock()
+	m.prog.Total = total
+	m.progMu.Unlock()
 }
 
 // eachDoc calls fn with every document of a collection, from its read
@@ -654,6 +685,7 @@ func (m *manager) reconcileTarget(ctx context.Context, target string) error {
 		if !ok {
 			return nil // the target's own document
 		}
+		m.cnt.verified.Add(1)
 		src, err := m.st.Read(ctx, f.Want, f.ID, &store.ReadOptions{PartitionKey: sk})
 		switch {
 		case errors.Is(err, store.ErrNotFound):

@@ -254,9 +254,15 @@ func TestReshardResumes(t *testing.T) {
 			require.ErrorIs(t, err, crash)
 			_, err = transition.Reshard(ctx, st, db, ring(t, 4), nil)
 			require.ErrorIs(t, err, transition.ErrReshardInProgress, "another target waits")
-			_, err = transition.Reshard(ctx, st, db, ring(t, 3), nil)
+			var last transition.Progress
+			p, err := transition.Reshard(ctx, st, db, ring(t, 3), &transition.ReshardOptions{Progress: func(p transition.Progress) { last = p }})
 			require.NoError(t, err)
 			checkPlaced(t, st, ring(t, 3), l)
+			assert.Equal(t, "done", last.Step)
+			assert.Positive(t, last.Total, "the sources' size")
+			if at == "copied" || at == "caught-up" || at == "frozen" {
+				assert.Positive(t, p.Verified, "a resume checks the copies")
+			}
 		})
 	}
 }

@@ -97,12 +97,12 @@ func progressPrinter(w io.Writer) func(transition.Progress) {
 			return
 		}
 		step, last = p.Step, time.Now()
-		elapsed := time.Since(p.Started).Seconds()
-		rate := 0.0
-		if elapsed > 0 {
-			rate = float64(p.Scanned) / elapsed
+		eta := ""
+		if p.ETA > 0 {
+			eta = fmt.Sprintf(", about %s left", p.ETA.Round(time.Second))
 		}
-		fmt.Fprintf(w, "reshard: %-9s scanned %d (%.0f/s), copied %d, caught up %d, removed %d\n", p.Step, p.Scanned, rate, p.Copied, p.CaughtUp, p.Deleted)
+		fmt.Fprintf(w, "reshard: %-9s scanned %d of %d (%.0f/s%s), copied %d, caught up %d, verified %d, removed %d\n",
+			p.Step, p.Scanned, p.Total, p.Rate, eta, p.Copied, p.CaughtUp, p.Verified, p.Deleted)
 	}
 }
 
