@@ -116,7 +116,8 @@ const copyDone = "done"
 
 // manager runs one reshard.
 type manager struct {
-	st      store.Store
+	st      store.Store // raw with retries
+	raw     store.Store // as given
 	db      string
 	o       ReshardOptions
 	from    resolver.Resolver
@@ -211,7 +212,7 @@ func newManager(st store.Store, dbLink string, opts *ReshardOptions) (*manager, 
 	if err != nil {
 		return nil, err
 	}
-	m := &manager{st: newRetrying(st, o.Retry), db: strings.TrimSuffix(coll, "/colls/"+shardstate.CollectionID), o: o}
+	m := &manager{st: newRetrying(st, o.Retry), raw: st, db: strings.TrimSuffix(coll, "/colls/"+shardstate.CollectionID), o: o}
 	m.limiter = rate.NewLimiter(rate.Inf, 1)
 	if o.Rate > 0 {
 		m.limiter = rate.NewLimiter(rate.Limit(o.Rate), max(1, int(o.Rate/10)))
@@ -348,15 +349,23 @@ func (m *manager) ensureCollections(ctx context.Context) error {
 
 // position returns where a catch-up of source starts: the change feed's
 // present, or a time on a store without one.
+//
+// A backend may offer the capability and its server not answer it (the
+// cosmos backend against an emulator without a change feed): the position
+// is asked once, without retries, and a failure other than the context's
+// falls back to the time, which is slower to catch up from but as exact.
 func (m *manager) position(ctx context.Context, source string) (string, error) {
-	if cf, ok := m.st.(store.ChangeFeeder); ok {
+	now := "ts:" + time.Now().UTC().Format(time.RFC3339Nano)
+	if cf, ok := m.raw.(store.ChangeFeeder); ok {
 		page, err := cf.ReadChanges(ctx, source, &store.ChangeFeedOptions{FromNow: true})
-		if err != nil {
+		if err == nil {
+			return page.Continuation, nil
+		}
+		if ctx.Err() != nil {
 			return "", fmt.Errorf("transition: the change feed of %s: %w", source, err)
 		}
-		return page.Continuation, nil
 	}
-	return "ts:" + time.Now().UTC().Format(time.RFC3339Nano), nil
+	return now, nil
 }
 
 func (m *manager) transition(mode string, frozen bool) resolver.Resolver {

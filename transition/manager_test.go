@@ -120,9 +120,15 @@ func writers(t *testing.T, c *router.Client, l *ledger, round, n int, stop <-cha
 // nothing else exists.
 func checkPlaced(t *testing.T, st store.Store, r resolver.Resolver, l *ledger) {
 	t.Helper()
-	ctx := context.Background()
-	colls, err := st.ListCollections(ctx, db)
+	colls, err := st.ListCollections(context.Background(), db)
 	require.NoError(t, err)
+	checkPlacedIn(t, st, colls, r, l)
+}
+
+// checkPlacedIn is checkPlaced over the collections named.
+func checkPlacedIn(t *testing.T, st store.Store, colls []string, r resolver.Resolver, l *ledger) {
+	t.Helper()
+	ctx := context.Background()
 	seen := map[string]string{} // id -> collection
 	for _, c := range colls {
 		if c == "dbs/app/colls/"+shardstate.CollectionID {
