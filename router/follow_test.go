@@ -140,7 +140,8 @@ func TestFollowSeedsAndConverges(t *testing.T) {
 	all, err := r.ResolveForRead(nil)
 	require.NoError(t, err)
 	assert.Len(t, all, 3, "the new resolver routes")
-	assert.Equal(t, int32(1), changes.Load())
+	// OnChange runs after the switch (and the lease) is done: wait for it.
+	require.Eventually(t, func() bool { return changes.Load() == 1 }, 5*time.Second, 5*time.Millisecond)
 
 	_, err = c.Follow(ctx, db, nil)
 	require.ErrorContains(t, err, "followed already", "one follower per database and client")
