@@ -61,6 +61,7 @@ func TestReshardChild(t *testing.T) {
 		stopAt := os.Getenv("STOP_AT")
 		target, _ := strconv.Atoi(os.Getenv("TARGET"))
 		_, err := transition.Reshard(ctx, st, db, ring(t, target), &transition.ReshardOptions{CheckpointEvery: 200,
+			OwnerTTL: 500 * time.Millisecond, // a killed run is taken over quickly
 			Step: func(s string) error {
 				say("at %s", s)
 				if s == stopAt {

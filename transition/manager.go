@@ -34,6 +34,10 @@ const (
 // resolver than the one asked for; finish that reshard or abort it first.
 var ErrReshardInProgress = errors.New("transition: another reshard is in progress")
 
+// ErrTakenOver: another process took the reshard over (this one was
+// thought dead: it wrote no heartbeat for the owner TTL); this one stops.
+var ErrTakenOver = errors.New("transition: another process took the reshard over")
+
 // ErrPastSwitch: an abort was asked after the switch: the documents' owner is
 // the next placement already. Run the reshard to its end, then reshard
 // back.
@@ -60,6 +64,11 @@ type ReshardOptions struct {
 	// CutoverTries is how often the cutover is tried before Reshard fails;
 	// 0 means 5.
 	CutoverTries int
+	// OwnerTTL is how long a reshard recorded as running in another
+	// process must go without a new version of the state (its heartbeat)
+	// before this one takes it over; 0 means 10 seconds. The running
+	// process writes a heartbeat every OwnerTTL/5.
+	OwnerTTL time.Duration
 	// Routers qualifies the wait for routers to see each new version
 	// (shardstate.WaitForRouters); RouterWait bounds it, 0 meaning two
 	// minutes.
@@ -106,6 +115,7 @@ type record struct {
 	Feeds   map[string]string `json:"feeds"` // source → catch-up position
 	Copy    map[string]string `json:"copy"`  // source → read-feed continuation; "done" when finished
 	Started time.Time         `json:"started"`
+	Owner   string            `json:"owner,omitempty"` // the process running it; empty when none
 }
 
 type phaseDoc struct {
@@ -116,14 +126,16 @@ const copyDone = "done"
 
 // manager runs one reshard.
 type manager struct {
-	st      store.Store // raw with retries
-	raw     store.Store // as given
-	db      string
-	o       ReshardOptions
-	from    resolver.Resolver
-	to      resolver.Resolver
-	rec     *record
-	limiter *rate.Limiter
+	st          store.Store // raw with retries
+	raw         store.Store // as given
+	owner       string      // this run's name in the record
+	startedOnce bool
+	db          string
+	o           ReshardOptions
+	from        resolver.Resolver
+	to          resolver.Resolver
+	rec         *record
+	limiter     *rate.Limiter
 
 	progMu sync.Mutex // guards prog
 	mu     sync.Mutex // guards state, rec's maps, and checkpoints
@@ -139,6 +151,12 @@ type manager struct {
 // state's resolver is next already, it does nothing. It returns the work
 // done.
 func Reshard(ctx context.Context, st store.Store, dbLink string, next resolver.Resolver, opts *ReshardOptions) (*Progress, error) {
+	return reshard(ctx, st, dbLink, next, opts, false)
+}
+
+// reshard is Reshard; again is set when it looks a second time after
+// losing the race to start.
+func reshard(ctx context.Context, st store.Store, dbLink string, next resolver.Resolver, opts *ReshardOptions, again bool) (*Progress, error) {
 	m, err := newManager(st, dbLink, opts)
 	if err != nil {
 		return nil, err
@@ -163,9 +181,21 @@ func Reshard(ctx context.Context, st store.Store, dbLink string, next resolver.R
 		return &m.prog, nil // already there
 	case rec == nil:
 		if err := m.start(ctx, cur, next, toText); err != nil {
+			if errors.Is(err, shardstate.ErrConflict) && !again {
+				// Another process started a reshard at the same moment:
+				// look again (the same target is joined, and waited for).
+				return reshard(ctx, st, dbLink, next, opts, true)
+			}
 			return &m.prog, err
 		}
 	default:
+		if rec.Owner != "" {
+			// Another process runs it, or ran it and died: wait until it
+			// has written nothing for the owner TTL.
+			if rec, err = m.awaitOwner(ctx); err != nil || rec == nil {
+				return &m.prog, err // finished meanwhile, or ctx ended
+			}
+		}
 		if err := m.resume(rec); err != nil {
 			return &m.prog, err
 		}
@@ -182,7 +212,94 @@ func Reshard(ctx context.Context, st store.Store, dbLink string, next resolver.R
 			}
 		}
 	}
-	return &m.prog, m.run(ctx)
+	stop := m.heartbeat(ctx)
+	err = m.run(ctx)
+	stop()
+	if err != nil {
+		m.release()
+	}
+	return &m.prog, err
+}
+
+// awaitOwner waits until the reshard's state has gone unchanged for the
+// owner TTL (its owner is dead) and returns its record; nil when it
+// finished (or moved to another target) meanwhile.
+func (m *manager) awaitOwner(ctx context.Context) (*record, error) {
+	seen, since := m.state.Version, time.Now()
+	poll := min(m.o.OwnerTTL/5, time.Second)
+	for {
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		cur, err := shardstate.Load(ctx, m.st, m.db)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := recordOf(cur)
+		if err != nil {
+			return nil, err
+		}
+		m.state = cur
+		switch {
+		case rec == nil:
+			return nil, nil // finished by its owner
+		case cur.Version != seen:
+			seen, since = cur.Version, time.Now()
+			if rec.Owner == "" {
+				return rec, nil // released: its owner stopped on an error
+			}
+		case time.Since(since) > m.o.OwnerTTL:
+			return rec, nil
+		}
+	}
+}
+
+// heartbeat republishes the record every OwnerTTL/5 while the run goes on,
+// so other processes see it alive; stop ends it.
+func (m *manager) heartbeat(ctx context.Context) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(m.o.OwnerTTL / 5)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			m.mu.Lock()
+			if m.rec != nil {
+				if r, err := m.state.Decode(); err == nil {
+					_ = m.publishLocked(ctx, r, false)
+				}
+			}
+			m.mu.Unlock()
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// release records that no process runs the reshard (this one stopped on
+// an error), so the next run need not wait for the owner TTL. Best effort.
+func (m *manager) release() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.rec == nil || m.rec.Owner != m.owner {
+		return
+	}
+	m.rec.Owner = ""
+	if r, err := m.state.Decode(); err == nil {
+		_ = m.publishLocked(ctx, r, false)
+	}
 }
 
 func newManager(st store.Store, dbLink string, opts *ReshardOptions) (*manager, error) {
@@ -198,6 +315,9 @@ func newManager(st store.Store, dbLink string, opts *ReshardOptions) (*manager, 
 	}
 	if o.CutoverTries <= 0 {
 		o.CutoverTries = 5
+	}
+	if o.OwnerTTL <= 0 {
+		o.OwnerTTL = 10 * time.Second
 	}
 	if o.RouterWait <= 0 {
 		o.RouterWait = 2 * time.Minute
@@ -218,6 +338,9 @@ func newManager(st store.Store, dbLink string, opts *ReshardOptions) (*manager, 
 		m.limiter = rate.NewLimiter(rate.Limit(o.Rate), max(1, int(o.Rate/10)))
 	}
 	m.prog.Started = time.Now()
+	var id [4]byte
+	_, _ = rand.Read(id[:])
+	m.owner = o.By + "/" + hex.EncodeToString(id[:])
 	return m, nil
 }
 
@@ -259,6 +382,7 @@ func (m *manager) epoch() int64 {
 func (m *manager) takeOver(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.rec.Owner = m.owner
 	r, err := m.state.Decode()
 	if err != nil {
 		return err
@@ -302,7 +426,7 @@ func (m *manager) start(ctx context.Context, cur *shardstate.State, next resolve
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	rec := &record{ID: hex.EncodeToString(id[:]), Step: StepCopy, From: cur.Resolver, To: toText,
-		Feeds: map[string]string{}, Copy: map[string]string{}, Started: time.Now().UTC()}
+		Feeds: map[string]string{}, Copy: map[string]string{}, Started: time.Now().UTC(), Owner: m.owner}
 	for _, s := range sources {
 		pos, err := m.position(ctx, s)
 		if err != nil {
@@ -398,6 +522,9 @@ func (m *manager) publishWait(ctx context.Context, r resolver.Resolver, newEpoch
 			rec, rerr := recordOf(ce.Current)
 			if rerr != nil || rec == nil || m.rec == nil || rec.ID != m.rec.ID {
 				return fmt.Errorf("transition: the state of %s changed under the reshard: %w", m.db, err)
+			}
+			if rec.Owner != m.rec.Owner {
+				return fmt.Errorf("%w: %s runs it now", ErrTakenOver, rec.Owner)
 			}
 			m.state = ce.Current
 			continue

@@ -470,3 +470,57 @@ func TestStaleRouterAcrossCutover(t *testing.T) {
 	assert.Greater(t, f.Version(), int64(1), "the stale router moved on, by its refreshes")
 	checkPlaced(t, st, ring(t, 3), l)
 }
+
+// TestReshardOwner: two runs started at once agree on one owner, and the
+// other returns when it finishes; a run started while another is alive
+// (writing its heartbeat, though stuck in a step) waits for it rather than
+// taking over. (A dead owner taken over after the owner TTL is the kill
+// test's case.)
+func TestReshardOwner(t *testing.T) {
+	ctx := context.Background()
+	st, _, l := seeded(t, ring(t, 2), 800)
+	opts := &transition.ReshardOptions{OwnerTTL: 300 * time.Millisecond, CheckpointEvery: 50}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = transition.Reshard(ctx, st, db, ring(t, 3), opts) })
+	}
+	wg.Wait()
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	checkPlaced(t, st, ring(t, 3), l)
+
+	// A live run held at "copied": its heartbeat goes on.
+	block := make(chan struct{})
+	dead := make(chan error, 1)
+	go func() {
+		_, err := transition.Reshard(ctx, st, db, ring(t, 2), &transition.ReshardOptions{OwnerTTL: 300 * time.Millisecond,
+			Step: func(s string) error {
+				if s == "copied" {
+					<-block
+				}
+				return nil
+			}})
+		dead <- err
+	}()
+	// A second run sees the heartbeat and waits, well past the TTL; once
+	// the first is let go it finishes, and the second returns.
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	second := make(chan error, 1)
+	go func() {
+		_, err := transition.Reshard(ctx, st, db, ring(t, 2), &transition.ReshardOptions{OwnerTTL: 300 * time.Millisecond})
+		second <- err
+	}()
+	time.Sleep(time.Second)
+	select {
+	case err := <-second:
+		t.Fatalf("the second run did not wait for the live owner: %v", err)
+	default:
+	}
+	close(block)
+	require.NoError(t, <-dead)
+	require.NoError(t, <-second)
+	assert.Greater(t, time.Since(start), time.Second)
+	checkPlaced(t, st, ring(t, 2), l)
+}
