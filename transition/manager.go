@@ -129,7 +129,6 @@ type manager struct {
 	st          store.Store // raw with retries
 	raw         store.Store // as given
 	owner       string      // this run's name in the record
-	startedOnce bool
 	db          string
 	o           ReshardOptions
 	from        resolver.Resolver
