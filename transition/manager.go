@@ -126,15 +126,15 @@ const copyDone = "done"
 
 // manager runs one reshard.
 type manager struct {
-	st          store.Store // raw with retries
-	raw         store.Store // as given
-	owner       string      // this run's name in the record
-	db          string
-	o           ReshardOptions
-	from        resolver.Resolver
-	to          resolver.Resolver
-	rec         *record
-	limiter     *rate.Limiter
+	st      store.Store // raw with retries
+	raw     store.Store // as given
+	owner   string      // this run's name in the record
+	db      string
+	o       ReshardOptions
+	from    resolver.Resolver
+	to      resolver.Resolver
+	rec     *record
+	limiter *rate.Limiter
 
 	progMu sync.Mutex // guards prog
 	mu     sync.Mutex // guards state, rec's maps, and checkpoints
