@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/docshard/docshard/internal/cursor"
+	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/store"
@@ -194,5 +195,5 @@ func (v *ownedView) owns(l string, raw []byte) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return strings.Trim(owner, "/") == strings.Trim(l, "/"), nil
+	return link.Same(owner, l), nil
 }

@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/emulator/emulatortest"
+	"github.com/docshard/docshard/internal/proctest"
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
@@ -148,42 +147,11 @@ func publishRace(ctx context.Context, st store.Store, by string, n int, say func
 }
 
 // child is a router process.
-type child struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan string
-}
+type child struct{ *proctest.Proc }
 
 func startChild(t *testing.T, endpoint, id, hold string, poll, lease time.Duration, env ...string) *child {
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestFollowerProcess$", "-test.v=false")
-	cmd.Env = append(os.Environ(), childEnv+"=1", "ENDPOINT="+endpoint, "ROUTER="+id, "HOLD="+hold,
-		"POLL="+poll.String(), "LEASE="+lease.String())
-	cmd.Env = append(cmd.Env, env...)
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	cmd.Stderr = os.Stderr
-	require.NoError(t, cmd.Start())
-	c := &child{cmd: cmd, stdin: stdin, lines: make(chan string, 100)}
-	go func() {
-		defer close(c.lines)
-		s := bufio.NewScanner(stdout)
-		for s.Scan() {
-			c.lines <- s.Text()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-	})
-	return c
+	return &child{proctest.Start(t, "TestFollowerProcess", append([]string{childEnv + "=1", "ENDPOINT=" + endpoint, "ROUTER=" + id, "HOLD=" + hold,
+		"POLL=" + poll.String(), "LEASE=" + lease.String()}, env...)...)}
 }
 
 // expect waits for a line with the prefix and returns it.
@@ -192,7 +160,7 @@ func (c *child) expect(t *testing.T, prefix string, within time.Duration) string
 	deadline := time.After(within)
 	for {
 		select {
-		case l, ok := <-c.lines:
+		case l, ok := <-c.Lines:
 			require.True(t, ok, "the child exited while %q was awaited", prefix)
 			require.False(t, strings.HasPrefix(l, "fatal"), l)
 			// An answer about the awaited document that is not the one
@@ -209,10 +177,7 @@ func (c *child) expect(t *testing.T, prefix string, within time.Duration) string
 	}
 }
 
-func (c *child) send(t *testing.T, line string) {
-	_, err := fmt.Fprintln(c.stdin, line)
-	require.NoError(t, err)
-}
+func (c *child) send(t *testing.T, line string) { c.Send(t, line) }
 
 // TestRoutersInProcesses: two router processes and this one publishing:
 // both converge to each version within one poll interval (plus the time a
@@ -320,7 +285,7 @@ func TestPublishRaceAcrossProcesses(t *testing.T) {
 		children = append(children, startChild(t, srv.Endpoint, fmt.Sprintf("publisher-%d", i), "", 0, 0, "PUBLISH=30"))
 	}
 	for i, c := range children {
-		for l := range c.lines {
+		for l := range c.Lines {
 			require.False(t, strings.HasPrefix(l, "fatal"), l)
 			if l == "done" {
 				break

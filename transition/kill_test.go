@@ -7,11 +7,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 
 	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/emulator/emulatortest"
+	"github.com/docshard/docshard/internal/proctest"
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
@@ -93,101 +92,27 @@ func writeUntilEOF(ctx context.Context, st store.Store, say func(string, ...any)
 	defer f.Close()
 	done := make(chan struct{})
 	go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(done) }()
-	rng := rand.New(rand.NewPCG(5, 5))
-	type live struct {
-		key string
-		v   int
-	}
-	docs := map[string]*live{}
-	var ids []string
-	for i := 0; ; i++ {
-		select {
-		case <-done:
-			say("writer done")
-			return
-		case <-time.After(2 * time.Millisecond):
-		}
-		switch r := rng.IntN(10); {
-		case r < 4 || len(ids) == 0:
-			id, key := fmt.Sprintf("w-%d", i), fmt.Sprintf("u%d", rng.IntN(500))
-			if _, err := c.Create(ctx, db, doc{ID: id, UserID: key, V: 1}, nil); err != nil {
-				say("unknown %s %v", id, err)
-				continue
-			}
-			docs[id] = &live{key, 1}
-			ids = append(ids, id)
-			say("ack %s %s 1", id, key)
-		case r < 8:
-			id := ids[rng.IntN(len(ids))]
-			d := docs[id]
-			if d.v < 0 {
-				continue
-			}
-			if _, err := c.Upsert(ctx, db, doc{ID: id, UserID: d.key, V: d.v + 1}, nil); err != nil {
-				say("unknown %s %v", id, err)
-				continue
-			}
-			d.v++
-			say("ack %s %s %d", id, d.key, d.v)
-		default:
-			id := ids[rng.IntN(len(ids))]
-			d := docs[id]
-			if d.v < 0 {
-				continue
-			}
-			if err := c.Delete(ctx, db, id, d.key, nil); err != nil {
-				say("unknown %s %v", id, err)
-				continue
-			}
-			d.v = -1
-			say("ack %s %s -1", id, d.key)
-		}
-	}
+	writeLoop(ctx, c, rand.New(rand.NewPCG(5, 5)), "w", 2*time.Millisecond, done,
+		func(id, key string, v int) { say("ack %s %s %d", id, key, v) },
+		func(id string, err error) { say("unknown %s %v", id, err) })
+	say("writer done")
 }
 
 // runToEnd runs a reshard process to its end.
 func runToEnd(t *testing.T, endpoint string, env ...string) {
 	p := startProc(t, "reshard", endpoint, env...)
-	for line := range p.lines {
+	for line := range p.Lines {
 		require.False(t, strings.HasPrefix(line, "fatal"), line)
 		if line == "finished" {
-			_ = p.cmd.Wait()
+			_ = p.Cmd.Wait()
 			return
 		}
 	}
 	t.Fatal("the reshard process ended without finishing")
 }
 
-type proc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan string
-}
-
-func startProc(t *testing.T, role, endpoint string, env ...string) *proc {
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestReshardChild$", "-test.v=false")
-	cmd.Env = append(append(os.Environ(), killChildEnv+"="+role, "ENDPOINT="+endpoint), env...)
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	cmd.Stderr = os.Stderr
-	require.NoError(t, cmd.Start())
-	p := &proc{cmd: cmd, stdin: stdin, lines: make(chan string, 1<<16)}
-	go func() {
-		defer close(p.lines)
-		s := bufio.NewScanner(stdout)
-		for s.Scan() {
-			p.lines <- s.Text()
-		}
-	}()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return p
-}
-
-func (p *proc) kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	_ = p.cmd.Wait()
+func startProc(t *testing.T, role, endpoint string, env ...string) *proctest.Proc {
+	return proctest.Start(t, "TestReshardChild", append([]string{killChildEnv + "=" + role, "ENDPOINT=" + endpoint}, env...)...)
 }
 
 // TestReshardKilled is the kill test. DOCSHARD_RESHARD_DOCS sets the number
@@ -235,7 +160,7 @@ func TestReshardKilled(t *testing.T) {
 	ackDone := make(chan struct{})
 	go func() {
 		defer close(ackDone)
-		for line := range writer.lines {
+		for line := range writer.Lines {
 			fields := strings.Fields(line)
 			switch {
 			case len(fields) == 4 && fields[0] == "ack":
@@ -257,9 +182,9 @@ func TestReshardKilled(t *testing.T) {
 	for i := 0; i < kills && !finished; i++ {
 		p := startProc(t, "reshard", srv.Endpoint, "TARGET=3")
 		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
-		p.kill()
+		p.Kill()
 		steps := []string{}
-		for line := range p.lines {
+		for line := range p.Lines {
 			require.False(t, strings.HasPrefix(line, "fatal"), line)
 			finished = finished || line == "finished"
 			if at, ok := strings.CutPrefix(line, "at "); ok {
@@ -279,14 +204,14 @@ func TestReshardKilled(t *testing.T) {
 	for _, step := range []string{"published", "copied", "caught-up", "frozen", "switched", "cleaned"} {
 		p := startProc(t, "reshard", srv.Endpoint, "TARGET=4", "STOP_AT="+step)
 		reached := false
-		for line := range p.lines {
+		for line := range p.Lines {
 			require.False(t, strings.HasPrefix(line, "fatal"), line)
 			if line == "at "+step {
 				reached = true
 				break
 			}
 		}
-		p.kill()
+		p.Kill()
 		require.True(t, reached, step)
 		switch step {
 		case "switched":
@@ -298,7 +223,7 @@ func TestReshardKilled(t *testing.T) {
 		_, err := transition.Abort(ctx, st, db, nil)
 		require.NoError(t, err, "abort after a kill at %s", step)
 	}
-	_ = writer.stdin.Close()
+	_ = writer.Stdin.Close()
 	<-ackDone
 
 	s, err := shardstate.Load(ctx, st, db)

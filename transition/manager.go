@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
+	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/shardstate"
@@ -678,7 +679,7 @@ func (m *manager) copySource(ctx context.Context, source string) error {
 // and its ETag.
 func (m *manager) copyIn(target string, doc []byte) (f Finding, sk any, etag string, ok bool) {
 	f = place(m.from, target, doc)
-	if f.Want == "" || strings.Trim(f.Want, "/") == strings.Trim(target, "/") {
+	if f.Want == "" || link.Same(f.Want, target) {
 		return f, nil, "", false
 	}
 	key, _ := m.from.PartitionKey(doc)
@@ -705,6 +706,23 @@ func (m *manager) countSources(ctx context.Context) {
 	m.progMu.Lock()
 	m.prog.Total = total
 	m.progMu.Unlock()
+}
+
+// forEachIn calls fn with every document of every collection r names, a
+// few collections at once (Parallelism).
+func (m *manager) forEachIn(ctx context.Context, r resolver.Resolver, fn func(ctx context.Context, coll string, doc []byte) error) error {
+	colls, err := r.ResolveForRead(nil)
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(m.o.Parallelism)
+	for _, c := range colls {
+		g.Go(func() error {
+			return m.eachDoc(gctx, c, func(doc []byte) error { return fn(gctx, c, doc) })
+		})
+	}
+	return g.Wait()
 }
 
 // eachDoc calls fn with every document of a collection, from its read
@@ -768,7 +786,7 @@ func (m *manager) copyMoving(ctx context.Context, source string, doc []byte, cou
 	if err != nil {
 		return false, fmt.Errorf("transition: placing a document of %s: %w", source, err)
 	}
-	if strings.Trim(target, "/") == strings.Trim(source, "/") {
+	if link.Same(target, source) {
 		return false, nil
 	}
 	sk := partitionkey.CollectionKey(key)
@@ -802,41 +820,31 @@ func (m *manager) copyMoving(ctx context.Context, source string, doc []byte, cou
 // a copy whose source is gone is removed, one that differs is written
 // again. Cost: a read feed of next's collections and a read per copy.
 func (m *manager) reconcile(ctx context.Context) error {
-	targets, err := m.to.ResolveForRead(nil)
-	if err != nil {
-		return err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(m.o.Parallelism)
-	for _, t := range targets {
-		g.Go(func() error { return m.reconcileTarget(gctx, t) })
-	}
-	return g.Wait()
+	return m.forEachIn(ctx, m.to, m.reconcileOne)
 }
 
-func (m *manager) reconcileTarget(ctx context.Context, target string) error {
-	return m.eachDoc(ctx, target, func(doc []byte) error {
-		f, sk, etag, ok := m.copyIn(target, doc)
-		if !ok {
-			return nil // the target's own document
+// reconcileOne checks one document of target, when it is a copy.
+func (m *manager) reconcileOne(ctx context.Context, target string, doc []byte) error {
+	f, sk, etag, ok := m.copyIn(target, doc)
+	if !ok {
+		return nil // the target's own document
+	}
+	m.cnt.verified.Add(1)
+	src, err := m.st.Read(ctx, f.Want, f.ID, &store.ReadOptions{PartitionKey: sk})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		err := m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: sk, IfMatch: etag, Epoch: m.epoch()})
+		if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
+			return fmt.Errorf("transition: removing the orphan copy of %q from %s: %w", f.ID, target, err)
 		}
-		m.cnt.verified.Add(1)
-		src, err := m.st.Read(ctx, f.Want, f.ID, &store.ReadOptions{PartitionKey: sk})
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			err := m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: sk, IfMatch: etag, Epoch: m.epoch()})
-			if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
-				return fmt.Errorf("transition: removing the orphan copy of %q from %s: %w", f.ID, target, err)
-			}
-		case err != nil:
-			return fmt.Errorf("transition: reading %q in %s: %w", f.ID, f.Want, err)
-		case !sameContent(src.Body, doc):
-			if _, err := m.catchUpOne(ctx, f.Want, src.Body, &m.cnt.caught); err != nil {
-				return err
-			}
+	case err != nil:
+		return fmt.Errorf("transition: reading %q in %s: %w", f.ID, f.Want, err)
+	case !sameContent(src.Body, doc):
+		if _, err := m.catchUpOne(ctx, f.Want, src.Body, &m.cnt.caught); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // catchUp copies again what was written to moving keys since each
@@ -976,20 +984,7 @@ func (m *manager) cutover(ctx context.Context) error {
 // reached the old place after all) is copied again first, so nothing is
 // lost.
 func (m *manager) cleanup(ctx context.Context) error {
-	sources, err := m.from.ResolveForRead(nil)
-	if err != nil {
-		return err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(m.o.Parallelism)
-	for _, s := range sources {
-		g.Go(func() error { return m.cleanSource(gctx, s) })
-	}
-	return g.Wait()
-}
-
-func (m *manager) cleanSource(ctx context.Context, source string) error {
-	return m.eachDoc(ctx, source, func(doc []byte) error { return m.cleanOne(ctx, source, doc) })
+	return m.forEachIn(ctx, m.from, m.cleanOne)
 }
 
 func (m *manager) cleanOne(ctx context.Context, source string, doc []byte) error {
@@ -1001,7 +996,7 @@ func (m *manager) cleanOne(ctx context.Context, source string, doc []byte) error
 	if err != nil {
 		return err
 	}
-	if strings.Trim(target, "/") == strings.Trim(source, "/") {
+	if link.Same(target, source) {
 		return nil
 	}
 	var meta struct {
@@ -1090,16 +1085,7 @@ func Abort(ctx context.Context, st store.Store, dbLink string, opts *ReshardOpti
 			return &m.prog, err
 		}
 	}
-	targets, err := m.to.ResolveForRead(nil)
-	if err != nil {
-		return &m.prog, err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(m.o.Parallelism)
-	for _, t := range targets {
-		g.Go(func() error { return m.removeCopies(gctx, t) })
-	}
-	if err := g.Wait(); err != nil {
+	if err := m.forEachIn(ctx, m.to, m.removeCopy); err != nil {
 		return &m.prog, err
 	}
 	m.mu.Lock()
@@ -1110,19 +1096,17 @@ func Abort(ctx context.Context, st store.Store, dbLink string, opts *ReshardOpti
 	return &m.prog, err
 }
 
-// removeCopies deletes the documents of target that the current placement
-// puts elsewhere: the reshard's copies.
-func (m *manager) removeCopies(ctx context.Context, target string) error {
-	return m.eachDoc(ctx, target, func(doc []byte) error {
-		f, sk, etag, ok := m.copyIn(target, doc)
-		if !ok {
-			return nil
-		}
-		err := m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: sk, IfMatch: etag, Epoch: m.epoch()})
-		if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
-			return fmt.Errorf("transition: removing the copy of %q from %s: %w", f.ID, target, err)
-		}
-		m.cnt.deleted.Add(1)
+// removeCopy deletes a document of target that the current placement
+// puts elsewhere (one of the reshard's copies).
+func (m *manager) removeCopy(ctx context.Context, target string, doc []byte) error {
+	f, sk, etag, ok := m.copyIn(target, doc)
+	if !ok {
 		return nil
-	})
+	}
+	err := m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: sk, IfMatch: etag, Epoch: m.epoch()})
+	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
+		return fmt.Errorf("transition: removing the copy of %q from %s: %w", f.ID, target, err)
+	}
+	m.cnt.deleted.Add(1)
+	return nil
 }

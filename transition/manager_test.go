@@ -45,71 +45,74 @@ func (l *ledger) set(id, key string, v int) {
 	l.value[id], l.key[id] = v, key
 }
 
-// writers run creates, upserts with rising values and deletes through a
-// router following the state, until stop; failed writes are counted.
+// writeLoop creates, upserts with rising values and deletes documents of
+// its own through c, one write every interval until stop closes (ids
+// prefix-0, prefix-1, ...). ack is told each acknowledged write (v -1: a
+// delete), unknown each write whose outcome is not known.
+func writeLoop(ctx context.Context, c *router.Client, rng *rand.Rand, prefix string, interval time.Duration, stop <-chan struct{},
+	ack func(id, key string, v int), unknown func(id string, err error)) {
+	type live struct {
+		key string
+		v   int
+	}
+	docs := map[string]*live{}
+	var ids []string
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		case <-time.After(interval): // a steady load, not a flood
+		}
+		var (
+			id  string
+			d   *live
+			err error
+		)
+		switch r := rng.IntN(10); {
+		case r < 4 || len(ids) == 0:
+			id, d = fmt.Sprintf("%s-%d", prefix, i), &live{key: fmt.Sprintf("u%d", rng.IntN(500))}
+			if _, err = c.Create(ctx, db, doc{ID: id, UserID: d.key, V: 1}, nil); err == nil {
+				d.v, docs[id], ids = 1, d, append(ids, id)
+			}
+		case r < 8:
+			id = ids[rng.IntN(len(ids))]
+			if d = docs[id]; d.v < 0 {
+				continue
+			}
+			if _, err = c.Upsert(ctx, db, doc{ID: id, UserID: d.key, V: d.v + 1}, nil); err == nil {
+				d.v++
+			}
+		default:
+			id = ids[rng.IntN(len(ids))]
+			if d = docs[id]; d.v < 0 {
+				continue
+			}
+			if err = c.Delete(ctx, db, id, d.key, nil); err == nil {
+				d.v = -1
+			}
+		}
+		if err != nil {
+			unknown(id, err)
+			continue
+		}
+		ack(id, d.key, d.v)
+	}
+}
+
+// writers run n writeLoops through a router following the state, until
+// stop, recording in l; failed writes are counted.
 func writers(t *testing.T, c *router.Client, l *ledger, round, n int, stop <-chan struct{}, failed *atomic.Int64) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for w := range n {
 		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(w), 9))
-			var mine []string
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				case <-time.After(time.Millisecond): // a steady load, not a flood
-				}
-				ctx := context.Background()
-				switch r := rng.IntN(10); {
-				case r < 4 || len(mine) == 0:
-					id := fmt.Sprintf("r%d-w%d-%d", round, w, i)
-					key := fmt.Sprintf("u%d", rng.IntN(500))
-					if _, err := c.Create(ctx, db, doc{ID: id, UserID: key, V: 1}, nil); err != nil {
-						failed.Add(1)
-						l.mu.Lock()
-						l.unknown[id] = true
-						l.mu.Unlock()
-						t.Logf("create %s: %v", id, err)
-						continue
-					}
-					l.set(id, key, 1)
-					mine = append(mine, id)
-				case r < 8:
-					id := mine[rng.IntN(len(mine))]
+			writeLoop(context.Background(), c, rand.New(rand.NewPCG(uint64(w), 9)), fmt.Sprintf("r%d-w%d", round, w), time.Millisecond, stop,
+				l.set, func(id string, err error) {
+					failed.Add(1)
 					l.mu.Lock()
-					key, v := l.key[id], l.value[id]
+					l.unknown[id] = true
 					l.mu.Unlock()
-					if v < 0 {
-						continue
-					}
-					if _, err := c.Upsert(ctx, db, doc{ID: id, UserID: key, V: v + 1}, nil); err != nil {
-						failed.Add(1)
-						l.mu.Lock()
-						l.unknown[id] = true
-						l.mu.Unlock()
-						t.Logf("upsert %s: %v", id, err)
-						continue
-					}
-					l.set(id, key, v+1)
-				default:
-					id := mine[rng.IntN(len(mine))]
-					l.mu.Lock()
-					key, v := l.key[id], l.value[id]
-					l.mu.Unlock()
-					if v < 0 {
-						continue
-					}
-					if err := c.Delete(ctx, db, id, key, nil); err != nil {
-						failed.Add(1)
-						l.mu.Lock()
-						l.unknown[id] = true
-						l.mu.Unlock()
-						t.Logf("delete %s: %v", id, err)
-						continue
-					}
-					l.set(id, key, -1)
-				}
-			}
+					t.Logf("%s: %v", id, err)
+				})
 		})
 	}
 	return &wg

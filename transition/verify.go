@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
+	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/shardstate"
@@ -64,7 +64,7 @@ func Verify(ctx context.Context, st store.Store, dbLink string, r resolver.Resol
 				} else {
 					seen[ident] = c
 				}
-				if f.Want == "" || strings.Trim(f.Want, "/") != strings.Trim(c, "/") {
+				if f.Want == "" || !link.Same(f.Want, c) {
 					rep.Misplaced = append(rep.Misplaced, f)
 				}
 			}
