@@ -200,6 +200,7 @@ func (c *compiler) expr(e Expr, s *scope) (evalFn, error) {
 				if !ok1 || !ok2 {
 					return Undefined
 				}
+				checkStringLen("||", len(a)+len(b))
 				return a + b
 			}, nil
 		case "=", "!=", "<", "<=", ">", ">=":

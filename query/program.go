@@ -386,11 +386,11 @@ func (p *program) joinRows(fr *frame, j int, emit func(*frame) bool) bool {
 // runTop runs a whole query over documents, writing results as JSON with
 // rw when it is not nil (see pipeline). A panic while evaluating (a bug in
 // the engine) is returned as an error rather than crashing the store that
-// runs the query.
+// runs the query; so is a limit's typed error (StringTooLongError).
 func (p *program) runTop(ctx context.Context, docs iter.Seq[Doc], rw *rowWriter, out func(v any, raw []byte) bool) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("query: internal error while evaluating the query: %v", r)
+			err = evalError(r)
 		}
 	}()
 	var ctxErr error
