@@ -322,6 +322,17 @@ func init() {
 			return re.MatchString(s)
 		}},
 
+		// Dates and times (datetime.go).
+		"DATETIMEADD":         {3, 3, dateTimeAdd},
+		"DATETIMEDIFF":        {3, 3, dateTimeDiff},
+		"DATETIMEPART":        {2, 2, dateTimePart},
+		"DATETIMEFROMPARTS":   {3, 7, dateTimeFromParts},
+		"DATETIMEBIN":         {2, 4, dateTimeBin},
+		"DATETIMETOTICKS":     {1, 1, dateTimeTo(1)},
+		"DATETIMETOTIMESTAMP": {1, 1, dateTimeTo(ticksPerMillisecond)},
+		"TICKSTODATETIME":     {1, 1, dateTimeFrom(1)},
+		"TIMESTAMPTODATETIME": {1, 1, dateTimeFrom(ticksPerMillisecond)},
+
 		// Arrays.
 		"ARRAY_LENGTH": {1, 1, func(a []any) any {
 			arr, ok := a[0].([]any)
@@ -390,6 +401,12 @@ func init() {
 			}
 			return false
 		}},
+	}
+}
+
+func init() {
+	for name, b := range spatialBuiltins {
+		builtins[name] = b
 	}
 }
 

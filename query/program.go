@@ -57,7 +57,7 @@ func Compile(q *Query, params map[string]any) (*Program, error) {
 		}
 		norm[k] = n
 	}
-	p, err := compileQuery(q, norm, nil, true)
+	p, err := compileQuery(q, norm, &instant{}, nil, true)
 	if err != nil {
 		return nil, err
 	}
@@ -183,9 +183,9 @@ func rootIdent(e Expr) *Ident {
 	}
 }
 
-func compileQuery(q *Query, params map[string]any, outer *scope, top bool) (*program, error) {
+func compileQuery(q *Query, params map[string]any, clock *instant, outer *scope, top bool) (*program, error) {
 	p := &program{top: top, limit: -1, shape: projectionShape(q)}
-	c := &compiler{params: params}
+	c := &compiler{params: params, clock: clock}
 	s := &scope{parent: outer}
 	var err error
 	if q.From == nil {
@@ -272,7 +272,7 @@ func compileQuery(q *Query, params map[string]any, outer *scope, top bool) (*pro
 			}
 			p.groupBy = append(p.groupBy, fn)
 		}
-		gc := &compiler{params: params, grouped: true, aggs: &p.aggs}
+		gc := &compiler{params: params, clock: clock, grouped: true, aggs: &p.aggs}
 		for _, g := range q.GroupBy {
 			gc.groupKeys = append(gc.groupKeys, Format(g))
 		}
