@@ -98,6 +98,9 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// barThrottle is how often a progress bar redraws at most.
+var barThrottle = 100 * time.Millisecond
+
 // reshardProgress shows a reshard's progress on w. On a terminal the copy,
 // its longest part, is a bar (documents scanned of the sources' total, the
 // rate, the time left, the copies written) and the steps after it are
@@ -129,7 +132,7 @@ func reshardProgress(w io.Writer, bar bool) (show func(transition.Progress), don
 	b := progressbar.NewOptions64(-1, progressbar.OptionSetWriter(w), progressbar.OptionSetWidth(30),
 		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("docs"),
 		progressbar.OptionSetPredictTime(true), progressbar.OptionShowDescriptionAtLineEnd(),
-		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }))
+		progressbar.OptionThrottle(barThrottle), progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }))
 	limit := int64(-1)
 	copying := true // the bar is up
 	return func(p transition.Progress) {
