@@ -207,10 +207,3 @@ func TestBindClock(t *testing.T) {
 	assert.False(t, ReadsClock(plain))
 	assert.False(t, BindClock(plain, now))
 }
-
-func mustDoc(t *testing.T, s string) Doc {
-	t.Helper()
-	d, err := NewDoc([]byte(s))
-	require.NoError(t, err)
-	return d
-}
