@@ -256,8 +256,17 @@ func compileQuery(q *Query, params map[string]any, clock *instant, outer *scope,
 		}
 	}
 	if aggregated(q) {
-		if len(q.OrderBy) > 0 {
-			return nil, compileErr("ORDER BY cannot be combined with GROUP BY or aggregates")
+		if len(q.OrderBy) > 0 && len(q.GroupBy) > 0 {
+			return nil, compileErr("ORDER BY cannot be combined with GROUP BY")
+		}
+		// Aggregates without GROUP BY give one row: ORDER BY orders
+		// nothing, and Cosmos DB answers the aggregate
+		// (SELECT VALUE COUNT(r.key) FROM r ORDER BY r.key). Its
+		// expressions must still compile.
+		for _, o := range q.OrderBy {
+			if _, err := c.expr(o.X, s); err != nil {
+				return nil, err
+			}
 		}
 		if q.Star {
 			return nil, compileErr("SELECT * cannot be combined with GROUP BY")
