@@ -35,9 +35,13 @@ after a crash and it finishes. --dry-run prints what would move; --abort, before
 the current resolver with nothing lost. Progress goes to stderr, a summary to stdout.`,
 		Args: cobra.NoArgs,
 		RunE: g.withStore(func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
+			log, err := g.logger()
+			if err != nil {
+				return err
+			}
 			if abort {
 				show, done := reshardProgress(g.stderr, isTerminal(g.stderr))
-				p, err := transition.Abort(ctx, st, db.Link, &transition.ReshardOptions{Progress: show})
+				p, err := transition.Abort(ctx, st, db.Link, &transition.ReshardOptions{Progress: show, Logger: log})
 				done()
 				if err != nil {
 					return err
@@ -70,7 +74,7 @@ the current resolver with nothing lost. Progress goes to stderr, a summary to st
 			}
 			start := time.Now()
 			show, done := reshardProgress(g.stderr, isTerminal(g.stderr))
-			p, err := transition.Reshard(ctx, st, db.Link, next, &transition.ReshardOptions{Rate: rateLimit, Progress: show})
+			p, err := transition.Reshard(ctx, st, db.Link, next, &transition.ReshardOptions{Rate: rateLimit, Progress: show, Logger: log})
 			done()
 			if err != nil {
 				return err
