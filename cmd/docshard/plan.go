@@ -38,7 +38,7 @@ partition keys of the JSON-lines documents in PATH ("-" for standard input).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if nextFile == "" {
-				return fmt.Errorf("--next FILE2 is required")
+				return exitCode{code: 2, msg: "plan: --next FILE2 is required (the resolver to compare with: a resolver JSON file, or a configuration naming the database)"}
 			}
 			if keys <= 0 {
 				return fmt.Errorf("--keys must be positive, got %d", keys)
