@@ -141,7 +141,7 @@ databases:
 	assert.EqualValues(t, 2, set["version"])
 
 	code, out, errOut = runCLI(t, "", "verify", "-c", cfg, "--json")
-	require.Equal(t, 1, code, "documents sit where the published resolver does not put them")
+	require.Equal(t, 1, code, "documents sit where the published resolver does not put them: %s", errOut)
 	var rep struct {
 		OK        bool
 		Misplaced []struct{ ID, Collection, Want string }
