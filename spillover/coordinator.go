@@ -364,6 +364,10 @@ func (c *Coordinator) Check(ctx context.Context) (string, error) {
 	}
 	next := r.NextLink()
 	if _, err := c.st.CollectionInfo(ctx, next); err == nil {
+		// Another process may have opened it since the state was read.
+		if now, err := shardstate.Load(ctx, c.st, c.db); err != nil || now.Version != s.Version {
+			return "", nil
+		}
 		return "", &resolver.ConfigError{Field: "collectionPrefix", Value: r.Prefix(), Err: ErrPrefixClash,
 			Reason: fmt.Sprintf("the next collection %s exists already, but no opening of it was recorded", next)}
 	} else if !errors.Is(err, store.ErrNotFound) {
