@@ -122,7 +122,7 @@ func TestCoordinatorFills(t *testing.T) {
 		OnOpen: func(l string, _ int64) { mu.Lock(); opened = append(opened, l); mu.Unlock() }})
 	require.NoError(t, err)
 	defer coord.Close()
-	f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: 20 * time.Millisecond})
+	f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: 20 * time.Millisecond, LeaseDuration: 5 * time.Second})
 	require.NoError(t, err)
 	defer f.Close()
 
@@ -177,7 +177,7 @@ func TestCrashWhileOpening(t *testing.T) {
 				}})
 			require.NoError(t, err)
 			c := router.New(st, nil)
-			f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: 10 * time.Millisecond})
+			f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: 10 * time.Millisecond, LeaseDuration: 5 * time.Second})
 			require.NoError(t, err)
 			defer f.Close()
 			ids := map[string]bool{}
@@ -264,7 +264,7 @@ func TestObserveChecksSoon(t *testing.T) {
 	require.NoError(t, err)
 	defer coord.Close()
 	c := router.New(st, &router.Options{Retry: router.RetryPolicy{MaxAttempts: 2}, Hooks: router.Hooks{Call: coord.Observe}})
-	f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: 10 * time.Millisecond})
+	f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: 10 * time.Millisecond, LeaseDuration: 5 * time.Second})
 	require.NoError(t, err)
 	defer f.Close()
 	for i := range 5 {
@@ -300,7 +300,7 @@ func TestMeasuredRanges(t *testing.T) {
 	require.NoError(t, err)
 	defer coord.Close()
 	c := router.New(st, nil)
-	f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: 10 * time.Millisecond})
+	f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: 10 * time.Millisecond, LeaseDuration: 5 * time.Second})
 	require.NoError(t, err)
 	defer f.Close()
 	for i := range 30 {
