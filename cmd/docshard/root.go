@@ -12,7 +12,9 @@ import (
 	// Every resolver kind the command line understands.
 	_ "github.com/docshard/docshard/hashring"
 	_ "github.com/docshard/docshard/lookup"
+	_ "github.com/docshard/docshard/managed"
 	_ "github.com/docshard/docshard/rangeresolver"
+	_ "github.com/docshard/docshard/spillover"
 	_ "github.com/docshard/docshard/transition"
 )
 
