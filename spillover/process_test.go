@@ -180,7 +180,7 @@ func TestSpilloverProcesses(t *testing.T) {
 	require.Equal(t, "at recorded", a.collect(t, p, "at "))
 	p.Kill()
 	a.collect(t, p, "\x00")
-	s, r := current(t, st)
+	s, _ := current(t, st)
 	require.Contains(t, string(s.Phase), `"opening":"dbs/app/colls/log1"`)
 	// The next one finishes it as it starts, and is killed after
 	// creating log1, before publishing it.
@@ -188,7 +188,7 @@ func TestSpilloverProcesses(t *testing.T) {
 	require.Equal(t, "at created", a.collect(t, p, "at "))
 	p.Kill()
 	a.collect(t, p, "\x00")
-	s, r = current(t, st)
+	s, r := current(t, st)
 	require.Contains(t, string(s.Phase), `"opening":"dbs/app/colls/log1"`)
 	require.Equal(t, []string{db + "/colls/log0"}, r.Collections(), "log1 exists but is not published yet")
 	_, err = st.CollectionInfo(ctx, db+"/colls/log1")
@@ -205,7 +205,7 @@ func TestSpilloverProcesses(t *testing.T) {
 	for id := range a.unknown {
 		assert.False(t, a.ok[id], "%s both acknowledged and unknown", id)
 	}
-	s, r = current(t, st)
+	s, _ = current(t, st)
 	assert.Nil(t, s.Phase)
 	ids := map[string]bool{}
 	for id := range a.ok {
