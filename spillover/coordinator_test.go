@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docshard/docshard/hashring"
 	"github.com/docshard/docshard/rangeresolver"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/router"
@@ -228,11 +229,10 @@ func TestPrefixClash(t *testing.T) {
 
 	// Another kind of resolver is refused too.
 	st2 := memstore.New(nil)
-	other, err := resolver.Unmarshal([]byte(`{"kind":"transition","current":"dbs/app/colls/a","next":"dbs/app/colls/b"}`))
-	if err == nil {
-		_, err = spillover.Start(ctx, st2, db, &spillover.CoordinatorOptions{Seed: other})
-		assert.ErrorIs(t, err, spillover.ErrNotSpillover)
-	}
+	other, err := hashring.New([]string{db + "/colls/a"}, nil)
+	require.NoError(t, err)
+	_, err = spillover.Start(ctx, st2, db, &spillover.CoordinatorOptions{Seed: other})
+	assert.ErrorIs(t, err, spillover.ErrNotSpillover)
 }
 
 // throttling fails creates with ErrThrottled while on.
