@@ -134,8 +134,8 @@ type dbEntry struct {
 	link     string // canonical "dbs/{db}"
 	r        resolver.Resolver
 	pl       *placement
-	follow   *Follower // nil: registered with Register
-	version  int64     // the state version (followed registrations)
+	follow   *Follower    // nil: registered with Register
+	version  atomic.Int64 // the state version (followed registrations)
 	inflight atomic.Int64
 	retired  atomic.Bool // replaced: writes that find it set look again
 }
@@ -242,7 +242,7 @@ func (c *Client) Version(dbLink string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return e.version, nil
+	return e.version.Load(), nil
 }
 
 // Databases returns the registered database links, sorted.

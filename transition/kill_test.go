@@ -55,6 +55,7 @@ func TestReshardChild(t *testing.T) {
 		say("fatal %v", err)
 		return
 	}
+	say("started")
 	switch role {
 	case "reshard":
 		stopAt := os.Getenv("STOP_AT")
@@ -130,7 +131,8 @@ func TestReshardKilled(t *testing.T) {
 		kills = v
 	}
 	srv := emulatortest.Start(t, nil)
-	ctx := emulatortest.Context(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // 50,000 documents on a busy host take minutes
+	defer cancel()
 	st, err := cosmos.Open(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint}})
 	require.NoError(t, err)
 	two := ring(t, 2)
@@ -181,9 +183,17 @@ func TestReshardKilled(t *testing.T) {
 	finished, killed := false, 0
 	for i := 0; i < kills && !finished; i++ {
 		p := startProc(t, "reshard", srv.Endpoint, "TARGET=3")
+		// The moment is counted from the process's start of work, not from
+		// its launch, which a busy host can stretch past it.
+		steps := []string{}
+		for line := range p.Lines {
+			if line == "started" {
+				break
+			}
+			require.False(t, strings.HasPrefix(line, "fatal"), line)
+		}
 		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
 		p.Kill()
-		steps := []string{}
 		for line := range p.Lines {
 			require.False(t, strings.HasPrefix(line, "fatal"), line)
 			finished = finished || line == "finished"

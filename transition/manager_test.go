@@ -202,7 +202,8 @@ func seeded(t *testing.T, r resolver.Resolver, n int) (store.Store, *router.Clie
 	return st, c, l
 }
 
-// TestReshardUnderWrites: 2 collections become 3 and then 2 again while
+// TestReshardUnderWrites: 2 collections become 3, then 2 again, then 1
+// (removing the last but one) while
 // writers create, change and delete documents through routers that follow
 // the state; afterwards every acknowledged write is there with its last
 // value, every delete holds, and each document is once where the resolver
@@ -212,7 +213,7 @@ func TestReshardUnderWrites(t *testing.T) {
 	two, three := ring(t, 2), ring(t, 3)
 	st, c, l := seeded(t, two, 2000)
 
-	for round, next := range []resolver.Resolver{three, two} {
+	for round, next := range []resolver.Resolver{three, two, ring(t, 1)} {
 		stop := make(chan struct{})
 		var failed atomic.Int64
 		wg := writers(t, c, l, round, 4, stop, &failed)

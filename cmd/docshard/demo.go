@@ -40,7 +40,7 @@ over one collection that holds every document. It exits 1 if any answer differs.
 		},
 	}
 	cmd.Flags().IntVar(&docs, "docs", 3000, "documents to write")
-	cmd.Flags().IntVar(&collections, "collections", 3, "collections of the hash ring")
+	cmd.Flags().IntVar(&collections, "collections", 2, "collections of the hash ring (the demo reshards to one more)")
 	return cmd
 }
 

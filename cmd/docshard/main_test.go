@@ -130,7 +130,7 @@ func TestDemo(t *testing.T) {
 	assert.Contains(t, out, "Wrote 600 documents")
 	assert.Equal(t, 7, strings.Count(out, "✓"), "five queries, two again after the reshard")
 	assert.Contains(t, out, "Every answer matches")
-	assert.Contains(t, out, "Reshard from 3 to 4 collections")
+	assert.Contains(t, out, "Reshard from 2 to 3 collections")
 	assert.Contains(t, out, "none refused")
 	assert.Contains(t, out, "each once where the new ring puts it")
 }

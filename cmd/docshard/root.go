@@ -8,14 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/docshard/docshard/config"
-
-	// Every resolver kind the command line understands.
-	_ "github.com/docshard/docshard/hashring"
-	_ "github.com/docshard/docshard/lookup"
-	_ "github.com/docshard/docshard/managed"
-	_ "github.com/docshard/docshard/rangeresolver"
-	_ "github.com/docshard/docshard/spillover"
-	_ "github.com/docshard/docshard/transition"
 )
 
 // globals holds the flags every command shares.

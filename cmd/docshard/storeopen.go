@@ -1,29 +1,24 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
+	"github.com/docshard/docshard"
 	"github.com/docshard/docshard/config"
 	"github.com/docshard/docshard/store"
-	"github.com/docshard/docshard/store/memstore"
 )
 
-// openStore opens the backend the configuration names.
+// CAEnv names a PEM file of extra certificates to trust, for the official
+// emulator or a local test server; real accounts need none.
+const CAEnv = docshard.CAEnv
+
+// openStore opens the backend the configuration names (docshard.OpenStore),
+// noting on stderr when the embedded store is only in memory.
 func openStore(cfg *config.Config, stderr io.Writer) (store.Store, error) {
-	switch cfg.Store.Kind {
-	case config.StoreEmbedded:
-		if cfg.Store.Path == "" {
-			fmt.Fprintln(stderr, "docshard: note: store.path is empty, so the embedded store is in memory and its documents are gone when this command exits")
-			return memstore.New(nil), nil
-		}
-		s, err := memstore.Open(cfg.Store.Path, nil)
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	case config.StoreCosmos:
-		return openCosmos(cfg)
+	if (cfg.Store.Kind == config.StoreEmbedded || cfg.Store.Kind == "") && cfg.Store.Path == "" {
+		fmt.Fprintln(stderr, "docshard: note: store.path is empty, so the embedded store is in memory and its documents are gone when this command exits")
 	}
-	return nil, fmt.Errorf("store.kind %q is not supported", cfg.Store.Kind)
+	return docshard.OpenStore(context.Background(), cfg.Store, nil)
 }
