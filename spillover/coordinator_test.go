@@ -147,7 +147,9 @@ func TestCoordinatorFills(t *testing.T) {
 	}
 	wg.Wait()
 	counts := checkFilled(t, st, ids, 100)
+	mu.Lock()
 	t.Logf("600 documents in %v (limit 100, fill ratio 0.5); opened %v", counts, opened)
+	mu.Unlock()
 	assert.GreaterOrEqual(t, len(counts), 6, "600 documents at 50 to 100 a collection")
 	// Every document is read by the router from wherever it is.
 	rows, err := c.Query(ctx, db, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, nil)
