@@ -91,7 +91,7 @@ func TestErrors(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeFile(t, dir, "c.yaml", threeUsers)
 	two := writeFile(t, dir, "two.yaml", threeUsers+`  - link: dbs/other
-    resolver: {kind: hash, collections: [dbs/other/colls/a]}
+    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/other/colls/a]}
 `)
 	bad := writeFile(t, dir, "bad.yaml", `databases: [{link: dbs/app, resolver: {kind: hash, collections: [dbs/app/colls/a, dbs/app/colls/a]}}]`)
 	cases := []struct {

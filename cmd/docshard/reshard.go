@@ -35,9 +35,13 @@ after a crash and it finishes. --dry-run prints what would move; --abort, before
 the current resolver with nothing lost. Progress goes to stderr, a summary to stdout.`,
 		Args: cobra.NoArgs,
 		RunE: g.withStore(func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
+			log, err := g.logger()
+			if err != nil {
+				return err
+			}
 			if abort {
 				show, done := reshardProgress(g.stderr, isTerminal(g.stderr))
-				p, err := transition.Abort(ctx, st, db.Link, &transition.ReshardOptions{Progress: show})
+				p, err := transition.Abort(ctx, st, db.Link, &transition.ReshardOptions{Progress: show, Logger: log})
 				done()
 				if err != nil {
 					return err
@@ -70,7 +74,7 @@ the current resolver with nothing lost. Progress goes to stderr, a summary to st
 			}
 			start := time.Now()
 			show, done := reshardProgress(g.stderr, isTerminal(g.stderr))
-			p, err := transition.Reshard(ctx, st, db.Link, next, &transition.ReshardOptions{Rate: rateLimit, Progress: show})
+			p, err := transition.Reshard(ctx, st, db.Link, next, &transition.ReshardOptions{Rate: rateLimit, Progress: show, Logger: log})
 			done()
 			if err != nil {
 				return err
@@ -97,6 +101,9 @@ func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
+
+// barThrottle is how often a progress bar redraws at most.
+var barThrottle = 100 * time.Millisecond
 
 // reshardProgress shows a reshard's progress on w. On a terminal the copy,
 // its longest part, is a bar (documents scanned of the sources' total, the
@@ -129,7 +136,7 @@ func reshardProgress(w io.Writer, bar bool) (show func(transition.Progress), don
 	b := progressbar.NewOptions64(-1, progressbar.OptionSetWriter(w), progressbar.OptionSetWidth(30),
 		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("docs"),
 		progressbar.OptionSetPredictTime(true), progressbar.OptionShowDescriptionAtLineEnd(),
-		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }))
+		progressbar.OptionThrottle(barThrottle), progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }))
 	limit := int64(-1)
 	copying := true // the bar is up
 	return func(p transition.Progress) {

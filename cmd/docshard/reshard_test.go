@@ -39,10 +39,15 @@ databases:
 	require.Equal(t, 2, code, "a usage error")
 	assert.Contains(t, errOut, "--next")
 
-	code, out, errOut = runCLI(t, "", "reshard", "-c", cfg, "--next", next)
+	code, _, errOut = runCLI(t, "", "reshard", "-c", cfg, "--next", next, "--log-level", "loud")
+	require.Equal(t, 2, code, "a usage error")
+	assert.Contains(t, errOut, `--log-level "loud": want debug, info, warn or error`)
+
+	code, out, errOut = runCLI(t, "", "reshard", "-c", cfg, "--next", next, "--log-level", "info")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "dbs/app: at version")
 	assert.Contains(t, errOut, "reshard: published")
+	assert.Contains(t, errOut, `level=INFO msg="reshard step" db=dbs/app step=done`, "the manager logs through slog")
 
 	code, out, errOut = runCLI(t, "", "verify", "-c", cfg)
 	require.Equal(t, 0, code, errOut+out)
@@ -68,12 +73,12 @@ databases:
 // percentage of the sources scanned, the count and the copies, and the
 // steps after it are lines; off one, every step is a line.
 func TestReshardProgressBar(t *testing.T) {
+	defer func(d time.Duration) { barThrottle = d }(barThrottle)
+	barThrottle = 0 // every update draws
 	var buf strings.Builder
 	show, done := reshardProgress(&buf, true)
 	show(transition.Progress{Step: "published", Total: 1000})
-	time.Sleep(150 * time.Millisecond) // past the bar's throttle
 	show(transition.Progress{Step: "published", Total: 1000, Scanned: 500, Copied: 170})
-	time.Sleep(150 * time.Millisecond)
 	show(transition.Progress{Step: "published", Total: 1000, Scanned: 600, Copied: 200})
 	show(transition.Progress{Step: "copied", Total: 1000, Scanned: 1000, Copied: 340})
 	done()
