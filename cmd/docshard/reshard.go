@@ -179,8 +179,9 @@ func reshardProgress(w io.Writer, bar bool) (show func(transition.Progress), don
 }
 
 func newVerifyCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "verify -c FILE [--db LINK]",
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "verify -c FILE [--db LINK] [--json]",
 		Short: "Check that every document sits where the resolver puts it, exactly once",
 		Long: `verify reads every collection of the database and checks each document against the resolver
 the database routes by (its shared state's, else the file's): it exits 1 naming the first misplaced or
@@ -204,6 +205,16 @@ duplicated documents. During a reshard it refuses: finish the reshard first.`,
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				if err := writeJSON(g.stdout, verifyJSON{Database: db.Link, Documents: rep.Documents, OK: rep.OK(),
+					Misplaced: orEmpty(rep.Misplaced), Duplicates: orEmpty(rep.Duplicates)}); err != nil {
+					return err
+				}
+				if !rep.OK() {
+					return exitCode{code: 1}
+				}
+				return nil
+			}
 			if rep.OK() {
 				fmt.Fprintf(g.stdout, "%s: %d documents, each once where the resolver puts it\n", db.Link, rep.Documents)
 				return nil
@@ -226,4 +237,22 @@ duplicated documents. During a reshard it refuses: finish the reshard first.`,
 			return exitCode{code: 1}
 		}),
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as one JSON object (exit 1 still marks a failure)")
+	return cmd
+}
+
+// verifyJSON is verify's --json output.
+type verifyJSON struct {
+	Database   string               `json:"database"`
+	Documents  int64                `json:"documents"`
+	OK         bool                 `json:"ok"`
+	Misplaced  []transition.Finding `json:"misplaced"`
+	Duplicates []transition.Finding `json:"duplicates"`
+}
+
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

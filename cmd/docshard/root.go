@@ -39,14 +39,17 @@ shows which keys would move when collections change (plan).`,
 	root.PersistentFlags().StringVarP(&g.configFile, "config", "c", "", "configuration file (YAML, JSON or TOML)")
 	root.PersistentFlags().StringVar(&g.db, "db", "", "database link (dbs/NAME); may be omitted when the file has one database")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log on stderr from this level: debug, info, warn or error")
-	root.AddCommand(newDemoCmd(g), newLocateCmd(g), newPlanCmd(g), newLoadCmd(g), newQueryCmd(g), newServeCmd(g), newStateCmd(g), newReshardCmd(g), newVerifyCmd(g))
+	root.AddCommand(newDemoCmd(g), newLocateCmd(g), newPlanCmd(g), newLoadCmd(g), newQueryCmd(g), newServeCmd(g), newStateCmd(g), newReshardCmd(g), newVerifyCmd(g), newVersionCmd(g))
+	root.Version = version()
+	root.SetVersionTemplate("docshard {{.Version}}\n")
+	usageErrors(root)
 	return root
 }
 
 // loadDatabase reads the configuration file and picks the database.
 func (g *globals) loadDatabase() (*config.Config, *config.Database, error) {
 	if g.configFile == "" {
-		return nil, nil, errors.New("no configuration file: pass -c FILE")
+		return nil, nil, exitCode{code: 2, msg: "no configuration file: pass -c FILE (a YAML, JSON or TOML file naming the store and the databases)"}
 	}
 	cfg, err := config.Load(g.configFile)
 	if err != nil {
