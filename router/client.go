@@ -1,6 +1,7 @@
 package router
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,6 +75,11 @@ type Hooks struct {
 	Retry func(link, op string, attempt int, wait time.Duration)
 	// Documents reports how many results a query page returned.
 	Documents func(dbLink string, n int)
+	// Span is called as each store call attempt starts, with the caller's
+	// context, the collection and the operation; the function it returns
+	// is called with the attempt's outcome. A tracer opens a span here
+	// (package router/routerotel does).
+	Span func(ctx context.Context, link, op string) (end func(err error))
 }
 
 // Options configure a Client. A nil *Options means defaults.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -89,6 +90,11 @@ type ReshardOptions struct {
 	// Retry bounds the retries of store calls that were throttled or failed
 	// for a transient reason.
 	Retry RetryPolicy
+	// Logger receives the reshard's log: each step and the resume of a
+	// run that died at Info, a cutover given up and tried again, a
+	// takeover and an error that stops the run at Warn, each retried store
+	// call at Debug. nil means slog.Default().
+	Logger *slog.Logger
 	// Step, when set, is called at each named point of the protocol
 	// ("published", "copied", "caught-up", "frozen", "switched", "cleaned",
 	// "done") before it goes on; an error stops the reshard there, as a
@@ -130,6 +136,7 @@ const copyDone = "done"
 
 // manager runs one reshard.
 type manager struct {
+	log     *slog.Logger
 	st      store.Store // raw with retries
 	raw     store.Store // as given
 	owner   string      // this run's name in the record
@@ -203,6 +210,7 @@ func reshard(ctx context.Context, st store.Store, dbLink string, next resolver.R
 		if err := m.resume(rec); err != nil {
 			return &m.prog, err
 		}
+		m.log.Info("reshard resumed", "db", m.db, "id", rec.ID, "step", rec.Step, "previousOwner", rec.Owner)
 		if err := m.takeOver(ctx); err != nil {
 			return &m.prog, err
 		}
@@ -220,6 +228,7 @@ func reshard(ctx context.Context, st store.Store, dbLink string, next resolver.R
 	err = m.run(ctx)
 	stop()
 	if err != nil {
+		m.log.Warn("reshard stopped", "db", m.db, "error", err)
 		m.release()
 	}
 	return &m.prog, err
@@ -336,7 +345,10 @@ func newManager(st store.Store, dbLink string, opts *ReshardOptions) (*manager, 
 	if err != nil {
 		return nil, err
 	}
-	m := &manager{st: newRetrying(st, o.Retry), raw: st, db: strings.TrimSuffix(coll, "/colls/"+shardstate.CollectionID), o: o}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	m := &manager{log: o.Logger, st: newRetrying(st, o.Retry, o.Logger), raw: st, db: strings.TrimSuffix(coll, "/colls/"+shardstate.CollectionID), o: o}
 	m.workers = make(chan struct{}, o.Parallelism)
 	m.limiter = rate.NewLimiter(rate.Inf, 1)
 	if o.Rate > 0 {
@@ -553,6 +565,8 @@ func (m *manager) publishWait(ctx context.Context, r resolver.Resolver, newEpoch
 
 func (m *manager) step(name string) error {
 	m.report(name)
+	m.log.Info("reshard step", "db", m.db, "step", name, "scanned", m.cnt.scanned.Load(), "copied", m.cnt.copied.Load(),
+		"caughtUp", m.cnt.caught.Load(), "removed", m.cnt.deleted.Load())
 	if m.o.Step != nil {
 		return m.o.Step(name)
 	}
@@ -1044,6 +1058,7 @@ func (m *manager) cutover(ctx context.Context) error {
 		if ctx.Err() != nil || try >= m.o.CutoverTries {
 			return fmt.Errorf("transition: the cutover of %s did not finish within %s in %d tries: %w", m.db, m.o.CutoverCap, try, err)
 		}
+		m.log.Warn("reshard cutover past its cap: writes thawed, catching up before the next try", "db", m.db, "try", try, "cap", m.o.CutoverCap, "error", err)
 		if err := m.setStep(ctx, StepCopy, ReadCurrent, false); err != nil {
 			return err
 		}

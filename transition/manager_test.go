@@ -1,10 +1,12 @@
 package transition_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -527,4 +529,19 @@ func TestReshardOwner(t *testing.T) {
 	require.NoError(t, <-second)
 	assert.Greater(t, time.Since(start), time.Second)
 	checkPlaced(t, st, ring(t, 2), l)
+}
+
+// TestReshardLogs: the manager logs each step through the given slog
+// logger.
+func TestReshardLogs(t *testing.T) {
+	ctx := context.Background()
+	st, _, _ := seeded(t, ring(t, 2), 200)
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	_, err := transition.Reshard(ctx, st, db, ring(t, 3), &transition.ReshardOptions{Logger: log, Routers: &shardstate.WaitOptions{Poll: 10 * time.Millisecond}})
+	require.NoError(t, err)
+	out := buf.String()
+	for _, step := range []string{"published", "copied", "caught-up", "frozen", "switched", "cleaned", "done"} {
+		assert.Contains(t, out, `msg="reshard step" db=dbs/app step=`+step+" ")
+	}
 }

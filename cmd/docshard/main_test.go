@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,23 +99,30 @@ func TestErrors(t *testing.T) {
 		name string
 		args []string
 		want string
+		code int // 2: a usage error; 1: a runtime one
 	}{
-		{"no config", []string{"locate", "x"}, "pass -c FILE"},
-		{"missing file", []string{"locate", "-c", filepath.Join(dir, "nope.yaml"), "x"}, "no such file"},
-		{"no keys", []string{"locate", "-c", cfg}, "requires at least 1 arg"},
-		{"ambiguous db", []string{"locate", "-c", two, "x"}, "name one with --db"},
-		{"unknown db", []string{"locate", "-c", cfg, "--db", "dbs/zz", "x"}, `no database "dbs/zz"`},
-		{"bad resolver", []string{"locate", "-c", bad, "x"}, "collections[1]"},
-		{"bad json key", []string{"locate", "-c", cfg, "--json", "{"}, "not a JSON value"},
-		{"wrong key type", []string{"locate", "-c", cfg, "--json", "true"}, "unsupported type"},
-		{"plan without next", []string{"plan", "-c", cfg}, "--next FILE2 is required"},
-		{"plan bad keys", []string{"plan", "-c", cfg, "--next", cfg, "--keys", "0"}, "--keys must be positive"},
-		{"unknown command", []string{"frobnicate"}, "unknown command"},
+		{"no config", []string{"locate", "x"}, "pass -c FILE", 2},
+		{"missing file", []string{"locate", "-c", filepath.Join(dir, "nope.yaml"), "x"}, "no such file", 1},
+		{"no keys", []string{"locate", "-c", cfg}, "locate: missing KEY... (usage: docshard locate -c FILE", 2},
+		{"query without SQL", []string{"query", "-c", cfg}, "query: missing SQL (usage: docshard query", 2},
+		{"unknown flag", []string{"query", "-c", cfg, "--bogus", "SELECT 1"}, "query: unknown flag: --bogus", 2},
+		{"extra argument", []string{"verify", "-c", cfg, "extra"}, `verify: takes no arguments, got "extra"`, 2},
+		{"ambiguous db", []string{"locate", "-c", two, "x"}, "name one with --db", 1},
+		{"unknown db", []string{"locate", "-c", cfg, "--db", "dbs/zz", "x"}, `no database "dbs/zz"`, 1},
+		{"bad resolver", []string{"locate", "-c", bad, "x"}, "collections[1]", 1},
+		{"bad json key", []string{"locate", "-c", cfg, "--json", "{"}, "not a JSON value", 1},
+		{"wrong key type", []string{"locate", "-c", cfg, "--json", "true"}, "unsupported type", 1},
+		{"plan without next", []string{"plan", "-c", cfg}, "--next FILE2 is required", 2},
+		{"plan bad keys", []string{"plan", "-c", cfg, "--next", cfg, "--keys", "0"}, "--keys", 0},
+		{"unknown command", []string{"frobnicate"}, "unknown command", 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, "", tc.args...)
 			assert.NotEqual(t, 0, code)
+			if tc.code != 0 {
+				assert.Equal(t, tc.code, code)
+			}
 			assert.Empty(t, out)
 			assert.Contains(t, errOut, tc.want)
 			assert.True(t, strings.HasPrefix(errOut, "docshard: "), errOut)
@@ -195,4 +203,32 @@ databases:
 		assert.Equal(t, 1, code, tc.args)
 		assert.Contains(t, errOut, tc.want, tc.args)
 	}
+}
+
+// TestBinaryUsage runs the built binary as a user does: the version on
+// stdout, a usage error on stderr with exit code 2, a runtime error with 1.
+func TestBinaryUsage(t *testing.T) {
+	bin := docshardBinary(t)
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, err := exec.Command(bin, args...).Output()
+		require.NoError(t, err, args)
+		assert.True(t, strings.HasPrefix(string(out), "docshard "), "%q", out)
+	}
+	var stdout, stderr strings.Builder
+	cmd := exec.Command(bin, "query")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 2, exit.ExitCode())
+	assert.Empty(t, stdout.String())
+	assert.Contains(t, stderr.String(), "docshard: query: missing SQL")
+
+	stdout.Reset()
+	stderr.Reset()
+	cmd = exec.Command(bin, "query", "-c", filepath.Join(t.TempDir(), "missing.yaml"), "SELECT 1")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.ErrorAs(t, cmd.Run(), &exit)
+	assert.Equal(t, 1, exit.ExitCode())
+	assert.Contains(t, stderr.String(), "missing.yaml")
 }

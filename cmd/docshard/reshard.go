@@ -35,9 +35,13 @@ after a crash and it finishes. --dry-run prints what would move; --abort, before
 the current resolver with nothing lost. Progress goes to stderr, a summary to stdout.`,
 		Args: cobra.NoArgs,
 		RunE: g.withStore(func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
+			log, err := g.logger()
+			if err != nil {
+				return err
+			}
 			if abort {
 				show, done := reshardProgress(g.stderr, isTerminal(g.stderr))
-				p, err := transition.Abort(ctx, st, db.Link, &transition.ReshardOptions{Progress: show})
+				p, err := transition.Abort(ctx, st, db.Link, &transition.ReshardOptions{Progress: show, Logger: log})
 				done()
 				if err != nil {
 					return err
@@ -70,7 +74,7 @@ the current resolver with nothing lost. Progress goes to stderr, a summary to st
 			}
 			start := time.Now()
 			show, done := reshardProgress(g.stderr, isTerminal(g.stderr))
-			p, err := transition.Reshard(ctx, st, db.Link, next, &transition.ReshardOptions{Rate: rateLimit, Progress: show})
+			p, err := transition.Reshard(ctx, st, db.Link, next, &transition.ReshardOptions{Rate: rateLimit, Progress: show, Logger: log})
 			done()
 			if err != nil {
 				return err
@@ -175,8 +179,9 @@ func reshardProgress(w io.Writer, bar bool) (show func(transition.Progress), don
 }
 
 func newVerifyCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "verify -c FILE [--db LINK]",
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "verify -c FILE [--db LINK] [--json]",
 		Short: "Check that every document sits where the resolver puts it, exactly once",
 		Long: `verify reads every collection of the database and checks each document against the resolver
 the database routes by (its shared state's, else the file's): it exits 1 naming the first misplaced or
@@ -200,6 +205,16 @@ duplicated documents. During a reshard it refuses: finish the reshard first.`,
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				if err := writeJSON(g.stdout, verifyJSON{Database: db.Link, Documents: rep.Documents, OK: rep.OK(),
+					Misplaced: orEmpty(rep.Misplaced), Duplicates: orEmpty(rep.Duplicates)}); err != nil {
+					return err
+				}
+				if !rep.OK() {
+					return exitCode{code: 1}
+				}
+				return nil
+			}
 			if rep.OK() {
 				fmt.Fprintf(g.stdout, "%s: %d documents, each once where the resolver puts it\n", db.Link, rep.Documents)
 				return nil
@@ -222,4 +237,22 @@ duplicated documents. During a reshard it refuses: finish the reshard first.`,
 			return exitCode{code: 1}
 		}),
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as one JSON object (exit 1 still marks a failure)")
+	return cmd
+}
+
+// verifyJSON is verify's --json output.
+type verifyJSON struct {
+	Database   string               `json:"database"`
+	Documents  int64                `json:"documents"`
+	OK         bool                 `json:"ok"`
+	Misplaced  []transition.Finding `json:"misplaced"`
+	Duplicates []transition.Finding `json:"duplicates"`
+}
+
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

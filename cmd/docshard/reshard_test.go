@@ -39,10 +39,15 @@ databases:
 	require.Equal(t, 2, code, "a usage error")
 	assert.Contains(t, errOut, "--next")
 
-	code, out, errOut = runCLI(t, "", "reshard", "-c", cfg, "--next", next)
+	code, _, errOut = runCLI(t, "", "reshard", "-c", cfg, "--next", next, "--log-level", "loud")
+	require.Equal(t, 2, code, "a usage error")
+	assert.Contains(t, errOut, `--log-level "loud": want debug, info, warn or error`)
+
+	code, out, errOut = runCLI(t, "", "reshard", "-c", cfg, "--next", next, "--log-level", "info")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "dbs/app: at version")
 	assert.Contains(t, errOut, "reshard: published")
+	assert.Contains(t, errOut, `level=INFO msg="reshard step" db=dbs/app step=done`, "the manager logs through slog")
 
 	code, out, errOut = runCLI(t, "", "verify", "-c", cfg)
 	require.Equal(t, 0, code, errOut+out)
