@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/docshard/docshard/internal/cursor"
+	"github.com/docshard/docshard/internal/redact"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/store"
 )
@@ -52,6 +54,25 @@ type Account struct {
 	Credential azcore.TokenCredential
 }
 
+// String describes the account without its key or credential: the
+// endpoint, and which of them is set.
+func (a Account) String() string {
+	return fmt.Sprintf("cosmos.Account{Endpoint: %q, Key: %q, Credential: %s}", a.Endpoint, redact.Secret(a.Key), credentialSet(a.Credential))
+}
+
+// GoString is String: %#v does not show the key either.
+func (a Account) GoString() string { return a.String() }
+
+// Format keeps the key out of every fmt verb.
+func (a Account) Format(f fmt.State, verb rune) { redact.Format(f, verb, a.String()) }
+
+func credentialSet(c azcore.TokenCredential) string {
+	if c == nil {
+		return "nil"
+	}
+	return "set"
+}
+
 // Options configure the store. Endpoint and one of Key or Credential are
 // required.
 type Options struct {
@@ -78,6 +99,28 @@ type Options struct {
 	Cursors int
 }
 
+// String describes the options without any account key.
+func (o Options) String() string {
+	var b strings.Builder
+	b.WriteString("cosmos.Options{Account: " + o.Account.String())
+	links := make([]string, 0, len(o.Accounts))
+	for l := range o.Accounts {
+		links = append(links, l)
+	}
+	sort.Strings(links)
+	for _, l := range links {
+		fmt.Fprintf(&b, ", Accounts[%q]: %s", l, o.Accounts[l])
+	}
+	fmt.Fprintf(&b, ", QueryMode: %d, MaxThrottleRetries: %d, PageSize: %d, Cursors: %d}", o.QueryMode, o.MaxThrottleRetries, o.PageSize, o.Cursors)
+	return b.String()
+}
+
+// GoString is String: %#v does not show a key either.
+func (o Options) GoString() string { return o.String() }
+
+// Format keeps every key out of every fmt verb.
+func (o Options) Format(f fmt.State, verb rune) { redact.Format(f, verb, o.String()) }
+
 // Store is the Cosmos DB store.
 type Store struct {
 	opts     Options
@@ -93,6 +136,13 @@ type Store struct {
 }
 
 var _ store.Store = (*Store)(nil)
+
+// String describes the store by its default endpoint, without any key.
+func (s *Store) String() string { return fmt.Sprintf("cosmos.Store{Endpoint: %q}", s.opts.Endpoint) }
+
+// Format keeps every key out of every fmt verb (the store holds its
+// options).
+func (s *Store) Format(f fmt.State, verb rune) { redact.Format(f, verb, s.String()) }
 
 // New validates the options, connects, and checks within ctx that the
 // account answers. Errors name what is wrong (missing endpoint, malformed
@@ -240,11 +290,11 @@ func (s *Store) ping(ctx context.Context, c *azcosmos.Client, endpoint string) e
 		}
 		return fmt.Errorf("cosmos: %s answered status %d %s", endpoint, re.StatusCode, re.ErrorCode)
 	}
-	return fmt.Errorf("cosmos: cannot reach %s: %v", endpoint, redact(err.Error(), s.opts))
+	return fmt.Errorf("cosmos: cannot reach %s: %v", endpoint, redactKeys(err.Error(), s.opts))
 }
 
-// redact removes any account key from a message.
-func redact(msg string, o Options) string {
+// redactKeys removes any account key from a message.
+func redactKeys(msg string, o Options) string {
 	keys := []string{o.Key}
 	for _, a := range o.Accounts {
 		keys = append(keys, a.Key)

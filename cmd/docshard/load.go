@@ -45,7 +45,7 @@ line before it is written.`,
 				defer f.Close()
 				in, name = f, args[0]
 			}
-			st, err := openStore(cfg, g.stderr)
+			st, err := openStore(cfg, g.stderr, false)
 			if err != nil {
 				return err
 			}

@@ -31,7 +31,7 @@ switches, and removes the moved sources. Every step is recorded in the state doc
 after a crash and it finishes. --dry-run prints what would move; --abort, before the switch, returns to
 the current resolver with nothing lost. Progress goes to stderr, a summary to stdout.`,
 		Args: cobra.NoArgs,
-		RunE: g.withStore(func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
+		RunE: g.withStore(false, func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
 			if abort {
 				p, err := transition.Abort(ctx, st, db.Link, &transition.ReshardOptions{Progress: progressPrinter(g.stderr)})
 				if err != nil {
@@ -114,7 +114,7 @@ func newVerifyCmd(g *globals) *cobra.Command {
 the database routes by (its shared state's, else the file's): it exits 1 naming the first misplaced or
 duplicated documents. During a reshard it refuses: finish the reshard first.`,
 		Args: cobra.NoArgs,
-		RunE: g.withStore(func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
+		RunE: g.withStore(true, func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
 			r := db.Resolver
 			s, err := shardstate.Load(ctx, st, db.Link)
 			switch {

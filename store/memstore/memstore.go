@@ -47,7 +47,18 @@ type Options struct {
 	// serve) sets a short one; a command that may start while another
 	// finishes waits the default.
 	LockTimeout time.Duration
+	// ReadOnly opens a durable store without writing to it: bbolt's shared
+	// lock, so any number of read-only openers share the directory (one
+	// that another process holds for writing still waits LockTimeout, then
+	// fails with ErrLocked). Nothing is created, expired documents stay in
+	// the file (they are hidden as usual), and every write fails with
+	// store.ErrBadRequest wrapping ErrReadOnly. Ignored in memory.
+	ReadOnly bool
 }
+
+// ErrReadOnly is wrapped by every write to a store opened with
+// Options.ReadOnly.
+var ErrReadOnly = errors.New("the store is open read-only")
 
 // ErrLocked is what Open returns (wrapped, with the file's path) when
 // another process holds the directory: one process at a time may open it.
@@ -362,6 +373,8 @@ func (s *Store) diskErr(op, l, id string, err error) error {
 		return &store.Error{Kind: store.ErrCollectionNotFound, Op: op, Link: l, ID: id}
 	case errors.Is(err, errClosed):
 		return &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, ID: id, Message: "the store is closed"}
+	case errors.Is(err, ErrReadOnly):
+		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Err: ErrReadOnly}
 	}
 	return &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, ID: id, Message: fmt.Sprintf("writing to disk: %v", err), Err: err}
 }
