@@ -1,7 +1,6 @@
 package lookup_test
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -22,17 +21,16 @@ func links(n int) string {
 	return "[" + strings.Join(parts, ",") + "]"
 }
 
-// The reproducers of issue 17 and the other hostile definitions: each is
-// refused before anything is built, with the field named.
-func TestHostileResolverJSON(t *testing.T) {
+// hostileDefinitions are the reproducers of issue 17 and the other hostile
+// definitions (TestBadDefinitions runs them): each is refused before
+// anything is built, with the field named.
+func hostileDefinitions() []struct{ name, json, field, msg string } {
 	maximalRing := fmt.Sprintf(`{"kind":"hash","collections":%s,"virtualNodes":65536}`, links(64))
 	var rings []string
 	for i := range 12 {
 		rings = append(rings, fmt.Sprintf(`"t%d":%s`, i, maximalRing))
 	}
-	cases := []struct {
-		name, json, field, msg string
-	}{
+	return []struct{ name, json, field, msg string }{
 		// 19 KB: it took 277 s to place the partitions.
 		{"bounded ring of minutes", fmt.Sprintf(`{"kind":"hash","strategy":"bounded","loadFactor":1,"partitionCount":1048576,"virtualNodes":6000,"collections":%s}`, links(640)), "", "units of work"},
 		// 16 KB: 13 s and 1 GB, each ring within the per-ring cap.
@@ -43,17 +41,6 @@ func TestHostileResolverJSON(t *testing.T) {
 		{"invalid UTF-8 in a link", "{\"kind\":\"hash\",\"collections\":[\"dbs/a/colls/x\xff\"]}", "collections[0]", "not valid UTF-8"},
 		{"lone surrogate in a link", `{"kind":"hash","collections":["dbs/a/colls/x\ud800"]}`, "collections[0]", "lone surrogate"},
 		{"lone low surrogate in an entry name", `{"kind":"lookup","entries":{"\udc00":"dbs/a/colls/x"}}`, "entries", "lone surrogate"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := resolver.Unmarshal([]byte(tc.json))
-			require.Error(t, err)
-			var ce *resolver.ConfigError
-			require.True(t, errors.As(err, &ce), "%T %v", err, err)
-			assert.ErrorIs(t, err, resolver.ErrInvalid)
-			assert.Equal(t, tc.field, ce.Field, "%v", err)
-			assert.ErrorContains(t, err, tc.msg)
-		})
 	}
 }
 

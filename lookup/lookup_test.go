@@ -339,6 +339,7 @@ func TestBadDefinitions(t *testing.T) {
 		{"entry name type", `{"kind":"lookup","entries":5}`, "entries", "JSON object"},
 		{"kind written twice", `{"kind":"lookup","entries":{"eu":"dbs/a/colls/eu"},"kind":"lookup","entries":5}`, "kind", "named twice"},
 	}
+	cases = append(cases, hostileDefinitions()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := resolver.Unmarshal([]byte(tc.json))
