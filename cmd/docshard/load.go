@@ -31,6 +31,9 @@ terminal it shows a progress bar. The first bad line stops the load with its lin
 line before it is written.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := intFlag("workers", int64(workers), 1, maxWorkers); err != nil {
+				return err
+			}
 			cfg, db, err := g.loadDatabase()
 			if err != nil {
 				return err
@@ -84,8 +87,8 @@ type loadLine struct {
 
 // loadLines writes every non-empty line with workers concurrent writers.
 func loadLines(ctx context.Context, c *router.Client, dbLink string, in io.Reader, name string, workers int, create bool, stderr io.Writer) (int64, error) {
-	if workers < 1 {
-		return 0, fmt.Errorf("--workers must be at least 1, got %d", workers)
+	if err := intFlag("workers", int64(workers), 1, maxWorkers); err != nil {
+		return 0, err
 	}
 	var bar *progressbar.ProgressBar
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {

@@ -108,13 +108,25 @@ func TestErrors(t *testing.T) {
 		{"bad json key", []string{"locate", "-c", cfg, "--json", "{"}, "not a JSON value"},
 		{"wrong key type", []string{"locate", "-c", cfg, "--json", "true"}, "unsupported type"},
 		{"plan without next", []string{"plan", "-c", cfg}, "--next FILE2 is required"},
-		{"plan bad keys", []string{"plan", "-c", cfg, "--next", cfg, "--keys", "0"}, "--keys must be positive"},
+		{"plan bad keys", []string{"plan", "-c", cfg, "--next", cfg, "--keys", "0"}, "--keys: want 1 to 1000000, got 0"},
+		// The reproducers of issue 17: both died with "out of memory".
+		{"plan too many keys", []string{"plan", "-c", cfg, "--next", cfg, "--keys", "2000000000"}, "--keys: want 1 to 1000000, got 2000000000"},
+		{"load too many workers", []string{"load", "-c", cfg, "--workers", "100000000", "-"}, "--workers: want 1 to 1024, got 100000000"},
+		{"load no workers", []string{"load", "-c", cfg, "--workers", "0", "-"}, "--workers: want 1 to 1024"},
+		{"demo too many docs", []string{"demo", "--docs", "2000000000"}, "--docs: want 1 to 1000000"},
+		{"reshard NaN rate", []string{"reshard", "-c", cfg, "--next", cfg, "--rate", "NaN"}, "--rate: want a finite number"},
+		{"reshard negative rate", []string{"reshard", "-c", cfg, "--next", cfg, "--rate", "-1"}, "--rate: want a finite number"},
+		{"state set negative version", []string{"state", "set", "-c", cfg, "--if-version", "-3", cfg}, "--if-version: want 0 to"},
+		{"serve negative shutdown", []string{"serve", "--dir", dir, "--shutdown-timeout", "-1s"}, "--shutdown-timeout: want 0 to 1h0m0s"},
 		{"unknown command", []string{"frobnicate"}, "unknown command"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, "", tc.args...)
 			assert.NotEqual(t, 0, code)
+			if strings.Contains(tc.want, ": want ") {
+				assert.Equal(t, 2, code, "a flag out of range is a usage error")
+			}
 			assert.Empty(t, out)
 			assert.Contains(t, errOut, tc.want)
 			assert.True(t, strings.HasPrefix(errOut, "docshard: "), errOut)

@@ -40,8 +40,8 @@ partition keys of the JSON-lines documents in PATH ("-" for standard input).`,
 			if nextFile == "" {
 				return fmt.Errorf("--next FILE2 is required")
 			}
-			if keys <= 0 {
-				return fmt.Errorf("--keys must be positive, got %d", keys)
+			if err := intFlag("keys", int64(keys), 1, maxPlanKeys); err != nil {
+				return err
 			}
 			cfg, db, err := g.loadDatabase()
 			if err != nil {

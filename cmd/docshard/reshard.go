@@ -31,6 +31,8 @@ switches, and removes the moved sources. Every step is recorded in the state doc
 after a crash and it finishes. --dry-run prints what would move; --abort, before the switch, returns to
 the current resolver with nothing lost. Progress goes to stderr, a summary to stdout.`,
 		Args: cobra.NoArgs,
+		// Flags are checked before the store is opened.
+		PreRunE: func(*cobra.Command, []string) error { return rateFlag("rate", rateLimit) },
 		RunE: g.withStore(false, func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
 			if abort {
 				p, err := transition.Abort(ctx, st, db.Link, &transition.ReshardOptions{Progress: progressPrinter(g.stderr)})

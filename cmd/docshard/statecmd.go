@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -143,6 +144,9 @@ keys exactly where a 64-bit or 32-bit .NET process put them.
 set changes where keys are routed; it moves no document.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := intFlag("if-version", ifVersion, 0, math.MaxInt64); err != nil {
+				return err
+			}
 			_, db, err := g.loadDatabase()
 			if err != nil {
 				return err
