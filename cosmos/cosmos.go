@@ -95,7 +95,9 @@ type Options struct {
 	// 100.
 	PageSize int
 	// Cursors is how many locally evaluated query results are kept for
-	// their continuation tokens; 0 means 32.
+	// their continuation tokens; 0 means 32. They hold at most
+	// 64 MiB of JSON in all; a larger result is not kept, and each of its
+	// pages re-runs the query.
 	Cursors int
 }
 
@@ -120,6 +122,10 @@ func (o Options) GoString() string { return o.String() }
 
 // Format keeps every key out of every fmt verb.
 func (o Options) Format(f fmt.State, verb rune) { redact.Format(f, verb, o.String()) }
+
+// maxCursorBytes bounds the JSON the locally evaluated results' cursors
+// hold in all.
+const maxCursorBytes = 64 << 20
 
 // Store is the Cosmos DB store.
 type Store struct {
@@ -159,7 +165,7 @@ func New(ctx context.Context, opts *Options) (*Store, error) {
 	if o.Cursors <= 0 {
 		o.Cursors = 32
 	}
-	s := &Store{opts: o, bound: map[string]*azcosmos.Client{}, specs: map[string]*containerSpec{}, cursors: cursor.NewCache[[]json.RawMessage](o.Cursors), pages: cursor.NewCache[servicePageCopy](o.Cursors)}
+	s := &Store{opts: o, bound: map[string]*azcosmos.Client{}, specs: map[string]*containerSpec{}, cursors: cursor.NewSizedCache(o.Cursors, maxCursorBytes, cursor.RowsSize), pages: cursor.NewCache[servicePageCopy](o.Cursors)}
 	var err error
 	if s.def, err = s.client("default account", o.Account); err != nil {
 		return nil, err

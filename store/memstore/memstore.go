@@ -37,6 +37,11 @@ type Options struct {
 	// continuation tokens, least recently used out first; 0 means 256. A
 	// token whose cursor was evicted costs a re-run of the query.
 	Cursors int
+	// CursorBytes bounds what those results hold in all (their JSON, as
+	// the store measures it), least recently used out first; 0 means
+	// 64 MiB. A result larger than the bound is not kept: each of its
+	// pages re-runs the query.
+	CursorBytes int64
 	// NoSync skips fsync in durable mode (bbolt's NoSync): faster, and
 	// acknowledged writes survive a process crash but not a machine crash.
 	// For tests and bulk loads.
@@ -100,13 +105,16 @@ func New(opts *Options) *Store {
 	if o.Cursors <= 0 {
 		o.Cursors = 256
 	}
+	if o.CursorBytes <= 0 {
+		o.CursorBytes = 64 << 20
+	}
 	return &Store{
 		opts:    o,
 		clock:   o.Clock,
 		colls:   map[string]*collection{},
 		etagPfx: randomHex(4),
 		seed:    maphash.MakeSeed(),
-		cursors: cursor.NewCache[*resultSet](o.Cursors),
+		cursors: cursor.NewSizedCache(o.Cursors, o.CursorBytes, (*resultSet).bytes),
 		progs:   newPrograms(256),
 	}
 }
