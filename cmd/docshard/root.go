@@ -41,7 +41,7 @@ shows which keys would move when collections change (plan).`,
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVarP(&g.configFile, "config", "c", "", "configuration file (YAML, JSON or TOML)")
 	root.PersistentFlags().StringVar(&g.db, "db", "", "database link (dbs/NAME); may be omitted when the file has one database")
-	root.AddCommand(newDemoCmd(g), newLocateCmd(g), newPlanCmd(g), newLoadCmd(g), newQueryCmd(g), newServeCmd(g), newStateCmd(g), newReshardCmd(g), newVerifyCmd(g))
+	root.AddCommand(newDemoCmd(g), newLocateCmd(g), newPlanCmd(g), newLoadCmd(g), newQueryCmd(g), newServeCmd(g), newStateCmd(g), newReshardCmd(g), newVerifyCmd(g), newSalvageCmd(g))
 	return root
 }
 

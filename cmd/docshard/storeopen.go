@@ -5,11 +5,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/docshard/docshard/config"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/memstore"
 )
+
+// readOnlyLockWait is how long a read-only command waits for a process
+// that holds the store for writing before saying so.
+const readOnlyLockWait = time.Second
 
 // openStore opens the backend the configuration names. readOnly opens a
 // durable embedded store read-only (query, locate, plan, verify, state show
@@ -22,7 +27,11 @@ func openStore(cfg *config.Config, stderr io.Writer, readOnly bool) (store.Store
 			fmt.Fprintln(stderr, "docshard: note: store.path is empty, so the embedded store is in memory and its documents are gone when this command exits")
 			return memstore.New(nil), nil
 		}
-		s, err := memstore.Open(cfg.Store.Path, &memstore.Options{ReadOnly: readOnly})
+		opts := &memstore.Options{ReadOnly: readOnly}
+		if readOnly {
+			opts.LockTimeout = readOnlyLockWait
+		}
+		s, err := memstore.Open(cfg.Store.Path, opts)
 		if readOnly && errors.Is(err, os.ErrNotExist) {
 			// Nothing there yet: read as an empty store, and create nothing.
 			return memstore.New(nil), nil

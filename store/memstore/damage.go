@@ -43,6 +43,16 @@ func (e *CorruptError) Error() string {
 // Is reports whether target is ErrCorrupt.
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 
+// recordError is the *CorruptError of a record that does not decode, or
+// whose checksum fails (e, when not nil, names its document).
+func recordError(file, link string, seq uint64, e *entry, err error) *CorruptError {
+	ce := &CorruptError{File: file, Collection: link, Key: seq, Reason: err.Error()}
+	if e != nil {
+		ce.ID = e.id
+	}
+	return ce
+}
+
 // bbolt's file: two meta pages at the start (page 0 at offset 0, page 1 at
 // offset pageSize), each a 16-byte page header then the meta: magic,
 // version, page size, flags, root bucket (root page, sequence), freelist

@@ -278,11 +278,7 @@ func (s *Store) loadCollection(tx *bolt.Tx, file, link string, metaJSON []byte, 
 		seq := binary.BigEndian.Uint64(k)
 		e, old, err := decodeRecord(v)
 		if err != nil {
-			ce := &CorruptError{File: file, Collection: link, Key: seq, Reason: err.Error()}
-			if e != nil {
-				ce.ID = e.id
-			}
-			return ce
+			return recordError(file, link, seq, e, err)
 		}
 		e.seq = seq
 		maxSeq, maxLSN = max(maxSeq, e.seq), max(maxLSN, e.lsn)
@@ -348,7 +344,11 @@ func (s *Store) loadCollection(tx *bolt.Tx, file, link string, metaJSON []byte, 
 // mark returns the collection's mark: the highest LSN of a record deleted
 // from it, 0 when none was.
 func mark(tx *bolt.Tx, bucket []byte) uint64 {
-	if v := tx.Bucket(marksBucket).Get(bucket); len(v) == 8 {
+	marks := tx.Bucket(marksBucket)
+	if marks == nil { // a file opened read-only from before the marks
+		return 0
+	}
+	if v := marks.Get(bucket); len(v) == 8 {
 		return binary.BigEndian.Uint64(v)
 	}
 	return 0
