@@ -464,12 +464,12 @@ func (p *program) rows(outer *frame, yield func(any) bool) {
 // as JSON) each result reaches out as its JSON, written without building
 // its value; rw.err then says why the rows stopped early, if they did.
 func (p *program) pipeline(input func(func(*frame) bool), raw func() []byte, rw *rowWriter, out func(any, []byte) bool) {
-	mem := &budget{max: p.budget}
-	if mem.max <= 0 {
-		mem.max = DefaultMemoryBudget
-	}
 	emitter := newLimiter(p.distinct, p.offset, p.limit, out)
-	emitter.mem = mem
+	emitter.mem.max = p.budget
+	if emitter.mem.max <= 0 {
+		emitter.mem.max = DefaultMemoryBudget
+	}
+	mem := &emitter.mem // one budget for the pipeline, in the limiter's allocation
 	if p.limit == 0 {
 		return
 	}
@@ -564,7 +564,7 @@ func (p *program) pipeline(input func(func(*frame) bool), raw func() []byte, rw 
 
 // limiter applies DISTINCT, OFFSET and LIMIT to a stream of results.
 type limiter struct {
-	mem     *budget // charged for DISTINCT's keys
+	mem     budget // the pipeline's; charged for DISTINCT's keys
 	seen    map[string]bool
 	skip    int
 	left    int // -1: unlimited
