@@ -45,6 +45,9 @@ type StoreConfig struct {
 	// Kind is "embedded" (the default) or "cosmos".
 	Kind string
 	// Path is the embedded store's directory; empty keeps data in memory.
+	// Load makes a relative path written in the file relative to the
+	// file's directory (one from DOCSHARD_STORE_PATH stays relative to the
+	// working directory).
 	Path string
 	// Endpoint is the Cosmos DB account endpoint
 	// (https://ACCOUNT.documents.azure.com:443/).
@@ -112,7 +115,19 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	cfg.File = path
+	cfg.Store.Path = resolvePath(path, cfg.Store.Path)
 	return cfg, nil
+}
+
+// resolvePath makes a store path written in the file at path relative to
+// that file's directory, so a command run from anywhere finds the same
+// store. A path from the environment (DOCSHARD_STORE_PATH) is taken as it
+// is, relative to the working directory like any command-line value.
+func resolvePath(file, storePath string) string {
+	if storePath == "" || filepath.IsAbs(storePath) || os.Getenv(EnvPrefix+"_STORE_PATH") != "" {
+		return storePath
+	}
+	return filepath.Join(filepath.Dir(file), storePath)
 }
 
 // Parse reads a configuration from data in the given format ("yaml",
@@ -266,6 +281,9 @@ func decodeDatabases(data []byte, format string) ([]Database, error) {
 		r, err := resolver.Unmarshal(js)
 		if err != nil {
 			return nil, fmt.Errorf("%w: databases[%d] (%s): %w", ErrInvalid, i, dbLink, resolver.InField("resolver", err))
+		}
+		if kd, ok := r.(resolver.KeyDefiner); ok && kd.KeyDef().IsZero() {
+			return nil, fmt.Errorf("%w: databases[%d] (%s): resolver.partitionKey is missing: the router reads each document's key at this path (for example partitionKey: /userId)", ErrInvalid, i, dbLink)
 		}
 		out = append(out, Database{Link: dbLink, Resolver: r, Definition: js})
 	}

@@ -24,7 +24,13 @@ func (e echoResolver) ResolveForCreate(any) (string, error) { return "dbs/a/coll
 func (e echoResolver) ResolveForRead(any) ([]string, error) { return []string{"dbs/a/colls/b"}, nil }
 func (e echoResolver) MarshalJSON() ([]byte, error)         { return json.Marshal(e.def) }
 
+// keylessResolver reads keys by a definition of its own, left empty.
+type keylessResolver struct{ echoResolver }
+
+func (keylessResolver) KeyDef() resolver.KeyDef { return resolver.KeyDef{} }
+
 func init() {
+	resolver.Register("configtest-keyless", func([]byte) (resolver.Resolver, error) { return keylessResolver{}, nil })
 	resolver.Register("configtest-echo", func(data []byte) (resolver.Resolver, error) {
 		var m map[string]any
 		if err := json.Unmarshal(data, &m); err != nil {
@@ -71,10 +77,11 @@ entries = { BigCorp = "dbs/app/colls/Big" }
 	}
 	for name, content := range files {
 		t.Run(name, func(t *testing.T) {
-			cfg, err := Load(write(t, name, content))
+			path := write(t, name, content)
+			cfg, err := Load(path)
 			require.NoError(t, err)
 			assert.Equal(t, StoreEmbedded, cfg.Store.Kind)
-			assert.Equal(t, "./data", cfg.Store.Path)
+			assert.Equal(t, filepath.Join(filepath.Dir(path), "data"), cfg.Store.Path, "relative to the file")
 			require.Len(t, cfg.Databases, 1)
 			db := cfg.Databases[0]
 			assert.Equal(t, "dbs/app", db.Link)
@@ -146,4 +153,39 @@ func TestBadConfig(t *testing.T) {
 	assert.ErrorContains(t, err, "no such file")
 	_, err = Load(write(t, "c.ini", "x=1"))
 	assert.ErrorContains(t, err, `unknown file type ".ini"`)
+}
+
+// TestStorePathRelativeToFile: a relative store.path in a file is taken
+// relative to the file's directory, wherever the command runs; an absolute
+// one as it is; one from DOCSHARD_STORE_PATH relative to the working
+// directory.
+func TestStorePathRelativeToFile(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "work")
+	require.NoError(t, os.MkdirAll(sub, 0o700))
+	path := filepath.Join(sub, "app.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("store: {path: data}\n"), 0o600))
+	t.Chdir(dir)
+	cfg, err := Load("work/app.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join("work", "data"), cfg.Store.Path)
+
+	abs := filepath.Join(dir, "elsewhere")
+	require.NoError(t, os.WriteFile(path, []byte("store: {path: "+abs+"}\n"), 0o600))
+	cfg, err = Load(path)
+	require.NoError(t, err)
+	assert.Equal(t, abs, cfg.Store.Path)
+
+	t.Setenv("DOCSHARD_STORE_PATH", "from-env")
+	cfg, err = Load(path)
+	require.NoError(t, err)
+	assert.Equal(t, "from-env", cfg.Store.Path)
+}
+
+// TestMissingPartitionKey: a resolver that reads keys by a path of its own
+// and has none is refused when the file is loaded, naming the field.
+func TestMissingPartitionKey(t *testing.T) {
+	_, err := Load(write(t, "c.yaml", "databases:\n  - link: dbs/app\n    resolver: {kind: configtest-keyless}\n"))
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.ErrorContains(t, err, "databases[0] (dbs/app): resolver.partitionKey is missing")
 }

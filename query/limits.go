@@ -132,7 +132,8 @@ func checkDepth(q *Query) error {
 
 // budget counts the memory one grouping, deduplicating or sorting step
 // holds, as estimated by its callers; charge panics with a *LimitError
-// past max, which runTop returns as the query's error.
+// past max, which runTop returns as the query's error. A budget whose max
+// is 0 bounds nothing.
 type budget struct {
 	used, max int64
 }
@@ -154,7 +155,7 @@ func (b *budget) charge(n int64) {
 
 // add counts n more bytes, or returns the *LimitError past max.
 func (b *budget) add(n int64) error {
-	if b == nil {
+	if b == nil || b.max <= 0 { // no budget: a limiter made outside a pipeline
 		return nil
 	}
 	b.used += n

@@ -88,16 +88,16 @@ func Unmarshal(data []byte) (Resolver, error) {
 	v, err := kindPath.Lookup(data) // the text is valid: ErrNoPartitionKey means no "kind"
 	switch {
 	case errors.Is(err, ErrNoPartitionKey):
-		return nil, Invalid("kind", nil, "missing; known kinds: "+strings.Join(Kinds(), ", "))
+		return nil, Invalid("kind", nil, "missing; "+knownKinds(""))
 	case err != nil || v.Kind() != ValueString:
-		return nil, Invalid("kind", nil, "want a string naming a kind; known kinds: "+strings.Join(Kinds(), ", "))
+		return nil, Invalid("kind", nil, "want a string naming a kind; "+knownKinds(""))
 	}
 	kind := string(v.AppendText(nil))
 	registryMu.RLock()
 	decode := registry[kind]
 	registryMu.RUnlock()
 	if decode == nil {
-		return nil, Invalid("kind", kind, "unknown kind; known kinds: "+strings.Join(Kinds(), ", "))
+		return nil, Invalid("kind", kind, "unknown kind; "+knownKinds(kind))
 	}
 	r, err := decode(data)
 	if err != nil {
@@ -107,6 +107,39 @@ func Unmarshal(data []byte) (Resolver, error) {
 		return nil, &ConfigError{Err: err}
 	}
 	return r, nil
+}
+
+// kindPackages names the package that registers each of docshard's own
+// kinds, for the error of a kind that is not registered: the codec cannot
+// import them (they import it).
+var kindPackages = map[string]string{
+	"hash":       "hashring",
+	"range":      "rangeresolver",
+	"lookup":     "lookup",
+	"transition": "transition",
+	"spillover":  "spillover",
+}
+
+// knownKinds lists the registered kinds for an error, and says what to
+// import when kind is one of docshard's own that is not registered, or
+// when none is.
+func knownKinds(kind string) string {
+	const root = "github.com/docshard/docshard"
+	kinds := Kinds()
+	if pkg, ok := kindPackages[kind]; ok {
+		return fmt.Sprintf("kind %q is registered by %s/%s: import it, or %s, which registers every kind (registered now: %s)", kind, root, pkg, root, orNone(kinds))
+	}
+	if len(kinds) == 0 {
+		return "no kinds are registered: import " + root + ", which registers every kind (hash, range, lookup, transition, ...)"
+	}
+	return "known kinds: " + strings.Join(kinds, ", ")
+}
+
+func orNone(kinds []string) string {
+	if len(kinds) == 0 {
+		return "none"
+	}
+	return strings.Join(kinds, ", ")
 }
 
 // kindPath is "/kind", where a resolver's JSON names its kind.

@@ -280,3 +280,18 @@ func TestNesting(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalid)
 	assert.Contains(t, err.Error(), "65 levels deep; at most 64")
 }
+
+// TestUnknownKindTeaches: a kind of docshard's own that is not registered
+// names the package to import; with none registered the error says so.
+func TestUnknownKindTeaches(t *testing.T) {
+	_, err := Unmarshal([]byte(`{"kind":"hash","collections":["dbs/a/colls/c"]}`))
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.ErrorContains(t, err, `kind "hash" is registered by github.com/docshard/docshard/hashring: import it, or github.com/docshard/docshard, which registers every kind`)
+	_, err = Unmarshal([]byte(`{"kind":"nosuch"}`))
+	require.ErrorIs(t, err, ErrInvalid)
+	if len(Kinds()) == 0 {
+		assert.ErrorContains(t, err, "no kinds are registered: import github.com/docshard/docshard")
+	} else {
+		assert.ErrorContains(t, err, "known kinds: ")
+	}
+}

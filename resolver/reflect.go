@@ -246,7 +246,7 @@ func extractReflect(v reflect.Value, p *Path, from int) (any, error) {
 		case reflect.Struct:
 			f, found := ti.fields[seg]
 			if !found {
-				return nil, missing(p)
+				return nil, &KeyError{Path: p.String(), Err: ErrNoPartitionKey, Reason: noFieldHint(v.Type(), ti, seg)}
 			}
 			if v, ok = fieldByIndex(v, f.index); !ok || omitted(v, f) {
 				return nil, missing(p)
@@ -505,4 +505,23 @@ func goScalar(v any, p *Path) (any, error) {
 		return f, nil
 	}
 	return reflectScalar(reflect.ValueOf(v), p, false)
+}
+
+// noFieldHint explains why a struct has no field at a path's segment: a
+// JSON name that differs only in case (a field without a json tag is
+// encoded by its Go name, UserID rather than userId), or the names it has.
+// It runs on the error path only.
+func noFieldHint(t reflect.Type, ti *typeInfo, seg string) string {
+	names := make([]string, 0, len(ti.fields))
+	for name := range ti.fields {
+		if strings.EqualFold(name, seg) {
+			return fmt.Sprintf("%s has no field encoded as %q, but one encoded as %q: JSON names are case-sensitive; tag the field `json:\"%s\"`", t, seg, name, seg)
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	if len(names) > 8 {
+		names = append(names[:8], "...")
+	}
+	return fmt.Sprintf("%s has no field encoded as %q (its JSON names: %s); tag the key's field `json:\"%s\"`", t, seg, strings.Join(names, ", "), seg)
 }

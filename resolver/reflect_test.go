@@ -492,3 +492,23 @@ func TestStructFieldsCached(t *testing.T) {
 	d := MustKeyDef("/name")
 	assert.LessOrEqual(t, testing.AllocsPerRun(100, func() { _, _ = d.Extract(doc) }), 1.0)
 }
+
+// TestStructKeyHints: a struct whose key field is not found says why: a
+// name that differs in case (no json tag), or the names the struct has.
+func TestStructKeyHints(t *testing.T) {
+	type noTags struct {
+		ID     string
+		UserID string
+	}
+	type other struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	}
+	kd := MustKeyDef("/userId")
+	_, err := kd.Extract(noTags{ID: "1", UserID: "u"})
+	require.ErrorIs(t, err, ErrNoPartitionKey)
+	assert.ErrorContains(t, err, `has no field encoded as "userId", but one encoded as "UserID": JSON names are case-sensitive; tag the field `+"`json:\"userId\"`")
+	_, err = kd.Extract(&other{ID: "1"})
+	require.ErrorIs(t, err, ErrNoPartitionKey)
+	assert.ErrorContains(t, err, `has no field encoded as "userId" (its JSON names: id, name)`)
+}

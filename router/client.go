@@ -1,6 +1,7 @@
 package router
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,6 +75,11 @@ type Hooks struct {
 	Retry func(link, op string, attempt int, wait time.Duration)
 	// Documents reports how many results a query page returned.
 	Documents func(dbLink string, n int)
+	// Span is called as each store call attempt starts, with the caller's
+	// context, the collection and the operation; the function it returns
+	// is called with the attempt's outcome. A tracer opens a span here
+	// (package router/routerotel does).
+	Span func(ctx context.Context, link, op string) (end func(err error))
 }
 
 // Options configure a Client. A nil *Options means defaults.
@@ -134,8 +140,8 @@ type dbEntry struct {
 	link     string // canonical "dbs/{db}"
 	r        resolver.Resolver
 	pl       *placement
-	follow   *Follower // nil: registered with Register
-	version  int64     // the state version (followed registrations)
+	follow   *Follower    // nil: registered with Register
+	version  atomic.Int64 // the state version (followed registrations)
 	inflight atomic.Int64
 	retired  atomic.Bool // replaced: writes that find it set look again
 }
@@ -242,7 +248,7 @@ func (c *Client) Version(dbLink string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return e.version, nil
+	return e.version.Load(), nil
 }
 
 // Databases returns the registered database links, sorted.

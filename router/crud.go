@@ -54,7 +54,8 @@ func (e *MoveError) Error() string {
 func (e *MoveError) Unwrap() error { return e.Err }
 
 // Create stores a new document in the collection its key resolves to. The
-// document is a struct, a map or raw JSON ([]byte, json.RawMessage); it
+// document is a struct, a map or raw JSON ([]byte, json.RawMessage, or a
+// Go string holding JSON text, as the resolvers read it); it
 // must have a string "id" and the resolver's partition key (else an error
 // wrapping resolver.ErrNoPartitionKey, and nothing is written). The store
 // reads the key from the body, where the resolver just read it. An

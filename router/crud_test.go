@@ -32,13 +32,14 @@ func TestCRUDRoutesByKey(t *testing.T) {
 				json.RawMessage(`{"id":"4","userId":"dave","name":"Dave"}`),
 				[]byte(`{"id":"5","userId":"caf\u00e9","name":"escaped key"}`),
 				&user{ID: "6", UserID: "alice", Name: "pointer"},
+				`{"id":"7","userId":"erin","name":"a Go string holds JSON text"}`,
 			}
 			for _, doc := range forms {
 				d, err := c.Create(ctx, db, doc, nil)
 				require.NoError(t, err, "%T", doc)
 				assert.NotEmpty(t, d.ETag)
 			}
-			for id, key := range map[string]string{"1": "alice", "2": "bob", "3": "carol", "4": "dave", "5": "café", "6": "alice"} {
+			for id, key := range map[string]string{"1": "alice", "2": "bob", "3": "carol", "4": "dave", "5": "café", "6": "alice", "7": "erin"} {
 				want, _ := r.ResolveForCreate(key)
 				d, err := c.Store().Read(ctx, want, id, &store.ReadOptions{PartitionKey: key})
 				require.NoError(t, err, "document %s sits in %s", id, want)

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -310,7 +311,15 @@ func (f *Follower) poll(ctx context.Context) error {
 		return err
 	}
 	changed := cur == nil || s.Version != cur.Version
-	if changed {
+	switch {
+	case changed && f.entry != nil && s.Epoch == cur.Epoch && bytes.Equal(s.Resolver, cur.Resolver):
+		// The same placement under a new version (a reshard's heartbeat
+		// or checkpoint): the registration goes on, route cache and all,
+		// and its writes in flight are as good under the new version.
+		f.entry.version.Store(s.Version)
+		f.state.Store(s)
+		f.settle()
+	case changed:
 		if err := f.switchTo(s); err != nil {
 			return err
 		}
@@ -338,7 +347,8 @@ func (f *Follower) switchTo(s *shardstate.State) error {
 	if err != nil {
 		return fmt.Errorf("router: %s: version %d: %w", f.db, s.Version, err)
 	}
-	e := &dbEntry{link: f.db, r: r, pl: newPlacement(r, f.c.opts.RouteCacheSize), follow: f, version: s.Version}
+	e := &dbEntry{link: f.db, r: r, pl: newPlacement(r, f.c.opts.RouteCacheSize), follow: f}
+	e.version.Store(s.Version)
 	e.pl.stamp(s.Epoch)
 	old := f.c.install(e)
 	f.entry = e
@@ -372,7 +382,7 @@ func (f *Follower) settle() {
 	clear(f.draining[len(live):])
 	f.draining = live
 	if len(live) == 0 && f.entry != nil {
-		f.acked = f.entry.version
+		f.acked = f.entry.version.Load()
 	}
 }
 
@@ -448,7 +458,7 @@ func guarded[T any](c *Client, ctx context.Context, dbLink string, op func(e *db
 		v, err := op(e)
 		e.inflight.Add(-1)
 		if errors.Is(err, resolver.ErrMoving) {
-			if e.follow.Version() != e.version {
+			if e.follow.Version() != e.version.Load() {
 				continue // switched meanwhile
 			}
 			if werr := e.follow.awaitChange(ctx, *changed, &moving); werr != nil {
@@ -463,8 +473,8 @@ func guarded[T any](c *Client, ctx context.Context, dbLink string, op func(e *db
 		if rerr := e.follow.Refresh(ctx); rerr != nil {
 			return v, fmt.Errorf("%w (and refreshing the state failed: %w)", err, rerr)
 		}
-		if e.follow.Version() == e.version {
-			return v, fmt.Errorf("%w (the state is still version %d: is another process fencing with a newer epoch than it published?)", err, e.version)
+		if ver := e.version.Load(); e.follow.Version() == ver {
+			return v, fmt.Errorf("%w (the state is still version %d: is another process fencing with a newer epoch than it published?)", err, ver)
 		}
 	}
 }

@@ -431,3 +431,40 @@ func TestWriteWaitsForSwitch(t *testing.T) {
 	require.ErrorIs(t, err, resolver.ErrMoving)
 	assert.GreaterOrEqual(t, time.Since(start), 3*time.Second)
 }
+
+// TestSameResolverNewVersion: a version that republishes the resolver in
+// force under the same epoch (a reshard's heartbeat or checkpoint) keeps
+// the registration (the same resolver, its route cache warm), is
+// acknowledged at once, and does not wake a write waiting on a frozen key.
+func TestSameResolverNewVersion(t *testing.T) {
+	st := newMem(t)
+	c := router.New(st, nil)
+	f := follow(t, c, &router.FollowOptions{Seed: ring(t, 2), PollInterval: time.Hour, LeaseDuration: 2 * time.Hour})
+	before, err := c.Resolver(db)
+	require.NoError(t, err)
+	s, err := shardstate.Load(ctx, st, db)
+	require.NoError(t, err)
+	again, err := shardstate.Publish(ctx, st, s, shardstate.Change{By: "heartbeat"})
+	require.NoError(t, err)
+	require.NoError(t, f.Refresh(ctx))
+	assert.Equal(t, again.Version, f.Version())
+	v, err := c.Version(db)
+	require.NoError(t, err)
+	assert.Equal(t, again.Version, v)
+	after, err := c.Resolver(db)
+	require.NoError(t, err)
+	assert.Same(t, before, after, "the registration goes on")
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	require.NoError(t, shardstate.WaitForRouters(wctx, st, db, again.Version, &shardstate.WaitOptions{Poll: 10 * time.Millisecond}),
+		"the lease acknowledges the new version")
+
+	// A new epoch with the same resolver is a new registration.
+	next, err := shardstate.Publish(ctx, st, again, shardstate.Change{NewEpoch: true})
+	require.NoError(t, err)
+	require.NoError(t, f.Refresh(ctx))
+	assert.Equal(t, next.Version, f.Version())
+	after, err = c.Resolver(db)
+	require.NoError(t, err)
+	assert.NotSame(t, before, after)
+}

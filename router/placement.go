@@ -335,13 +335,17 @@ func encode(doc any) ([]byte, error) {
 	return b, nil
 }
 
-// rawDoc returns doc's bytes when it is raw JSON.
+// rawDoc returns doc's bytes when it is raw JSON: []byte,
+// json.RawMessage, or a Go string, which the resolvers read as JSON text
+// too (so a string is never encoded as a JSON string the store refuses).
 func rawDoc(doc any) ([]byte, bool) {
 	switch d := doc.(type) {
 	case []byte:
 		return d, true
 	case json.RawMessage:
 		return d, true
+	case string:
+		return []byte(d), true
 	}
 	return nil, false
 }

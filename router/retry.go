@@ -53,12 +53,12 @@ type retryStore struct {
 	hooks  *Hooks
 }
 
-// do runs one store call under the policy. Without a Call hook the first
+// do runs one store call under the policy. Without a Call or Span hook the first
 // attempt is made here, small enough to be inlined into the methods below
 // with their closures: a call that succeeds costs nothing over the wrapped
 // store. fn does not escape, so the closures are not allocated.
 func do[T any](ctx context.Context, s *retryStore, l, op string, fn func() (T, error)) (T, error) {
-	if s.hooks.Call == nil {
+	if s.hooks.Call == nil && s.hooks.Span == nil {
 		v, err := fn()
 		if err == nil {
 			return v, nil
@@ -70,7 +70,7 @@ func do[T any](ctx context.Context, s *retryStore, l, op string, fn func() (T, e
 
 // retry is do's loop: it decides on the outcome of the attempt already
 // made (err, when not nil) and makes the next ones, timing each for the
-// Call hook.
+// Call hook and opening each in the Span hook.
 func retry[T any](ctx context.Context, s *retryStore, l, op string, fn func() (T, error), v T, err error) (T, error) {
 	attempt := 0
 	if err != nil {
@@ -106,7 +106,14 @@ func retry[T any](ctx context.Context, s *retryStore, l, op string, fn func() (T
 		if s.hooks.Call != nil {
 			start = time.Now()
 		}
+		var end func(error)
+		if h := s.hooks.Span; h != nil {
+			end = h(ctx, l, op)
+		}
 		v, err = fn()
+		if end != nil {
+			end(err)
+		}
 		if h := s.hooks.Call; h != nil {
 			h(l, op, time.Since(start), err)
 		}

@@ -55,6 +55,7 @@ func TestReshardChild(t *testing.T) {
 		say("fatal %v", err)
 		return
 	}
+	say("started")
 	switch role {
 	case "reshard":
 		stopAt := os.Getenv("STOP_AT")
@@ -130,7 +131,8 @@ func TestReshardKilled(t *testing.T) {
 		kills = v
 	}
 	srv := emulatortest.Start(t, nil)
-	ctx := emulatortest.Context(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // 50,000 documents on a busy host take minutes
+	defer cancel()
 	st, err := cosmos.Open(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint}})
 	require.NoError(t, err)
 	two := ring(t, 2)
@@ -176,14 +178,24 @@ func TestReshardKilled(t *testing.T) {
 		}
 	}()
 
-	// Random moments: 2 -> 3, killed again and again until a run finishes.
+	// Random moments: 2 -> 3, killed again and again; a run that finishes
+	// before its kill turns the target round (3 -> 2, then 2 -> 3 again),
+	// so every kill lands in a reshard's work, until there were enough.
 	rng := rand.New(rand.NewPCG(11, 11))
-	finished, killed := false, 0
-	for i := 0; i < kills && !finished; i++ {
-		p := startProc(t, "reshard", srv.Endpoint, "TARGET=3")
-		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
+	target, killed, finishes := 3, 0, 0
+	for killed < kills {
+		p := startProc(t, "reshard", srv.Endpoint, fmt.Sprintf("TARGET=%d", target))
+		// The moment is counted from the process's start of work, not from
+		// its launch, which a busy host can stretch past it.
+		for line := range p.Lines {
+			if line == "started" {
+				break
+			}
+			require.False(t, strings.HasPrefix(line, "fatal"), line)
+		}
+		time.Sleep(time.Duration(100+rng.IntN(2400)) * time.Millisecond)
 		p.Kill()
-		steps := []string{}
+		steps, finished := []string{}, false
 		for line := range p.Lines {
 			require.False(t, strings.HasPrefix(line, "fatal"), line)
 			finished = finished || line == "finished"
@@ -191,13 +203,19 @@ func TestReshardKilled(t *testing.T) {
 				steps = append(steps, at)
 			}
 		}
-		if !finished {
+		t.Logf("run to %d: steps reached %v, finished %v", target, steps, finished)
+		if finished {
+			finishes++
+			target = 5 - target
+		} else {
 			killed++
 		}
-		t.Logf("random kill %d: steps reached %v, finished %v", i+1, steps, finished)
 	}
-	runToEnd(t, srv.Endpoint, "TARGET=3")
-	t.Logf("%d runs killed before the reshard to 3 finished", killed)
+	runToEnd(t, srv.Endpoint, fmt.Sprintf("TARGET=%d", target)) // the reshard under way
+	if target != 3 {
+		runToEnd(t, srv.Endpoint, "TARGET=3")
+	}
+	t.Logf("%d runs killed at random moments; %d reshards finished between them", killed, finishes)
 
 	// Every named step: 3 -> 4, stopped and killed there; before the switch
 	// the reshard is aborted and started again, after it resumed.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -49,11 +50,14 @@ type ReshardOptions struct {
 	// By names the process in the state's history; empty means
 	// shardstate.Identity().
 	By string
-	// Parallelism is how many source collections are copied at once; 0
-	// means 4.
+	// Parallelism is how many documents are copied at once (over all
+	// source collections) and how many collections are read at once by
+	// the catch-up, the reconciliation and the clean-up; 0 means 4.
 	Parallelism int
-	// Rate caps the documents copied per second over all collections; 0
-	// means no cap.
+	// Rate caps the documents copied per second over all collections (a
+	// burst of up to a tenth of a second's worth); 0 means no cap. Only
+	// the copy is limited: the catch-up and the cutover are not, so the
+	// cutover's freeze stays short.
 	Rate float64
 	// CheckpointEvery is how many documents a collection's copy goes
 	// between checkpoints in the state document; 0 means 1000.
@@ -86,6 +90,11 @@ type ReshardOptions struct {
 	// Retry bounds the retries of store calls that were throttled or failed
 	// for a transient reason.
 	Retry RetryPolicy
+	// Logger receives the reshard's log: each step and the resume of a
+	// run that died at Info, a cutover given up and tried again, a
+	// takeover and an error that stops the run at Warn, each retried store
+	// call at Debug. nil means slog.Default().
+	Logger *slog.Logger
 	// Step, when set, is called at each named point of the protocol
 	// ("published", "copied", "caught-up", "frozen", "switched", "cleaned",
 	// "done") before it goes on; an error stops the reshard there, as a
@@ -127,6 +136,7 @@ const copyDone = "done"
 
 // manager runs one reshard.
 type manager struct {
+	log     *slog.Logger
 	st      store.Store // raw with retries
 	raw     store.Store // as given
 	owner   string      // this run's name in the record
@@ -136,6 +146,7 @@ type manager struct {
 	to      resolver.Resolver
 	rec     *record
 	limiter *rate.Limiter
+	workers chan struct{} // the copy's pool: a slot per copy in flight
 
 	progMu sync.Mutex // guards prog
 	mu     sync.Mutex // guards state, rec's maps, and checkpoints
@@ -199,6 +210,7 @@ func reshard(ctx context.Context, st store.Store, dbLink string, next resolver.R
 		if err := m.resume(rec); err != nil {
 			return &m.prog, err
 		}
+		m.log.Info("reshard resumed", "db", m.db, "id", rec.ID, "step", rec.Step, "previousOwner", rec.Owner)
 		if err := m.takeOver(ctx); err != nil {
 			return &m.prog, err
 		}
@@ -216,6 +228,7 @@ func reshard(ctx context.Context, st store.Store, dbLink string, next resolver.R
 	err = m.run(ctx)
 	stop()
 	if err != nil {
+		m.log.Warn("reshard stopped", "db", m.db, "error", err)
 		m.release()
 	}
 	return &m.prog, err
@@ -332,7 +345,11 @@ func newManager(st store.Store, dbLink string, opts *ReshardOptions) (*manager, 
 	if err != nil {
 		return nil, err
 	}
-	m := &manager{st: newRetrying(st, o.Retry), raw: st, db: strings.TrimSuffix(coll, "/colls/"+shardstate.CollectionID), o: o}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	m := &manager{log: o.Logger, st: newRetrying(st, o.Retry, o.Logger), raw: st, db: strings.TrimSuffix(coll, "/colls/"+shardstate.CollectionID), o: o}
+	m.workers = make(chan struct{}, o.Parallelism)
 	m.limiter = rate.NewLimiter(rate.Inf, 1)
 	if o.Rate > 0 {
 		m.limiter = rate.NewLimiter(rate.Limit(o.Rate), max(1, int(o.Rate/10)))
@@ -548,6 +565,8 @@ func (m *manager) publishWait(ctx context.Context, r resolver.Resolver, newEpoch
 
 func (m *manager) step(name string) error {
 	m.report(name)
+	m.log.Info("reshard step", "db", m.db, "step", name, "scanned", m.cnt.scanned.Load(), "copied", m.cnt.copied.Load(),
+		"caughtUp", m.cnt.caught.Load(), "removed", m.cnt.deleted.Load())
 	if m.o.Step != nil {
 		return m.o.Step(name)
 	}
@@ -647,13 +666,8 @@ func (m *manager) copySource(ctx context.Context, source string) error {
 		if err != nil {
 			return fmt.Errorf("transition: reading %s: %w", source, err)
 		}
-		for _, doc := range page.Items {
-			if err := m.limiter.Wait(ctx); err != nil {
-				return err
-			}
-			if _, err := m.copyIfMoving(ctx, source, doc, &m.cnt.copied); err != nil {
-				return err
-			}
+		if err := m.copyPage(ctx, source, page.Items); err != nil {
+			return err
 		}
 		m.cnt.scanned.Add(int64(len(page.Items)))
 		since += len(page.Items)
@@ -672,6 +686,59 @@ func (m *manager) copySource(ctx context.Context, source string) error {
 			return nil
 		}
 	}
+}
+
+// copyPage copies a page's moving documents through the pool (see
+// inPool), each copy first waiting its turn under the rate limit.
+func (m *manager) copyPage(ctx context.Context, source string, docs []json.RawMessage) error {
+	return m.inPool(ctx, docs, func(ctx context.Context, doc []byte) (func(context.Context) error, error) {
+		mv, err := m.moving(source, doc)
+		if err != nil || mv.target == "" {
+			return nil, err
+		}
+		if err := m.limiter.Wait(ctx); err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) error {
+			_, err := m.copyMove(ctx, source, doc, mv, &m.cnt.copied, false)
+			return err
+		}, nil
+	})
+}
+
+// inPool runs the work of a page's documents on the reshard's pool of
+// workers: as many at once as Parallelism allows over the whole reshard
+// (all collections share the pool, so two sources keep as many workers
+// busy as ten). prepare, called in order, returns a document's work, or
+// nil when it has none. inPool returns when all of it is done, so a
+// checkpoint after it never runs ahead of the work.
+func (m *manager) inPool(ctx context.Context, docs []json.RawMessage, prepare func(ctx context.Context, doc []byte) (func(context.Context) error, error)) error {
+	g, gctx := errgroup.WithContext(ctx)
+	err := func() error {
+		for _, doc := range docs {
+			work, err := prepare(gctx, doc)
+			if err != nil {
+				return err
+			}
+			if work == nil {
+				continue
+			}
+			select {
+			case m.workers <- struct{}{}:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+			g.Go(func() error {
+				defer func() { <-m.workers }()
+				return work(gctx)
+			})
+		}
+		return nil
+	}()
+	if werr := g.Wait(); werr != nil {
+		return werr
+	}
+	return err
 }
 
 // copyIn reports whether doc, stored in target, is a copy (the current
@@ -719,15 +786,16 @@ func (m *manager) forEachIn(ctx context.Context, r resolver.Resolver, fn func(ct
 	g.SetLimit(m.o.Parallelism)
 	for _, c := range colls {
 		g.Go(func() error {
-			return m.eachDoc(gctx, c, func(doc []byte) error { return fn(gctx, c, doc) })
+			return m.eachDoc(gctx, c, func(ctx context.Context, doc []byte) error { return fn(ctx, c, doc) })
 		})
 	}
 	return g.Wait()
 }
 
 // eachDoc calls fn with every document of a collection, from its read
-// feed; a missing collection has none.
-func (m *manager) eachDoc(ctx context.Context, coll string, fn func(doc []byte) error) error {
+// feed, a page at a time through the pool (inPool); a missing collection
+// has none.
+func (m *manager) eachDoc(ctx context.Context, coll string, fn func(ctx context.Context, doc []byte) error) error {
 	tok := ""
 	for {
 		page, err := m.st.ReadFeed(ctx, coll, &store.FeedOptions{Continuation: tok, PageSize: 200})
@@ -737,10 +805,10 @@ func (m *manager) eachDoc(ctx context.Context, coll string, fn func(doc []byte) 
 		if err != nil {
 			return fmt.Errorf("transition: reading %s: %w", coll, err)
 		}
-		for _, doc := range page.Items {
-			if err := fn(doc); err != nil {
-				return err
-			}
+		if err := m.inPool(ctx, page.Items, func(_ context.Context, doc []byte) (func(context.Context) error, error) {
+			return func(ctx context.Context) error { return fn(ctx, doc) }, nil
+		}); err != nil {
+			return err
 		}
 		m.report("")
 		if tok = page.Continuation; tok == "" {
@@ -762,34 +830,51 @@ func (m *manager) checkpoint(ctx context.Context, change func()) error {
 	return m.publishLocked(ctx, r, false)
 }
 
-// copyIfMoving copies one source document to its next collection when its
-// key moves; it reports whether it did. After writing the copy it reads the
-// source again: a source deleted meanwhile (a router deletes a moving key
-// in both placements) takes its copy with it, whichever came first.
-func (m *manager) copyIfMoving(ctx context.Context, source string, doc []byte, count *atomic.Int64) (bool, error) {
-	return m.copyMoving(ctx, source, doc, count, false)
-}
-
-// catchUpOne is copyIfMoving for a document the catch-up found: a copy
-// equal to it already (a catch-up by time reads documents again) is left
-// alone, which costs a read and saves a write.
+// catchUpOne copies a document the catch-up found when its key moves (see
+// copyMove); a copy equal to it already (a catch-up by time reads
+// documents again) is left alone, which costs a read and saves a write.
 func (m *manager) catchUpOne(ctx context.Context, source string, doc []byte, count *atomic.Int64) (bool, error) {
 	return m.copyMoving(ctx, source, doc, count, true)
 }
 
-func (m *manager) copyMoving(ctx context.Context, source string, doc []byte, count *atomic.Int64, skipEqual bool) (bool, error) {
+// move is where a moving document goes: its next collection (empty when
+// its key stays) and its store key.
+type move struct {
+	target string
+	sk     any
+}
+
+// moving works out, with no I/O, whether doc (stored in source) moves.
+func (m *manager) moving(source string, doc []byte) (move, error) {
 	key, err := m.from.PartitionKey(doc)
 	if err != nil {
-		return false, fmt.Errorf("transition: a document in %s: %w", source, err)
+		return move{}, fmt.Errorf("transition: a document in %s: %w", source, err)
 	}
 	target, err := m.to.ResolveForCreate(key)
 	if err != nil {
-		return false, fmt.Errorf("transition: placing a document of %s: %w", source, err)
+		return move{}, fmt.Errorf("transition: placing a document of %s: %w", source, err)
 	}
 	if link.Same(target, source) {
-		return false, nil
+		return move{}, nil
 	}
-	sk := partitionkey.CollectionKey(key)
+	return move{target: target, sk: partitionkey.CollectionKey(key)}, nil
+}
+
+func (m *manager) copyMoving(ctx context.Context, source string, doc []byte, count *atomic.Int64, skipEqual bool) (bool, error) {
+	mv, err := m.moving(source, doc)
+	if err != nil || mv.target == "" {
+		return false, err
+	}
+	return m.copyMove(ctx, source, doc, mv, count, skipEqual)
+}
+
+// copyMove writes the copy of a moving document to its next collection.
+// After writing the copy it reads the source again: a source deleted
+// meanwhile (a router deletes a moving key in both placements) takes its
+// copy with it, whichever came first. With skipEqual, a copy equal to doc
+// already is left alone (a read instead of a write).
+func (m *manager) copyMove(ctx context.Context, source string, doc []byte, mv move, count *atomic.Int64, skipEqual bool) (bool, error) {
+	target, sk := mv.target, mv.sk
 	if skipEqual {
 		var meta struct {
 			ID string `json:"id"`
@@ -973,6 +1058,7 @@ func (m *manager) cutover(ctx context.Context) error {
 		if ctx.Err() != nil || try >= m.o.CutoverTries {
 			return fmt.Errorf("transition: the cutover of %s did not finish within %s in %d tries: %w", m.db, m.o.CutoverCap, try, err)
 		}
+		m.log.Warn("reshard cutover past its cap: writes thawed, catching up before the next try", "db", m.db, "try", try, "cap", m.o.CutoverCap, "error", err)
 		if err := m.setStep(ctx, StepCopy, ReadCurrent, false); err != nil {
 			return err
 		}

@@ -1,10 +1,12 @@
 package transition_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -202,7 +204,8 @@ func seeded(t *testing.T, r resolver.Resolver, n int) (store.Store, *router.Clie
 	return st, c, l
 }
 
-// TestReshardUnderWrites: 2 collections become 3 and then 2 again while
+// TestReshardUnderWrites: 2 collections become 3, then 2 again, then 1
+// (removing the last but one) while
 // writers create, change and delete documents through routers that follow
 // the state; afterwards every acknowledged write is there with its last
 // value, every delete holds, and each document is once where the resolver
@@ -212,7 +215,7 @@ func TestReshardUnderWrites(t *testing.T) {
 	two, three := ring(t, 2), ring(t, 3)
 	st, c, l := seeded(t, two, 2000)
 
-	for round, next := range []resolver.Resolver{three, two} {
+	for round, next := range []resolver.Resolver{three, two, ring(t, 1)} {
 		stop := make(chan struct{})
 		var failed atomic.Int64
 		wg := writers(t, c, l, round, 4, stop, &failed)
@@ -526,4 +529,19 @@ func TestReshardOwner(t *testing.T) {
 	require.NoError(t, <-second)
 	assert.Greater(t, time.Since(start), time.Second)
 	checkPlaced(t, st, ring(t, 2), l)
+}
+
+// TestReshardLogs: the manager logs each step through the given slog
+// logger.
+func TestReshardLogs(t *testing.T) {
+	ctx := context.Background()
+	st, _, _ := seeded(t, ring(t, 2), 200)
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	_, err := transition.Reshard(ctx, st, db, ring(t, 3), &transition.ReshardOptions{Logger: log, Routers: &shardstate.WaitOptions{Poll: 10 * time.Millisecond}})
+	require.NoError(t, err)
+	out := buf.String()
+	for _, step := range []string{"published", "copied", "caught-up", "frozen", "switched", "cleaned", "done"} {
+		assert.Contains(t, out, `msg="reshard step" db=dbs/app step=`+step+" ")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/docshard/docshard/store"
@@ -23,6 +24,7 @@ type retrying struct {
 	fence    store.Fencer       // nil: the store has none
 	attempts int
 	wait     time.Duration
+	log      *slog.Logger
 }
 
 // RetryPolicy bounds a reshard's retries of failed store calls. The zero
@@ -32,8 +34,8 @@ type RetryPolicy struct {
 	FirstWait time.Duration
 }
 
-func newRetrying(st store.Store, p RetryPolicy) store.Store {
-	r := &retrying{Store: st, attempts: p.Attempts, wait: p.FirstWait}
+func newRetrying(st store.Store, p RetryPolicy, log *slog.Logger) store.Store {
+	r := &retrying{Store: st, attempts: p.Attempts, wait: p.FirstWait, log: log}
 	if r.attempts <= 0 {
 		r.attempts = 8
 	}
@@ -84,6 +86,7 @@ func try[T any](ctx context.Context, r *retrying, op, link string, fn func() (T,
 		if ra, ok := store.RetryAfter(err); ok && ra > 0 {
 			d = ra
 		}
+		r.log.Debug("reshard retrying a store call", "op", op, "link", link, "attempt", attempt, "wait", d, "error", err)
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():

@@ -14,11 +14,11 @@ import (
 
 // Finding is one document out of place.
 type Finding struct {
-	ID         string // the document's id
-	Key        string // its partition key's identity text
-	Collection string // where it is
-	Want       string // where the resolver puts it
-	Other      string // for a duplicate: the other collection that holds it
+	ID         string `json:"id"`              // the document's id
+	Key        string `json:"key"`             // its partition key's identity text
+	Collection string `json:"collection"`      // where it is
+	Want       string `json:"want,omitempty"`  // where the resolver puts it
+	Other      string `json:"other,omitempty"` // for a duplicate: the other collection that holds it
 }
 
 // Report is what Verify found.

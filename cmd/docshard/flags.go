@@ -16,15 +16,15 @@ const (
 	maxShutdownWait = time.Hour
 )
 
-// usage is a usage error (exit status 2) naming a flag.
-func usage(flag string, format string, args ...any) error {
+// flagUsage is a usage error (exit status 2) naming a flag.
+func flagUsage(flag string, format string, args ...any) error {
 	return exitCode{code: 2, msg: fmt.Sprintf("--%s: %s", flag, fmt.Sprintf(format, args...))}
 }
 
 // intFlag checks that an integer flag lies in [lo, hi].
 func intFlag(flag string, v, lo, hi int64) error {
 	if v < lo || v > hi {
-		return usage(flag, "want %d to %d, got %d", lo, hi, v)
+		return flagUsage(flag, "want %d to %d, got %d", lo, hi, v)
 	}
 	return nil
 }
@@ -32,7 +32,7 @@ func intFlag(flag string, v, lo, hi int64) error {
 // rateFlag checks a rate: finite and not negative (0: no limit).
 func rateFlag(flag string, v float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-		return usage(flag, "want a finite number of at least 0 (0: no limit), got %v", v)
+		return flagUsage(flag, "want a finite number of at least 0 (0: no limit), got %v", v)
 	}
 	return nil
 }
@@ -40,7 +40,7 @@ func rateFlag(flag string, v float64) error {
 // durationFlag checks that a duration flag lies in [0, hi].
 func durationFlag(flag string, v, hi time.Duration) error {
 	if v < 0 || v > hi {
-		return usage(flag, "want 0 to %s, got %s", hi, v)
+		return flagUsage(flag, "want 0 to %s, got %s", hi, v)
 	}
 	return nil
 }

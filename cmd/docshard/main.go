@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 func main() {
@@ -32,6 +33,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 				fmt.Fprintf(stderr, "docshard: %s\n", ec.msg)
 			}
 			return ec.code
+		}
+		if strings.HasPrefix(err.Error(), "unknown command") {
+			fmt.Fprintf(stderr, "docshard: %s (run docshard help for the commands)\n", oneLine(err.Error()))
+			return 2
 		}
 		fmt.Fprintf(stderr, "docshard: %s\n", oneLine(err.Error()))
 		return 1

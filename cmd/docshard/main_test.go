@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,41 +94,45 @@ func TestErrors(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeFile(t, dir, "c.yaml", threeUsers)
 	two := writeFile(t, dir, "two.yaml", threeUsers+`  - link: dbs/other
-    resolver: {kind: hash, collections: [dbs/other/colls/a]}
+    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/other/colls/a]}
 `)
 	bad := writeFile(t, dir, "bad.yaml", `databases: [{link: dbs/app, resolver: {kind: hash, collections: [dbs/app/colls/a, dbs/app/colls/a]}}]`)
 	cases := []struct {
 		name string
 		args []string
 		want string
+		code int // 2: a usage error; 1: a runtime one
 	}{
-		{"no config", []string{"locate", "x"}, "pass -c FILE"},
-		{"missing file", []string{"locate", "-c", filepath.Join(dir, "nope.yaml"), "x"}, "no such file"},
-		{"no keys", []string{"locate", "-c", cfg}, "requires at least 1 arg"},
-		{"ambiguous db", []string{"locate", "-c", two, "x"}, "name one with --db"},
-		{"unknown db", []string{"locate", "-c", cfg, "--db", "dbs/zz", "x"}, `no database "dbs/zz"`},
-		{"bad resolver", []string{"locate", "-c", bad, "x"}, "collections[1]"},
-		{"bad json key", []string{"locate", "-c", cfg, "--json", "{"}, "not a JSON value"},
-		{"wrong key type", []string{"locate", "-c", cfg, "--json", "true"}, "unsupported type"},
-		{"plan without next", []string{"plan", "-c", cfg}, "--next FILE2 is required"},
-		{"plan bad keys", []string{"plan", "-c", cfg, "--next", cfg, "--keys", "0"}, "--keys: want 1 to 1000000, got 0"},
+		{"no config", []string{"locate", "x"}, "pass -c FILE", 2},
+		{"missing file", []string{"locate", "-c", filepath.Join(dir, "nope.yaml"), "x"}, "no such file", 1},
+		{"no keys", []string{"locate", "-c", cfg}, "locate: missing KEY... (usage: docshard locate -c FILE", 2},
+		{"query without SQL", []string{"query", "-c", cfg}, "query: missing SQL (usage: docshard query", 2},
+		{"unknown flag", []string{"query", "-c", cfg, "--bogus", "SELECT 1"}, "query: unknown flag: --bogus", 2},
+		{"extra argument", []string{"verify", "-c", cfg, "extra"}, `verify: takes no arguments, got "extra"`, 2},
+		{"ambiguous db", []string{"locate", "-c", two, "x"}, "name one with --db", 1},
+		{"unknown db", []string{"locate", "-c", cfg, "--db", "dbs/zz", "x"}, `no database "dbs/zz"`, 1},
+		{"bad resolver", []string{"locate", "-c", bad, "x"}, "collections[1]", 1},
+		{"bad json key", []string{"locate", "-c", cfg, "--json", "{"}, "not a JSON value", 1},
+		{"wrong key type", []string{"locate", "-c", cfg, "--json", "true"}, "unsupported type", 1},
+		{"plan without next", []string{"plan", "-c", cfg}, "--next FILE2 is required", 2},
+		{"plan bad keys", []string{"plan", "-c", cfg, "--next", cfg, "--keys", "0"}, "--keys: want 1 to 1000000, got 0", 2},
 		// The reproducers of issue 17: both died with "out of memory".
-		{"plan too many keys", []string{"plan", "-c", cfg, "--next", cfg, "--keys", "2000000000"}, "--keys: want 1 to 1000000, got 2000000000"},
-		{"load too many workers", []string{"load", "-c", cfg, "--workers", "100000000", "-"}, "--workers: want 1 to 1024, got 100000000"},
-		{"load no workers", []string{"load", "-c", cfg, "--workers", "0", "-"}, "--workers: want 1 to 1024"},
-		{"demo too many docs", []string{"demo", "--docs", "2000000000"}, "--docs: want 1 to 1000000"},
-		{"reshard NaN rate", []string{"reshard", "-c", cfg, "--next", cfg, "--rate", "NaN"}, "--rate: want a finite number"},
-		{"reshard negative rate", []string{"reshard", "-c", cfg, "--next", cfg, "--rate", "-1"}, "--rate: want a finite number"},
-		{"state set negative version", []string{"state", "set", "-c", cfg, "--if-version", "-3", cfg}, "--if-version: want 0 to"},
-		{"serve negative shutdown", []string{"serve", "--dir", dir, "--shutdown-timeout", "-1s"}, "--shutdown-timeout: want 0 to 1h0m0s"},
-		{"unknown command", []string{"frobnicate"}, "unknown command"},
+		{"plan too many keys", []string{"plan", "-c", cfg, "--next", cfg, "--keys", "2000000000"}, "--keys: want 1 to 1000000, got 2000000000", 2},
+		{"load too many workers", []string{"load", "-c", cfg, "--workers", "100000000", "-"}, "--workers: want 1 to 1024, got 100000000", 2},
+		{"load no workers", []string{"load", "-c", cfg, "--workers", "0", "-"}, "--workers: want 1 to 1024", 2},
+		{"demo too many docs", []string{"demo", "--docs", "2000000000"}, "--docs: want 1 to 1000000", 2},
+		{"reshard NaN rate", []string{"reshard", "-c", cfg, "--next", cfg, "--rate", "NaN"}, "--rate: want a finite number", 2},
+		{"reshard negative rate", []string{"reshard", "-c", cfg, "--next", cfg, "--rate", "-1"}, "--rate: want a finite number", 2},
+		{"state set negative version", []string{"state", "set", "-c", cfg, "--if-version", "-3", cfg}, "--if-version: want 0 to", 2},
+		{"serve negative shutdown", []string{"serve", "--dir", dir, "--shutdown-timeout", "-1s"}, "--shutdown-timeout: want 0 to 1h0m0s", 2},
+		{"unknown command", []string{"frobnicate"}, "unknown command", 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, "", tc.args...)
 			assert.NotEqual(t, 0, code)
-			if strings.Contains(tc.want, ": want ") {
-				assert.Equal(t, 2, code, "a flag out of range is a usage error")
+			if tc.code != 0 {
+				assert.Equal(t, tc.code, code)
 			}
 			assert.Empty(t, out)
 			assert.Contains(t, errOut, tc.want)
@@ -144,7 +149,7 @@ func TestDemo(t *testing.T) {
 	assert.Contains(t, out, "Wrote 600 documents")
 	assert.Equal(t, 7, strings.Count(out, "✓"), "five queries, two again after the reshard")
 	assert.Contains(t, out, "Every answer matches")
-	assert.Contains(t, out, "Reshard from 3 to 4 collections")
+	assert.Contains(t, out, "Reshard from 2 to 3 collections")
 	assert.Contains(t, out, "none refused")
 	assert.Contains(t, out, "each once where the new ring puts it")
 }
@@ -284,4 +289,32 @@ func TestStoreHeldByAnotherProcess(t *testing.T) {
 		assert.Contains(t, errOut, filepath.Join(data, "docshard.db")+" is held by another process: another process has it open for writing", args)
 		assert.Contains(t, errOut, "docshard serve", "how to reach it")
 	}
+}
+
+// TestBinaryUsage runs the built binary as a user does: the version on
+// stdout, a usage error on stderr with exit code 2, a runtime error with 1.
+func TestBinaryUsage(t *testing.T) {
+	bin := docshardBinary(t)
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, err := exec.Command(bin, args...).Output()
+		require.NoError(t, err, args)
+		assert.True(t, strings.HasPrefix(string(out), "docshard "), "%q", out)
+	}
+	var stdout, stderr strings.Builder
+	cmd := exec.Command(bin, "query")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 2, exit.ExitCode())
+	assert.Empty(t, stdout.String())
+	assert.Contains(t, stderr.String(), "docshard: query: missing SQL")
+
+	stdout.Reset()
+	stderr.Reset()
+	cmd = exec.Command(bin, "query", "-c", filepath.Join(t.TempDir(), "missing.yaml"), "SELECT 1")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.ErrorAs(t, cmd.Run(), &exit)
+	assert.Equal(t, 1, exit.ExitCode())
+	assert.Contains(t, stderr.String(), "missing.yaml")
 }

@@ -23,8 +23,9 @@ func newPlanCmd(g *globals) *cobra.Command {
 	var nextFile, sampleFile string
 	var keys int
 	var seed uint64
+	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "plan -c FILE --next FILE2 [--db LINK] [--keys N]",
+		Use:   "plan -c FILE --next FILE2 [--db LINK] [--keys N] [--json]",
 		Short: "Compare two resolvers on sample keys: load per collection and keys that move",
 		Long: `plan places N sample keys under the database's current resolver (-c FILE) and under
 the next one (--next FILE2: a configuration file with the same database, or a file holding one
@@ -38,7 +39,7 @@ partition keys of the JSON-lines documents in PATH ("-" for standard input).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if nextFile == "" {
-				return fmt.Errorf("--next FILE2 is required")
+				return exitCode{code: 2, msg: "plan: --next FILE2 is required (the resolver to compare with: a resolver JSON file, or a configuration naming the database)"}
 			}
 			if err := intFlag("keys", int64(keys), 1, maxPlanKeys); err != nil {
 				return err
@@ -68,10 +69,14 @@ partition keys of the JSON-lines documents in PATH ("-" for standard input).`,
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				return report.printJSON(g.stdout, db.Link)
+			}
 			report.print(g.stdout, db.Link)
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	cmd.Flags().StringVar(&nextFile, "next", "", "the next resolver: a configuration file, or a resolver JSON file")
 	cmd.Flags().IntVar(&keys, "keys", 100000, "number of sample keys")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the random sample keys")
@@ -281,4 +286,63 @@ func (r *planReport) print(w io.Writer, dbLink string) {
 	if e := r.exact; e != nil {
 		fmt.Fprintf(w, "exact, from the rings' points: largest %.2f× the mean now, %.2f× next; %.2f%% of the hash space moves\n", e.currentMax, e.nextMax, 100*e.moved)
 	}
+}
+
+// planJSON is plan's --json output.
+type planJSON struct {
+	Database      string            `json:"database"`
+	Keys          int               `json:"keys"`
+	Current       placementJSON     `json:"current"`
+	Next          placementJSON     `json:"next"`
+	Moved         int               `json:"moved"`
+	MovedFraction float64           `json:"movedFraction"`
+	Exact         *exactFiguresJSON `json:"exact,omitempty"`
+}
+
+type placementJSON struct {
+	Collections     []collectionLoad `json:"collections"`
+	LargestOverMean float64          `json:"largestOverMean"`
+}
+
+type collectionLoad struct {
+	Link  string  `json:"link"`
+	Keys  int     `json:"keys"`
+	Share float64 `json:"share"`
+}
+
+type exactFiguresJSON struct {
+	CurrentLargestOverMean float64 `json:"currentLargestOverMean"`
+	NextLargestOverMean    float64 `json:"nextLargestOverMean"`
+	MovedShare             float64 `json:"movedShare"`
+}
+
+// printJSON writes the report as one JSON object.
+func (r *planReport) printJSON(w io.Writer, dbLink string) error {
+	out := planJSON{Database: dbLink, Keys: r.keys, Current: r.current.json(r.keys), Next: r.next.json(r.keys), Moved: r.moved,
+		MovedFraction: float64(r.moved) / float64(r.keys)}
+	if e := r.exact; e != nil {
+		out.Exact = &exactFiguresJSON{CurrentLargestOverMean: e.currentMax, NextLargestOverMean: e.nextMax, MovedShare: e.moved}
+	}
+	return writeJSON(w, out)
+}
+
+func (p placement) json(keys int) placementJSON {
+	out := placementJSON{Collections: make([]collectionLoad, 0, len(p.links))}
+	largest := 0
+	for _, l := range p.links {
+		c := p.counts[l]
+		largest = max(largest, c)
+		out.Collections = append(out.Collections, collectionLoad{Link: l, Keys: c, Share: float64(c) / float64(keys)})
+	}
+	if n := len(p.links); n > 0 {
+		out.LargestOverMean = float64(largest) / (float64(keys) / float64(n))
+	}
+	return out
+}
+
+// writeJSON writes v as one line of JSON: the --json output of a command.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }

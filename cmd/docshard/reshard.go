@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/docshard/docshard/config"
 	"github.com/docshard/docshard/shardstate"
@@ -34,8 +37,14 @@ the current resolver with nothing lost. Progress goes to stderr, a summary to st
 		// Flags are checked before the store is opened.
 		PreRunE: func(*cobra.Command, []string) error { return rateFlag("rate", rateLimit) },
 		RunE: g.withStore(false, func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
+			log, err := g.logger()
+			if err != nil {
+				return err
+			}
 			if abort {
-				p, err := transition.Abort(ctx, st, db.Link, &transition.ReshardOptions{Progress: progressPrinter(g.stderr)})
+				show, done := reshardProgress(g.stderr, isTerminal(g.stderr))
+				p, err := transition.Abort(ctx, st, db.Link, &transition.ReshardOptions{Progress: show, Logger: log})
+				done()
 				if err != nil {
 					return err
 				}
@@ -66,7 +75,9 @@ the current resolver with nothing lost. Progress goes to stderr, a summary to st
 				return nil
 			}
 			start := time.Now()
-			p, err := transition.Reshard(ctx, st, db.Link, next, &transition.ReshardOptions{Rate: rateLimit, Progress: progressPrinter(g.stderr)})
+			show, done := reshardProgress(g.stderr, isTerminal(g.stderr))
+			p, err := transition.Reshard(ctx, st, db.Link, next, &transition.ReshardOptions{Rate: rateLimit, Progress: show, Logger: log})
+			done()
 			if err != nil {
 				return err
 			}
@@ -86,15 +97,26 @@ the current resolver with nothing lost. Progress goes to stderr, a summary to st
 	return cmd
 }
 
-// progressPrinter writes a reshard's progress to w, at most twice a second
-// and at each new step.
-func progressPrinter(w io.Writer) func(transition.Progress) {
+// isTerminal reports whether w is a terminal (where a progress bar can
+// redraw itself).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// barThrottle is how often a progress bar redraws at most.
+var barThrottle = 100 * time.Millisecond
+
+// reshardProgress shows a reshard's progress on w. On a terminal the copy,
+// its longest part, is a bar (documents scanned of the sources' total, the
+// rate, the time left, the copies written) and the steps after it are
+// lines; off a terminal every step is a line, at most twice a second,
+// which logs keep readable. done ends the bar.
+func reshardProgress(w io.Writer, bar bool) (show func(transition.Progress), done func()) {
 	var mu sync.Mutex
 	var last time.Time
 	step := ""
-	return func(p transition.Progress) {
-		mu.Lock()
-		defer mu.Unlock()
+	line := func(p transition.Progress) {
 		if p.Step == step && time.Since(last) < 500*time.Millisecond {
 			return
 		}
@@ -106,11 +128,62 @@ func progressPrinter(w io.Writer) func(transition.Progress) {
 		fmt.Fprintf(w, "reshard: %-9s scanned %d of %d (%.0f/s%s), copied %d, caught up %d, verified %d, removed %d\n",
 			p.Step, p.Scanned, p.Total, p.Rate, eta, p.Copied, p.CaughtUp, p.Verified, p.Deleted)
 	}
+	if !bar {
+		return func(p transition.Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			line(p)
+		}, func() {}
+	}
+	b := progressbar.NewOptions64(-1, progressbar.OptionSetWriter(w), progressbar.OptionSetWidth(30),
+		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("docs"),
+		progressbar.OptionSetPredictTime(true), progressbar.OptionShowDescriptionAtLineEnd(),
+		progressbar.OptionThrottle(barThrottle), progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }))
+	limit := int64(-1)
+	copying := true // the bar is up
+	return func(p transition.Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			if copying && (p.Step == "" || p.Step == "published" || p.Step == transition.StepCopy) {
+				// The total is the stores' estimate: it grows when the
+				// scan passes it.
+				if total := max(p.Total, p.Scanned); total > 0 && total != limit {
+					limit = total
+					b.ChangeMax64(total)
+				}
+				// Set64 draws the bar (at most every 100 ms); the new
+				// description shows at the next drawing.
+				_ = b.Set64(p.Scanned)
+				b.Describe(fmt.Sprintf("reshard: copying, %d copied", p.Copied))
+				return
+			}
+			if copying {
+				copying = false
+				if limit > 0 {
+					b.Describe(fmt.Sprintf("reshard: copied %d", p.Copied))
+					if p.Scanned > 0 {
+						b.ChangeMax64(p.Scanned)
+					}
+					_ = b.Finish()
+				} else {
+					_ = b.Exit()
+				}
+			}
+			line(p)
+		}, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if copying {
+				copying = false
+				_ = b.Exit()
+			}
+		}
 }
 
 func newVerifyCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "verify -c FILE [--db LINK]",
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "verify -c FILE [--db LINK] [--json]",
 		Short: "Check that every document sits where the resolver puts it, exactly once",
 		Long: `verify reads every collection of the database and checks each document against the resolver
 the database routes by (its shared state's, else the file's): it exits 1 naming the first misplaced or
@@ -134,6 +207,16 @@ duplicated documents. During a reshard it refuses: finish the reshard first.`,
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				if err := writeJSON(g.stdout, verifyJSON{Database: db.Link, Documents: rep.Documents, OK: rep.OK(),
+					Misplaced: orEmpty(rep.Misplaced), Duplicates: orEmpty(rep.Duplicates)}); err != nil {
+					return err
+				}
+				if !rep.OK() {
+					return exitCode{code: 1}
+				}
+				return nil
+			}
 			if rep.OK() {
 				fmt.Fprintf(g.stdout, "%s: %d documents, each once where the resolver puts it\n", db.Link, rep.Documents)
 				return nil
@@ -156,4 +239,22 @@ duplicated documents. During a reshard it refuses: finish the reshard first.`,
 			return exitCode{code: 1}
 		}),
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as one JSON object (exit 1 still marks a failure)")
+	return cmd
+}
+
+// verifyJSON is verify's --json output.
+type verifyJSON struct {
+	Database   string               `json:"database"`
+	Documents  int64                `json:"documents"`
+	OK         bool                 `json:"ok"`
+	Misplaced  []transition.Finding `json:"misplaced"`
+	Duplicates []transition.Finding `json:"duplicates"`
+}
+
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

@@ -5,9 +5,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/transition"
 )
 
 // TestReshardAndVerify: load into two collections, reshard to three,
@@ -36,10 +39,15 @@ databases:
 	require.Equal(t, 2, code, "a usage error")
 	assert.Contains(t, errOut, "--next")
 
-	code, out, errOut = runCLI(t, "", "reshard", "-c", cfg, "--next", next)
+	code, _, errOut = runCLI(t, "", "reshard", "-c", cfg, "--next", next, "--log-level", "loud")
+	require.Equal(t, 2, code, "a usage error")
+	assert.Contains(t, errOut, `--log-level "loud": want debug, info, warn or error`)
+
+	code, out, errOut = runCLI(t, "", "reshard", "-c", cfg, "--next", next, "--log-level", "info")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "dbs/app: at version")
 	assert.Contains(t, errOut, "reshard: published")
+	assert.Contains(t, errOut, `level=INFO msg="reshard step" db=dbs/app step=done`, "the manager logs through slog")
 
 	code, out, errOut = runCLI(t, "", "verify", "-c", cfg)
 	require.Equal(t, 0, code, errOut+out)
@@ -59,4 +67,33 @@ databases:
 	require.Equal(t, 1, code)
 	assert.Contains(t, out, "misplaced")
 	assert.Contains(t, out, "belongs in dbs/app/colls/u3")
+}
+
+// TestReshardProgressBar: on a terminal the copy is a bar with the
+// percentage of the sources scanned, the count and the copies, and the
+// steps after it are lines; off one, every step is a line.
+func TestReshardProgressBar(t *testing.T) {
+	defer func(d time.Duration) { barThrottle = d }(barThrottle)
+	barThrottle = 0 // every update draws
+	var buf strings.Builder
+	show, done := reshardProgress(&buf, true)
+	show(transition.Progress{Step: "published", Total: 1000})
+	show(transition.Progress{Step: "published", Total: 1000, Scanned: 500, Copied: 170})
+	show(transition.Progress{Step: "published", Total: 1000, Scanned: 600, Copied: 200})
+	show(transition.Progress{Step: "copied", Total: 1000, Scanned: 1000, Copied: 340})
+	done()
+	out := buf.String()
+	assert.Contains(t, out, " 50% |")
+	assert.Contains(t, out, "(500/1000, ")
+	assert.Contains(t, out, "reshard: copying, 170 copied")
+	assert.Contains(t, out, "100% |")
+	assert.Contains(t, out, "reshard: copied    scanned 1000 of 1000 (0/s), copied 340")
+
+	buf.Reset()
+	show, done = reshardProgress(&buf, false)
+	show(transition.Progress{Step: "published", Total: 1000})
+	show(transition.Progress{Step: "copied", Total: 1000, Scanned: 500, Copied: 170})
+	done()
+	assert.Equal(t, "reshard: published scanned 0 of 1000 (0/s), copied 0, caught up 0, verified 0, removed 0\n"+
+		"reshard: copied    scanned 500 of 1000 (0/s), copied 170, caught up 0, verified 0, removed 0\n", buf.String())
 }

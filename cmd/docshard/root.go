@@ -2,24 +2,21 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/docshard/docshard/config"
-
-	// Every resolver kind the command line understands.
-	_ "github.com/docshard/docshard/hashring"
-	_ "github.com/docshard/docshard/lookup"
-	_ "github.com/docshard/docshard/rangeresolver"
-	_ "github.com/docshard/docshard/transition"
 )
 
 // globals holds the flags every command shares.
 type globals struct {
 	configFile string
 	db         string
+	logLevel   string
 	stdin      io.Reader
 	stdout     io.Writer
 	stderr     io.Writer
@@ -41,14 +38,18 @@ shows which keys would move when collections change (plan).`,
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVarP(&g.configFile, "config", "c", "", "configuration file (YAML, JSON or TOML)")
 	root.PersistentFlags().StringVar(&g.db, "db", "", "database link (dbs/NAME); may be omitted when the file has one database")
-	root.AddCommand(newDemoCmd(g), newLocateCmd(g), newPlanCmd(g), newLoadCmd(g), newQueryCmd(g), newServeCmd(g), newStateCmd(g), newReshardCmd(g), newVerifyCmd(g), newSalvageCmd(g))
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log on stderr from this level: debug, info, warn or error")
+	root.AddCommand(newDemoCmd(g), newLocateCmd(g), newPlanCmd(g), newLoadCmd(g), newQueryCmd(g), newServeCmd(g), newStateCmd(g), newReshardCmd(g), newVerifyCmd(g), newVersionCmd(g), newSalvageCmd(g))
+	root.Version = version()
+	root.SetVersionTemplate("docshard {{.Version}}\n")
+	usageErrors(root)
 	return root
 }
 
 // loadDatabase reads the configuration file and picks the database.
 func (g *globals) loadDatabase() (*config.Config, *config.Database, error) {
 	if g.configFile == "" {
-		return nil, nil, errors.New("no configuration file: pass -c FILE")
+		return nil, nil, exitCode{code: 2, msg: "no configuration file: pass -c FILE (a YAML, JSON or TOML file naming the store and the databases)"}
 	}
 	cfg, err := config.Load(g.configFile)
 	if err != nil {
@@ -75,4 +76,14 @@ func asExit(err error, target *exitCode) bool { return errors.As(err, target) }
 // oneLine folds a multi-line message into one line.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// logger returns the command's log/slog logger: text on stderr, from the
+// --log-level level.
+func (g *globals) logger() (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
+		return nil, exitCode{code: 2, msg: fmt.Sprintf("--log-level %q: want debug, info, warn or error", g.logLevel)}
+	}
+	return slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level})), nil
 }

@@ -71,8 +71,9 @@ func noState(err error, db *config.Database) error {
 }
 
 func newStateShowCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "show -c FILE [--db LINK]",
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show -c FILE [--db LINK] [--json]",
 		Short: "Print the database's state document as JSON",
 		Args:  cobra.NoArgs,
 		RunE: g.withStore(true, func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
@@ -80,8 +81,10 @@ func newStateShowCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return noState(err, db)
 			}
-			out, err := json.MarshalIndent(stateJSON{Database: s.Database, Version: s.Version, Epoch: s.Epoch, Phase: s.Phase,
-				UpdatedBy: s.UpdatedBy, UpdatedAt: s.UpdatedAt, Resolver: s.Resolver}, "", "  ")
+			if asJSON {
+				return writeJSON(g.stdout, stateOf(s))
+			}
+			out, err := json.MarshalIndent(stateOf(s), "", "  ")
 			if err != nil {
 				return err
 			}
@@ -89,11 +92,20 @@ func newStateShowCmd(g *globals) *cobra.Command {
 			return nil
 		}),
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the document on one line (it is JSON either way)")
+	return cmd
+}
+
+// stateOf is the JSON form the state commands print.
+func stateOf(s *shardstate.State) stateJSON {
+	return stateJSON{Database: s.Database, Version: s.Version, Epoch: s.Epoch, Phase: s.Phase,
+		UpdatedBy: s.UpdatedBy, UpdatedAt: s.UpdatedAt, Resolver: s.Resolver}
 }
 
 func newStateHistoryCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "history -c FILE [--db LINK]",
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "history -c FILE [--db LINK] [--json]",
 		Short: "List every version of the database's state, oldest first",
 		Long: `history prints one line per version: VERSION, EPOCH, when and by whom it was made, and what
 it routes by (the resolver's kind and collections), tab-separated.`,
@@ -104,11 +116,19 @@ it routes by (the resolver's kind and collections), tab-separated.`,
 				return noState(err, db)
 			}
 			for _, s := range h {
+				if asJSON {
+					if err := writeJSON(g.stdout, stateOf(s)); err != nil {
+						return err
+					}
+					continue
+				}
 				fmt.Fprintf(g.stdout, "%d\tepoch %d\t%s\t%s\t%s\n", s.Version, s.Epoch, s.UpdatedAt.Format(time.RFC3339), s.UpdatedBy, describe(s))
 			}
 			return nil
 		}),
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print each version as one line of JSON (the document show prints)")
+	return cmd
 }
 
 // describe summarises a state's resolver: its kind and collections.
@@ -131,8 +151,9 @@ func describe(s *shardstate.State) string {
 func newStateSetCmd(g *globals) *cobra.Command {
 	var ifVersion int64
 	var dotnet string
+	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "set -c FILE [--db LINK] [--if-version N] [--dotnet x64|x86] RESOLVER.json",
+		Use:   "set -c FILE [--db LINK] [--if-version N] [--dotnet x64|x86] [--json] RESOLVER.json",
 		Short: "Publish a new resolver as the next version of the database's state",
 		Long: `set publishes RESOLVER.json (a resolver definition, or a configuration file naming the
 database) as the next version of the state, by compare-and-swap: with --if-version N it fails
@@ -168,11 +189,15 @@ set changes where keys are routed; it moves no document.`,
 				if err != nil {
 					return err
 				}
+				if asJSON {
+					return writeJSON(g.stdout, stateOf(s))
+				}
 				fmt.Fprintf(g.stdout, "%d\n", s.Version)
 				return nil
 			})(cmd, args)
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the new state document as one line of JSON instead of its version")
 	cmd.Flags().Int64Var(&ifVersion, "if-version", 0, "fail unless the current version is N (0: no state yet)")
 	cmd.Flags().StringVar(&dotnet, "dotnet", "", "read a .NET SDK HashPartitionResolver serialised as JSON; x64 or x86, the process kind that wrote the data")
 	return cmd

@@ -94,3 +94,73 @@ databases:
 	assert.Equal(t, "20\n", out)
 	assert.Contains(t, errOut, "version 3")
 }
+
+// TestJSONOutputs: plan, verify and the state commands print one JSON
+// object per line with --json.
+func TestJSONOutputs(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "app.yaml", `store: {kind: embedded, path: data}
+databases:
+  - link: dbs/app
+    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/app/colls/u0, dbs/app/colls/u1]}
+`)
+	next := writeFile(t, dir, "next.json", `{"kind":"hash","partitionKey":"/userId","collections":["dbs/app/colls/u0","dbs/app/colls/u1","dbs/app/colls/u2"]}`)
+	var lines strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&lines, `{"id":"%d","userId":"user%d"}`+"\n", i, i)
+	}
+	code, _, errOut := runCLI(t, lines.String(), "load", "-c", cfg, "-")
+	require.Equal(t, 0, code, errOut)
+
+	code, out, errOut := runCLI(t, "", "plan", "-c", cfg, "--next", next, "--keys", "3000", "--json")
+	require.Equal(t, 0, code, errOut)
+	var plan struct {
+		Database string
+		Keys     int
+		Current  struct{ Collections []struct{ Link string } }
+		Next     struct{ Collections []struct{ Link string } }
+		Moved    int
+		Exact    *struct{ MovedShare float64 }
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &plan), out)
+	assert.Equal(t, "dbs/app", plan.Database)
+	assert.Equal(t, 3000, plan.Keys)
+	assert.Len(t, plan.Current.Collections, 2)
+	assert.Len(t, plan.Next.Collections, 3)
+	assert.Positive(t, plan.Moved)
+	require.NotNil(t, plan.Exact, "two rings: the exact figures too")
+
+	code, out, errOut = runCLI(t, "", "verify", "-c", cfg, "--json")
+	require.Equal(t, 0, code, errOut)
+	assert.JSONEq(t, `{"database":"dbs/app","documents":30,"ok":true,"misplaced":[],"duplicates":[]}`, out)
+
+	code, out, errOut = runCLI(t, "", "state", "set", "-c", cfg, "--json", next)
+	require.Equal(t, 0, code, errOut)
+	var set map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &set))
+	assert.EqualValues(t, 2, set["version"])
+
+	code, out, errOut = runCLI(t, "", "verify", "-c", cfg, "--json")
+	require.Equal(t, 1, code, "documents sit where the published resolver does not put them: %s", errOut)
+	var rep struct {
+		OK        bool
+		Misplaced []struct{ ID, Collection, Want string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	assert.False(t, rep.OK)
+	require.NotEmpty(t, rep.Misplaced)
+	assert.Equal(t, "dbs/app/colls/u2", rep.Misplaced[0].Want)
+
+	code, out, errOut = runCLI(t, "", "state", "history", "-c", cfg, "--json")
+	require.Equal(t, 0, code, errOut)
+	hist := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, hist, 2)
+	for i, l := range hist {
+		var s map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &s))
+		assert.EqualValues(t, i+1, s["version"])
+	}
+	code, out, errOut = runCLI(t, "", "state", "show", "-c", cfg, "--json")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, 1, strings.Count(out, "\n"), "one line")
+}

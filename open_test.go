@@ -1,0 +1,164 @@
+package docshard_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard"
+	"github.com/docshard/docshard/config"
+	"github.com/docshard/docshard/emulator/emulatortest"
+	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/shardstate"
+	"github.com/docshard/docshard/store"
+)
+
+type order struct {
+	ID     string `json:"id"`
+	UserID string `json:"userId"`
+	Total  int    `json:"total"`
+}
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "app.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+	return p
+}
+
+const ringYAML = `
+databases:
+  - link: dbs/app
+    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/app/colls/o0, dbs/app/colls/o1, dbs/app/colls/o2]}
+`
+
+// TestOpenDurable: a configuration file on the durable embedded store
+// opens into a client that writes, reads and queries across collections;
+// the documents are there after a reopen.
+func TestOpenDurable(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := writeConfig(t, "store: {kind: embedded, path: "+filepath.Join(dir, "data")+"}\n"+ringYAML)
+	c, err := docshard.Open(ctx, path, &docshard.Options{EnsureCollections: true})
+	require.NoError(t, err)
+	for i, u := range []string{"ann", "bob", "cy", "dee", "eve"} {
+		_, err := c.Create(ctx, "dbs/app", order{ID: u, UserID: u, Total: i}, nil)
+		require.NoError(t, err)
+	}
+	assert.Nil(t, c.Follower("dbs/app"), "no shared state: routed by the file's resolver")
+	assert.Equal(t, path, c.Config().File)
+	require.NoError(t, c.Close())
+
+	c, err = docshard.Open(ctx, path, nil)
+	require.NoError(t, err)
+	defer c.Close()
+	doc, err := c.Read(ctx, "dbs/app", "dee", "dee")
+	require.NoError(t, err)
+	var o order
+	require.NoError(t, json.Unmarshal(doc.Body, &o))
+	assert.Equal(t, 3, o.Total)
+	rows, err := c.Query(ctx, "dbs/app", store.Query{Text: "SELECT VALUE SUM(c.total) FROM c"}, nil)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	assert.JSONEq(t, "10", string(rows[0]))
+}
+
+// TestOpenFollowsState: with StateAuto a database whose store holds a
+// shared state is routed by it (not by the file), and followed; with
+// StateFollow a state is seeded from the file; StateIgnore reads none.
+func TestOpenFollowsState(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := config.Parse([]byte(ringYAML), "yaml")
+	require.NoError(t, err)
+
+	c, err := docshard.OpenConfig(ctx, cfg, &docshard.Options{State: docshard.StateFollow})
+	require.NoError(t, err)
+	defer c.Close()
+	f := c.Follower("dbs/app")
+	require.NotNil(t, f, "StateFollow seeds and follows")
+	assert.Equal(t, int64(1), f.Version())
+
+	// A database whose store holds a state (seeded, then a resolver of two
+	// collections published): with StateAuto it is followed, and routed by
+	// the state, not by the file's three collections.
+	two, err := resolver.Unmarshal([]byte(`{"kind":"hash","partitionKey":"/userId","collections":["dbs/app/colls/o0","dbs/app/colls/o1"]}`))
+	require.NoError(t, err)
+	path := writeConfig(t, "store: {kind: embedded, path: "+filepath.Join(t.TempDir(), "data")+"}\n"+ringYAML)
+	seed, err := docshard.Open(ctx, path, &docshard.Options{State: docshard.StateFollow})
+	require.NoError(t, err)
+	s, err := shardstate.Load(ctx, seed.Store(), "dbs/app")
+	require.NoError(t, err)
+	_, err = shardstate.Publish(ctx, seed.Store(), s, shardstate.Change{Resolver: two})
+	require.NoError(t, err)
+	require.NoError(t, seed.Close())
+
+	auto, err := docshard.Open(ctx, path, nil)
+	require.NoError(t, err)
+	require.NotNil(t, auto.Follower("dbs/app"), "the store holds a state: followed")
+	r, err := auto.Resolver("dbs/app")
+	require.NoError(t, err)
+	all, err := r.ResolveForRead(nil)
+	require.NoError(t, err)
+	assert.Len(t, all, 2, "routed by the state's resolver, not the file's three collections")
+	require.NoError(t, auto.Close())
+
+	ignore, err := docshard.Open(ctx, path, &docshard.Options{State: docshard.StateIgnore})
+	require.NoError(t, err)
+	defer ignore.Close()
+	assert.Nil(t, ignore.Follower("dbs/app"))
+	r, err = ignore.Resolver("dbs/app")
+	require.NoError(t, err)
+	all, err = r.ResolveForRead(nil)
+	require.NoError(t, err)
+	assert.Len(t, all, 3, "the file's resolver")
+}
+
+// TestOpenServe: a configuration naming docshard serve as a cosmos store
+// opens through the cosmos backend, fenced, with no key (loopback).
+func TestOpenServe(t *testing.T) {
+	ctx := context.Background()
+	srv := emulatortest.Start(t, nil)
+	path := writeConfig(t, "store: {kind: cosmos, endpoint: "+srv.Endpoint+"}\n"+ringYAML)
+	c, err := docshard.Open(ctx, path, &docshard.Options{State: docshard.StateFollow, EnsureCollections: true})
+	require.NoError(t, err)
+	defer c.Close()
+	_, isFencer := c.Store().(store.Fencer)
+	assert.True(t, isFencer, "docshard serve fences")
+	_, err = c.Create(ctx, "dbs/app", order{ID: "1", UserID: "ann", Total: 5}, nil)
+	require.NoError(t, err)
+	doc, err := c.Read(ctx, "dbs/app", "1", "ann")
+	require.NoError(t, err)
+	assert.Contains(t, string(doc.Body), `"total":5`)
+}
+
+// TestOpenErrors: each mistake is named.
+func TestOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	_, err := docshard.Open(ctx, filepath.Join(t.TempDir(), "missing.yaml"), nil)
+	require.ErrorContains(t, err, "missing.yaml")
+	_, err = docshard.OpenConfig(ctx, nil, nil)
+	require.ErrorIs(t, err, config.ErrInvalid)
+	_, err = docshard.OpenStore(ctx, config.StoreConfig{Kind: "mongo"}, nil)
+	require.ErrorContains(t, err, `store.kind "mongo"`)
+	t.Setenv("DOCSHARD_STORE_KEY", "")
+	_, err = docshard.OpenStore(ctx, config.StoreConfig{Kind: config.StoreCosmos, Endpoint: "https://acct.documents.azure.com:443/"}, nil)
+	require.ErrorContains(t, err, "DOCSHARD_STORE_KEY")
+}
+
+// TestKindsRegistered: importing the front door registers every resolver
+// kind: JSON of each decodes.
+func TestKindsRegistered(t *testing.T) {
+	for _, js := range []string{
+		`{"kind":"hash","partitionKey":"/k","collections":["dbs/a/colls/c0"]}`,
+		`{"kind":"range","partitionKey":"/k","keyType":"string","ranges":[{"low":"a","high":"m","target":"dbs/a/colls/c0"}]}`,
+		`{"kind":"lookup","partitionKey":"/k","entries":{"x":"dbs/a/colls/c0"},"default":"dbs/a/colls/c1"}`,
+	} {
+		_, err := resolver.Unmarshal([]byte(js))
+		assert.NoError(t, err, js)
+	}
+}
