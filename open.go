@@ -22,7 +22,9 @@ import (
 	// is used.
 	_ "github.com/docshard/docshard/hashring"
 	_ "github.com/docshard/docshard/lookup"
+	_ "github.com/docshard/docshard/managed"
 	_ "github.com/docshard/docshard/rangeresolver"
+	_ "github.com/docshard/docshard/spillover"
 	_ "github.com/docshard/docshard/transition"
 )
 

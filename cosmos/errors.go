@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -34,10 +35,26 @@ func mapErr(op, link, id string, err error) error {
 		}
 	case http.StatusTooManyRequests:
 		se.RetryAfter = retryAfter(re.RawResponse)
-	case http.StatusUnauthorized, http.StatusForbidden:
+	case http.StatusForbidden:
+		if quotaExceeded(re) {
+			se.Kind = store.ErrQuotaExceeded
+			break
+		}
+		se.Message = "the account rejected the credentials: " + re.ErrorCode
+	case http.StatusUnauthorized:
 		se.Message = "the account rejected the credentials: " + re.ErrorCode
 	}
 	return se
+}
+
+// quotaExceeded reports whether a 403 is Cosmos DB refusing a write for
+// size: sub-status 1014 (a logical partition at its maximum size) or a
+// storage quota message, rather than refused credentials.
+func quotaExceeded(re *azcore.ResponseError) bool {
+	if re.RawResponse != nil && re.RawResponse.Header.Get("x-ms-substatus") == "1014" {
+		return true
+	}
+	return strings.Contains(strings.ToLower(re.Error()), "quota")
 }
 
 // statusKind is the store's sentinel for a status code of the service; a

@@ -126,6 +126,7 @@ func PlanFanOut(q *Query, params map[string]any) (*Plan, error) {
 		}
 		rq.Star, rq.Value = false, true
 		rq.Items = []SelectItem{{X: &ObjectLit{Keys: []string{groupProp, aggProp}, Vals: []Expr{keys, partials}}}}
+		rq.OrderBy = nil // one row per group: an aggregate without GROUP BY orders nothing
 	case len(q.OrderBy) > 0:
 		p.Kind = OrderBy
 		var payload Expr

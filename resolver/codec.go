@@ -118,6 +118,7 @@ var kindPackages = map[string]string{
 	"lookup":     "lookup",
 	"transition": "transition",
 	"spillover":  "spillover",
+	"managed":    "managed",
 }
 
 // knownKinds lists the registered kinds for an error, and says what to

@@ -33,6 +33,11 @@ var (
 	ErrFenced = errors.New("fenced: stale epoch")
 	// ErrUnavailable: the backend cannot be reached or is closed.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrQuotaExceeded: the collection (or the document's logical
+	// partition) is full: the backend refuses writes that would grow it
+	// (Cosmos DB's 403 with sub-status 1014 or a storage quota message).
+	// A spillover opens its next collection when it sees one.
+	ErrQuotaExceeded = errors.New("storage quota exceeded")
 )
 
 type kindError struct {

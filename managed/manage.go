@@ -1,0 +1,96 @@
+package managed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/docshard/docshard/shardstate"
+	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/transition"
+)
+
+// ErrNotManaged: the database's shared state routes by another kind of
+// resolver than a managed one.
+var ErrNotManaged = errors.New("managed: the database's resolver is not a managed one")
+
+// ErrPartitionKeyPath: a collection the resolver names exists partitioned
+// by another path than the template's.
+var ErrPartitionKeyPath = errors.New("managed: a collection exists partitioned by another path")
+
+// Ensure creates every collection r names that does not exist, from r's
+// template, and returns those it created. An existing collection
+// partitioned by another path is an error wrapping ErrPartitionKeyPath.
+// Calling it again after an error finishes the job. Cost: a create per
+// collection, and a collection-info read per existing one.
+func Ensure(ctx context.Context, st store.Store, r *Resolver) ([]string, error) {
+	spec := r.Template()
+	var created []string
+	for _, l := range r.links {
+		err := st.CreateCollection(ctx, l, &spec)
+		switch {
+		case err == nil:
+			created = append(created, l)
+			continue
+		case !errors.Is(err, store.ErrConflict):
+			return created, fmt.Errorf("managed: creating %s: %w", l, err)
+		}
+		info, err := st.CollectionInfo(ctx, l)
+		if err != nil {
+			return created, fmt.Errorf("managed: reading %s: %w", l, err)
+		}
+		if want := spec.PartitionKeyPath; want != "" && info.Spec.PartitionKeyPath != want {
+			return created, fmt.Errorf("%w: %s by %q, the partition key is %q", ErrPartitionKeyPath, l, info.Spec.PartitionKeyPath, want)
+		}
+	}
+	return created, nil
+}
+
+// Current returns the managed resolver a database routes by: its shared
+// state's, or, while a reshard between two managed resolvers is under way,
+// the one it moves to. Other kinds are an error wrapping ErrNotManaged.
+// Cost: a state read.
+func Current(ctx context.Context, st store.Store, dbLink string) (*Resolver, error) {
+	s, err := shardstate.Load(ctx, st, dbLink)
+	if err != nil {
+		return nil, fmt.Errorf("managed: %w", err)
+	}
+	rv, err := s.Decode()
+	if err != nil {
+		return nil, fmt.Errorf("managed: %s version %d: %w", s.Database, s.Version, err)
+	}
+	if t, ok := rv.(*transition.Resolver); ok && t.Next().Resolver != nil {
+		rv = t.Next().Resolver
+	}
+	r, ok := rv.(*Resolver)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s (version %d)", ErrNotManaged, s.Database, s.Version)
+	}
+	return r, nil
+}
+
+// Resize moves a database routed by a managed resolver to count
+// collections: it creates the new ones from the template and reshards
+// through transition.Reshard (opts as it takes them; Spec is the
+// template), under live traffic, resumably: call it again after a crash
+// and it finishes. A count equal to the current one finishes a reshard
+// under way, or does nothing. Cost: a reshard's.
+func Resize(ctx context.Context, st store.Store, dbLink string, count int, opts *transition.ReshardOptions) (*transition.Progress, error) {
+	cur, err := Current(ctx, st, dbLink)
+	if err != nil {
+		return nil, err
+	}
+	next := cur
+	if count != cur.Count() {
+		if next, err = cur.WithCount(count); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := Ensure(ctx, st, next); err != nil {
+		return nil, err
+	}
+	o := store.OptionsOf(opts)
+	spec := next.Template()
+	o.Spec = &spec
+	return transition.Reshard(ctx, st, dbLink, next, &o)
+}

@@ -1,0 +1,329 @@
+package spillover_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/hashring"
+	"github.com/docshard/docshard/rangeresolver"
+	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/router"
+	"github.com/docshard/docshard/shardstate"
+	"github.com/docshard/docshard/spillover"
+	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/memstore"
+)
+
+const db = "dbs/app"
+
+func seed(t testing.TB, maxDocs int64, fill float64, rangeKey string) *spillover.Resolver {
+	t.Helper()
+	o := &spillover.Options{PartitionKey: resolver.MustKeyDef("/id"), CollectionPrefix: "log", MaxDocuments: maxDocs, FillRatio: fill}
+	if rangeKey != "" {
+		o.RangeKey, o.RangeType = resolver.MustKeyDef(rangeKey), spillover.RangeNumber
+	}
+	r, err := spillover.New([]string{db + "/colls/log0"}, o)
+	require.NoError(t, err)
+	return r
+}
+
+// current returns the spillover the state routes by now.
+func current(t testing.TB, st store.Store) (*shardstate.State, *spillover.Resolver) {
+	t.Helper()
+	s, err := shardstate.Load(context.Background(), st, db)
+	require.NoError(t, err)
+	r, err := s.Decode()
+	require.NoError(t, err)
+	return s, r.(*spillover.Resolver)
+}
+
+// checkFilled asserts the database's collections follow each other in
+// sequence, the resolver names each, every id is stored exactly once, and
+// no collection holds more than limit documents.
+func checkFilled(t testing.TB, st store.Store, ids map[string]bool, limit int64) []int64 {
+	t.Helper()
+	return checkFilledUnknown(t, st, ids, nil, limit)
+}
+
+// checkFilledUnknown is checkFilled where the documents in unknown (writes
+// whose outcome was not known) may be stored, at most once.
+func checkFilledUnknown(t testing.TB, st store.Store, ids, unknown map[string]bool, limit int64) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	_, r := current(t, st)
+	links, err := st.ListCollections(ctx, db)
+	require.NoError(t, err)
+	var got []string
+	for _, l := range links {
+		if l != db+"/colls/"+shardstate.CollectionID {
+			got = append(got, l)
+		}
+	}
+	want := r.Collections()
+	for i := range want {
+		assert.Equal(t, fmt.Sprintf("%s/colls/log%d", db, i), want[i], "collections in sequence")
+	}
+	assert.ElementsMatch(t, want, got, "every collection is the resolver's, none missing or left over")
+	seen := map[string]int{}
+	var counts []int64
+	for _, l := range want {
+		var n int64
+		opts := &store.FeedOptions{PageSize: 1000}
+		for {
+			page, err := st.ReadFeed(ctx, l, opts)
+			require.NoError(t, err)
+			for _, it := range page.Items {
+				var d struct{ ID string }
+				require.NoError(t, json.Unmarshal(it, &d))
+				seen[d.ID]++
+				n++
+			}
+			if page.Continuation == "" {
+				break
+			}
+			opts.Continuation = page.Continuation
+		}
+		counts = append(counts, n)
+		assert.LessOrEqual(t, n, limit, "%s holds %d documents, the limit is %d", l, n, limit)
+	}
+	for id := range ids {
+		assert.Equal(t, 1, seen[id], "document %s", id)
+	}
+	for id, n := range seen {
+		if !ids[id] {
+			assert.True(t, unknown[id] && n == 1, "document %s stored %d times, never acknowledged", id, n)
+		}
+	}
+	return counts
+}
+
+// TestCoordinatorFills: four writers through one router; a coordinator
+// checking every 10 ms opens collection after collection.
+func TestCoordinatorFills(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	var coord *spillover.Coordinator
+	c := router.New(st, &router.Options{Hooks: router.Hooks{Call: func(l, op string, d time.Duration, err error) {
+		if coord != nil {
+			coord.Observe(l, op, d, err)
+		}
+	}}})
+	var opened []string
+	var mu sync.Mutex
+	coord, err := spillover.Start(ctx, st, db, &spillover.CoordinatorOptions{Seed: seed(t, 100, 0.5, ""), CheckInterval: 5 * time.Millisecond,
+		OnOpen: func(l string, _ int64) { mu.Lock(); opened = append(opened, l); mu.Unlock() }})
+	require.NoError(t, err)
+	defer coord.Close()
+	f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: 20 * time.Millisecond, LeaseDuration: 5 * time.Second})
+	require.NoError(t, err)
+	defer f.Close()
+
+	ids := map[string]bool{}
+	var idMu sync.Mutex
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 150 {
+				id := fmt.Sprintf("w%d-%d", w, i)
+				_, err := c.Create(ctx, db, map[string]any{"id": id, "n": i}, nil)
+				if !assert.NoError(t, err) {
+					return
+				}
+				idMu.Lock()
+				ids[id] = true
+				idMu.Unlock()
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	counts := checkFilled(t, st, ids, 100)
+	mu.Lock()
+	t.Logf("600 documents in %v (limit 100, fill ratio 0.5); opened %v", counts, opened)
+	mu.Unlock()
+	assert.GreaterOrEqual(t, len(counts), 6, "600 documents at 50 to 100 a collection")
+	// Every document is read by the router from wherever it is.
+	rows, err := c.Query(ctx, db, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, nil)
+	require.NoError(t, err)
+	assert.JSONEq(t, "600", string(rows[0]))
+	d, err := c.Read(ctx, db, "w0-0", "w0-0")
+	require.NoError(t, err)
+	assert.Equal(t, "w0-0", d.ID)
+}
+
+// TestCrashWhileOpening: a coordinator stopped after each step of an
+// opening leaves a state the next one finishes: the collection named in
+// the phase is created (or found) and published, nothing else, and the
+// writes made meanwhile stay readable.
+func TestCrashWhileOpening(t *testing.T) {
+	for _, step := range []string{spillover.StepRecorded, spillover.StepCreated, spillover.StepPublished} {
+		t.Run(step, func(t *testing.T) {
+			ctx := context.Background()
+			st := memstore.New(nil)
+			crash := errors.New("crashed")
+			r := seed(t, 10, 1, "")
+			first, err := spillover.Start(ctx, st, db, &spillover.CoordinatorOptions{Seed: r, CheckInterval: time.Hour,
+				Step: func(s string) error {
+					if s == step {
+						return crash
+					}
+					return nil
+				}})
+			require.NoError(t, err)
+			c := router.New(st, nil)
+			f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: 10 * time.Millisecond, LeaseDuration: 5 * time.Second})
+			require.NoError(t, err)
+			defer f.Close()
+			ids := map[string]bool{}
+			for i := range 10 {
+				_, err := c.Create(ctx, db, map[string]any{"id": fmt.Sprint(i)}, nil)
+				require.NoError(t, err)
+				ids[fmt.Sprint(i)] = true
+			}
+			_, err = first.Check(ctx)
+			require.ErrorIs(t, err, crash)
+			require.NoError(t, first.Close())
+			s, _ := current(t, st)
+			if step != spillover.StepPublished {
+				assert.Contains(t, string(s.Phase), `"opening":"dbs/app/colls/log1"`, "the phase names the collection being opened")
+			}
+			// Writes go on meanwhile (to the full log0, or log1 once published).
+			for i := 10; i < 13; i++ {
+				_, err := c.Create(ctx, db, map[string]any{"id": fmt.Sprint(i)}, nil)
+				require.NoError(t, err)
+				ids[fmt.Sprint(i)] = true
+			}
+			next, err := spillover.Start(ctx, st, db, &spillover.CoordinatorOptions{CheckInterval: time.Hour})
+			require.NoError(t, err)
+			defer next.Close()
+			s, r = current(t, st)
+			assert.Nil(t, s.Phase, "the opening is finished")
+			assert.Equal(t, []string{db + "/colls/log0", db + "/colls/log1"}, r.Collections())
+			checkFilled(t, st, ids, 13)
+		})
+	}
+}
+
+// TestPrefixClash: a collection named like the spillover's that is not
+// one of its own is refused, naming collectionPrefix.
+func TestPrefixClash(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	require.NoError(t, st.CreateCollection(ctx, db+"/colls/log4", nil))
+	require.NoError(t, st.CreateCollection(ctx, db+"/colls/logbook", nil)) // not prefix+number: no clash
+	_, err := spillover.Start(ctx, st, db, &spillover.CoordinatorOptions{Seed: seed(t, 10, 0.5, "")})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, spillover.ErrPrefixClash)
+	assert.ErrorIs(t, err, resolver.ErrInvalid)
+	var ce *resolver.ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "collectionPrefix", ce.Field)
+	assert.Contains(t, err.Error(), "dbs/app/colls/log4")
+
+	// Another kind of resolver is refused too.
+	st2 := memstore.New(nil)
+	other, err := hashring.New([]string{db + "/colls/a"}, nil)
+	require.NoError(t, err)
+	_, err = spillover.Start(ctx, st2, db, &spillover.CoordinatorOptions{Seed: other})
+	assert.ErrorIs(t, err, spillover.ErrNotSpillover)
+}
+
+// throttling fails creates with ErrThrottled while on.
+type throttling struct {
+	store.Store
+	mu sync.Mutex
+	on bool
+}
+
+func (s *throttling) Create(ctx context.Context, l string, doc []byte, o *store.WriteOptions) (*store.Document, error) {
+	s.mu.Lock()
+	on := s.on
+	s.mu.Unlock()
+	if on && !strings.HasSuffix(l, "/"+shardstate.CollectionID) {
+		return nil, &store.Error{Kind: store.ErrThrottled, Op: "create", Link: l, RetryAfter: time.Millisecond}
+	}
+	return s.Store.Create(ctx, l, doc, o)
+}
+
+// TestObserveChecksSoon: with no scheduled check for an hour, a throttled
+// write makes the coordinator check within MinGap and open the next
+// collection.
+func TestObserveChecksSoon(t *testing.T) {
+	ctx := context.Background()
+	st := &throttling{Store: memstore.New(nil)}
+	opened := make(chan string, 1)
+	coord, err := spillover.Start(ctx, st, db, &spillover.CoordinatorOptions{Seed: seed(t, 5, 1, ""), CheckInterval: time.Hour, MinGap: time.Millisecond, OnError: func(err error) { t.Log(err) },
+		OnOpen: func(l string, _ int64) { opened <- l }})
+	require.NoError(t, err)
+	defer coord.Close()
+	c := router.New(st, &router.Options{Retry: router.RetryPolicy{MaxAttempts: 2}, Hooks: router.Hooks{Call: coord.Observe}})
+	f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: 10 * time.Millisecond, LeaseDuration: 5 * time.Second})
+	require.NoError(t, err)
+	defer f.Close()
+	for i := range 5 {
+		_, err := c.Create(ctx, db, map[string]any{"id": fmt.Sprint(i)}, nil)
+		require.NoError(t, err)
+	}
+	select {
+	case l := <-opened:
+		t.Fatalf("opened %s before anything asked", l)
+	case <-time.After(50 * time.Millisecond):
+	}
+	st.mu.Lock()
+	st.on = true
+	st.mu.Unlock()
+	_, err = c.Create(ctx, db, map[string]any{"id": "x"}, nil)
+	require.ErrorIs(t, err, store.ErrThrottled)
+	select {
+	case l := <-opened:
+		assert.Equal(t, db+"/colls/log1", l)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a throttled write did not lead to a check")
+	}
+	// A failed read asks for nothing.
+	coord.Observe(db+"/colls/log1", "read", 0, &store.Error{Kind: store.ErrThrottled})
+}
+
+// TestMeasuredRanges: with a range key, sealed collections get bounds and
+// a range read skips those that cannot hold it.
+func TestMeasuredRanges(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	coord, err := spillover.Start(ctx, st, db, &spillover.CoordinatorOptions{Seed: seed(t, 10, 1, "/n"), CheckInterval: time.Hour})
+	require.NoError(t, err)
+	defer coord.Close()
+	c := router.New(st, nil)
+	f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: 10 * time.Millisecond, LeaseDuration: 5 * time.Second})
+	require.NoError(t, err)
+	defer f.Close()
+	for i := range 30 {
+		if i%10 == 0 && i > 0 {
+			opened, err := coord.Check(ctx)
+			require.NoError(t, err)
+			require.NotEmpty(t, opened)
+			require.NoError(t, f.Refresh(ctx))
+		}
+		_, err := c.Create(ctx, db, map[string]any{"id": fmt.Sprint(i), "n": i}, nil)
+		require.NoError(t, err)
+	}
+	require.NoError(t, f.Refresh(ctx))
+	for _, l := range []string{db + "/colls/log0", db + "/colls/log1"} {
+		require.NoError(t, coord.Measure(ctx, l))
+	}
+	_, r := current(t, st)
+	assert.Empty(t, r.Unmeasured())
+	got, err := r.ResolveForRead(rangeresolver.Range[float64]{Low: 12, High: 15})
+	require.NoError(t, err)
+	assert.Equal(t, []string{db + "/colls/log2", db + "/colls/log1"}, got)
+	require.NoError(t, c.Register("dbs/view", r)) // not followed: to query by the range
+	_ = got
+}
