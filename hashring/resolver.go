@@ -61,8 +61,18 @@ const (
 	// away values no configuration means.
 	MaxVirtualNodes = 1 << 16
 	// MaxPoints caps points over all collections (collections × virtual
-	// nodes): about 80 MB of ring and a second or so of hashing.
+	// nodes): about 80 MB of ring and a second or so of hashing. A tree of
+	// resolvers shares resolver.MaxWork (as many units) among its rings.
 	MaxPoints = 1 << 22
+	// MaxBoundedWork caps the bounded strategy's partitions × points: the
+	// library walks the ring from each partition's place until a
+	// collection has room, so with a tight load factor placement costs up
+	// to that product (2^34 took about four seconds on a busy host; a
+	// 19 KB definition past it took minutes).
+	MaxBoundedWork = 1 << 34
+	// boundedWorkUnit converts partitions × points into resolver.MaxWork's
+	// units, so that MaxBoundedWork is MaxPoints units.
+	boundedWorkUnit = MaxBoundedWork / MaxPoints
 )
 
 func isLegacyFlavour(name string) bool {
@@ -223,6 +233,11 @@ func New(links []string, opts *Options) (*Resolver, error) {
 	if least := MinPartitionsPerCollection * len(links); r.partitions < least || r.partitions > MaxPartitionCount {
 		return nil, resolver.Invalid("partitionCount", r.partitions, fmt.Sprintf(
 			"want %d (%d per collection) to %d", least, MinPartitionsPerCollection, MaxPartitionCount))
+	}
+	if w := int64(r.partitions) * int64(len(links)*r.vnodes); w > MaxBoundedWork {
+		return nil, resolver.Invalid("partitionCount", r.partitions, fmt.Sprintf(
+			"%d partitions × %d points (%d collections × %d virtual nodes) exceeds %d: placing them could take minutes; use fewer partitions or virtual nodes",
+			r.partitions, len(links)*r.vnodes, len(links), r.vnodes, int64(MaxBoundedWork)))
 	}
 	g.kind = kindBounded
 	if err := g.buildBounded(r.vnodes, r.partitions, r.loadFactor); err != nil {
@@ -418,4 +433,41 @@ func decode(data []byte) (resolver.Resolver, error) {
 	return New(s.Collections, &o)
 }
 
-func init() { resolver.Register(Kind, decode) }
+func init() {
+	resolver.Register(Kind, decode)
+	resolver.RegisterWork(Kind, work)
+}
+
+// work is what building a hash resolver costs in resolver.MaxWork's units:
+// one per point, and for the bounded strategy partitions × points / 4096
+// more (the library's placement walks the ring from each partition's place
+// until a collection has room). It reads the settings leniently; decode
+// reports what is malformed.
+func work(data []byte) int64 {
+	var s struct {
+		Collections    []json.RawMessage `json:"collections"`
+		VirtualNodes   int               `json:"virtualNodes"`
+		Hash           string            `json:"hash"`
+		Strategy       string            `json:"strategy"`
+		PartitionCount int               `json:"partitionCount"`
+	}
+	if json.Unmarshal(data, &s) != nil {
+		return 0
+	}
+	v := int64(s.VirtualNodes)
+	if v <= 0 {
+		v = DefaultVirtualNodes
+		if isLegacyFlavour(s.Hash) {
+			v = DefaultVirtualNodesLegacy
+		}
+	}
+	points := int64(len(s.Collections)) * min(v, MaxVirtualNodes)
+	if s.Strategy != StrategyBounded {
+		return points
+	}
+	p := int64(s.PartitionCount)
+	if p <= 0 {
+		p = DefaultPartitionCount
+	}
+	return points + min(p, MaxPartitionCount)*points/boundedWorkUnit
+}

@@ -41,6 +41,9 @@ input). The first bad line (or a line over 2 MB) stops the load with its line nu
 Ctrl-C; either way it prints how many documents were written before.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := intFlag("workers", int64(workers), 1, maxWorkers); err != nil {
+				return err
+			}
 			cfg, db, err := g.loadDatabase()
 			if err != nil {
 				return err
@@ -59,7 +62,7 @@ Ctrl-C; either way it prints how many documents were written before.`,
 			} else if f, ok := g.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 				fmt.Fprintln(g.stderr, "docshard: reading JSON lines from standard input (the terminal); end with Ctrl-D, or give load a PATH")
 			}
-			st, err := openStore(cfg, g.stderr)
+			st, err := openStore(cfg, g.stderr, false)
 			if err != nil {
 				return err
 			}
@@ -203,8 +206,8 @@ func loadBar(stderr io.Writer, in loadInput) *progressbar.ProgressBar {
 // documents written before it.
 func loadLines(ctx context.Context, c *router.Client, dbLink string, in loadInput, workers int, create bool, stderr io.Writer) (loadStats, error) {
 	stats := loadStats{Database: dbLink}
-	if workers < 1 {
-		return stats, fmt.Errorf("--workers must be at least 1, got %d", workers)
+	if err := intFlag("workers", int64(workers), 1, maxWorkers); err != nil {
+		return stats, err
 	}
 	bar := loadBar(stderr, in)
 	start := time.Now()

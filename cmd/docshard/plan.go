@@ -41,8 +41,8 @@ partition keys of the JSON-lines documents in PATH ("-" for standard input).`,
 			if nextFile == "" {
 				return exitCode{code: 2, msg: "plan: --next FILE2 is required (the resolver to compare with: a resolver JSON file, or a configuration naming the database)"}
 			}
-			if keys <= 0 {
-				return fmt.Errorf("--keys must be positive, got %d", keys)
+			if err := intFlag("keys", int64(keys), 1, maxPlanKeys); err != nil {
+				return err
 			}
 			cfg, db, err := g.loadDatabase()
 			if err != nil {

@@ -50,7 +50,7 @@ Parameters: --param @name=JSON (repeatable), e.g. --param @city='"Oslo"' --param
 				}
 				opts.PartitionKey = k
 			}
-			st, err := openStore(cfg, g.stderr)
+			st, err := openStore(cfg, g.stderr, true)
 			if err != nil {
 				return err
 			}
