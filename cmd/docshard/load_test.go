@@ -126,3 +126,15 @@ func TestLoadInterrupted(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "data"))
 	require.NoError(t, err)
 }
+
+// TestQueryMissingStore: a query on a store that does not exist says where
+// it looked, and creates nothing.
+func TestQueryMissingStore(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "app.yaml", oneRing)
+	code, _, errOut := runCLI(t, "", "query", "-c", cfg, "SELECT VALUE COUNT(1) FROM c")
+	require.Equal(t, 1, code)
+	assert.Contains(t, errOut, "collection not found (in the embedded store at "+filepath.Join(dir, "data")+", which does not exist: is store.path right?")
+	_, err := os.Stat(filepath.Join(dir, "data"))
+	assert.True(t, os.IsNotExist(err), "a read-only command creates no store")
+}
