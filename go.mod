@@ -8,6 +8,7 @@ require (
 	github.com/buraksezer/consistent v0.10.0
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/fsnotify/fsnotify v1.9.0
+	github.com/golang/geo v0.0.0-20260818125358-b200a1149890
 	github.com/pelletier/go-toml/v2 v2.2.4
 	github.com/pikami/cosmium v0.1.20
 	github.com/schollz/progressbar/v3 v3.18.0
@@ -44,6 +45,7 @@ require (
 	github.com/go-playground/validator/v10 v10.25.0 // indirect
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
 	github.com/goccy/go-json v0.10.5 // indirect
+	github.com/google/go-units v0.0.0-20250612230646-eddd77f68220 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect

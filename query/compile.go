@@ -47,6 +47,7 @@ func (s *scope) resolve(name string) (depth, slot int, ok bool) {
 // compiler turns expressions into closures.
 type compiler struct {
 	params map[string]any
+	clock  *instant // the query's one instant, for GetCurrentDateTime and the like
 	// Group mode: compiling a grouped projection, where a subexpression
 	// equal to a GROUP BY expression reads the group's key, an aggregate
 	// reads its slot, and any other reference to the row is an error.
@@ -200,6 +201,7 @@ func (c *compiler) expr(e Expr, s *scope) (evalFn, error) {
 				if !ok1 || !ok2 {
 					return Undefined
 				}
+				checkStringLen("||", len(a)+len(b))
 				return a + b
 			}, nil
 		case "=", "!=", "<", "<=", ">", ">=":
@@ -389,6 +391,13 @@ func (c *compiler) call(n *Call, s *scope) (evalFn, error) {
 		*c.aggs = append(*c.aggs, aggSpec{name: n.Name, arg: arg, call: n})
 		return func(f *frame) any { return f.vals[groupAggSlot].([]any)[slot] }, nil
 	}
+	if clock, ok := clockNames[n.Name]; ok {
+		if len(n.Args) != 0 {
+			return nil, compileErr("%s takes 0 arguments, got %d", n.Name, len(n.Args))
+		}
+		v := clock(c.clock.ticks())
+		return func(*frame) any { return v }, nil
+	}
 	b, ok := builtins[n.Name]
 	if !ok {
 		return nil, compileErr("unknown function %s", n.Name)
@@ -421,7 +430,7 @@ func (c *compiler) subquery(n *Subquery, s *scope) (evalFn, error) {
 	if c.grouped && !c.inAgg {
 		return nil, compileErr("a subquery in a grouped SELECT must be inside an aggregate")
 	}
-	sub, err := compileQuery(n.Q, c.params, s, false)
+	sub, err := compileQuery(n.Q, c.params, c.clock, s, false)
 	if err != nil {
 		return nil, err
 	}

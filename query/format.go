@@ -7,7 +7,8 @@ import (
 )
 
 // FormatQuery writes a query back as SQL text that Parse reads to the same
-// tree (sub-expressions fully parenthesised). The planner uses it to produce
+// tree (brackets only where precedence needs them, so a chain such as
+// a OR b OR c stays flat). The planner uses it to produce
 // the query each collection runs. It costs one pass over the tree.
 func FormatQuery(q *Query) string {
 	var b strings.Builder
@@ -94,11 +95,10 @@ func formatQuery(b *strings.Builder, q *Query) {
 	}
 }
 
-// formatTest opens a test of x (BETWEEN, IN, LIKE): "(x", " NOT" when
+// formatTest opens a test of x (BETWEEN, IN, LIKE): x, " NOT" when
 // negated, then word.
 func formatTest(b *strings.Builder, x Expr, not bool, word string) {
-	b.WriteByte('(')
-	formatExpr(b, x)
+	formatPrec(b, x, precCompare)
 	if not {
 		b.WriteString(" NOT")
 	}
@@ -129,7 +129,66 @@ func isPlainName(s string) bool {
 	return true
 }
 
-func formatExpr(b *strings.Builder, e Expr) {
+// Precedence levels, loosest first, as the parser reads them: an operand
+// whose level is below what its place requires is parenthesised, and no
+// other is, so a chain (a OR b OR c) is written flat and its text nests no
+// deeper than the tree.
+const (
+	precTernary = iota + 1
+	precCoalesce
+	precOr
+	precAnd
+	precNot
+	precCompare
+	precBitOr
+	precBitXor
+	precBitAnd
+	precShift
+	precAdd
+	precMul
+	precUnary
+	precPrimary
+)
+
+var binaryPrec = map[string]int{
+	"??": precCoalesce, "OR": precOr, "AND": precAnd,
+	"=": precCompare, "!=": precCompare, "<": precCompare, "<=": precCompare, ">": precCompare, ">=": precCompare,
+	"|": precBitOr, "^": precBitXor, "&": precBitAnd, "<<": precShift, ">>": precShift, ">>>": precShift,
+	"+": precAdd, "-": precAdd, "||": precAdd, "*": precMul, "/": precMul, "%": precMul,
+}
+
+// precOf is the level of e's outermost operator.
+func precOf(e Expr) int {
+	switch n := e.(type) {
+	case *Ternary:
+		return precTernary
+	case *Binary:
+		if p, ok := binaryPrec[n.Op]; ok {
+			return p
+		}
+		return precTernary // unknown: always parenthesised
+	case *Between, *In, *Like:
+		return precCompare
+	case *Unary:
+		if n.Op == "NOT" {
+			return precNot
+		}
+		return precUnary
+	}
+	return precPrimary
+}
+
+func formatExpr(b *strings.Builder, e Expr) { formatPrec(b, e, 0) }
+
+// formatPrec writes e where the grammar reads an operand of at least level
+// min, in brackets when its own level is lower.
+func formatPrec(b *strings.Builder, e Expr, min int) {
+	if precOf(e) < min {
+		b.WriteByte('(')
+		formatPrec(b, e, 0)
+		b.WriteByte(')')
+		return
+	}
 	switch n := e.(type) {
 	case *Literal:
 		formatLiteral(b, n.Value)
@@ -154,47 +213,53 @@ func formatExpr(b *strings.Builder, e Expr) {
 		b.WriteByte(']')
 	case *Unary:
 		if n.Op == "NOT" {
-			b.WriteString("(NOT ")
-		} else {
-			b.WriteString("(")
-			b.WriteString(n.Op)
+			b.WriteString("NOT ")
+			formatPrec(b, n.X, precNot)
+			return
 		}
-		b.WriteByte('(')
-		formatExpr(b, n.X)
-		b.WriteString("))")
+		b.WriteString(n.Op)
+		if _, ok := n.X.(*Unary); ok {
+			b.WriteByte(' ') // "- -x", not the comment "--x"
+		}
+		formatPrec(b, n.X, precUnary)
 	case *Binary:
-		b.WriteByte('(')
-		formatExpr(b, n.L)
+		p := precOf(n)
+		if p == precTernary { // not an operator the parser knows
+			b.WriteByte('(')
+			formatExpr(b, n.L)
+			b.WriteString(" " + n.Op + " ")
+			formatExpr(b, n.R)
+			b.WriteByte(')')
+			return
+		}
+		// Every level is left-associative: a left operand of the same
+		// level needs no brackets, a right one does.
+		formatPrec(b, n.L, p)
 		b.WriteByte(' ')
 		b.WriteString(n.Op)
 		b.WriteByte(' ')
-		formatExpr(b, n.R)
-		b.WriteByte(')')
+		formatPrec(b, n.R, p+1)
 	case *Between:
 		formatTest(b, n.X, n.Not, " BETWEEN ")
-		formatExpr(b, n.Low)
+		formatPrec(b, n.Low, precBitOr)
 		b.WriteString(" AND ")
-		formatExpr(b, n.High)
-		b.WriteByte(')')
+		formatPrec(b, n.High, precBitOr)
 	case *In:
 		formatTest(b, n.X, n.Not, "")
-		formatExprs(b, " IN (", n.List, "))")
+		formatExprs(b, " IN (", n.List, ")")
 	case *Like:
 		formatTest(b, n.X, n.Not, " LIKE ")
-		formatExpr(b, n.Pattern)
+		formatPrec(b, n.Pattern, precBitOr)
 		if n.Escape != nil {
 			b.WriteString(" ESCAPE ")
-			formatExpr(b, n.Escape)
+			formatPrec(b, n.Escape, precBitOr)
 		}
-		b.WriteByte(')')
 	case *Ternary:
-		b.WriteByte('(')
-		formatExpr(b, n.Cond)
+		formatPrec(b, n.Cond, precCoalesce)
 		b.WriteString(" ? ")
 		formatExpr(b, n.Then)
 		b.WriteString(" : ")
 		formatExpr(b, n.Else)
-		b.WriteByte(')')
 	case *Call:
 		b.WriteString(n.Name)
 		formatExprs(b, "(", n.Args, ")")
@@ -224,7 +289,7 @@ func formatExpr(b *strings.Builder, e Expr) {
 // formatOperand writes the object of a property access; a literal is
 // parenthesised so "(0).a" does not read as the number "0.".
 func formatOperand(b *strings.Builder, x Expr) {
-	if _, ok := x.(*Literal); ok {
+	if _, ok := x.(*Literal); ok || precOf(x) < precPrimary {
 		b.WriteByte('(')
 		formatExpr(b, x)
 		b.WriteByte(')')

@@ -131,13 +131,19 @@ func init() {
 
 		// Strings.
 		"CONCAT": {2, -1, func(a []any) any {
-			var b strings.Builder
+			n := 0
 			for _, v := range a {
 				s, ok := v.(string)
 				if !ok {
 					return Undefined
 				}
-				b.WriteString(s)
+				n += len(s)
+				checkStringLen("CONCAT", n)
+			}
+			var b strings.Builder
+			b.Grow(n)
+			for _, v := range a {
+				b.WriteString(v.(string))
 			}
 			return b.String()
 		}},
@@ -147,14 +153,14 @@ func init() {
 		"STRINGEQUALS": {2, 3, stringTest(func(a, b string) bool {
 			return a == b
 		})},
-		"LOWER": str1(strings.ToLower),
-		"UPPER": str1(strings.ToUpper),
+		"LOWER": str1("LOWER", strings.ToLower),
+		"UPPER": str1("UPPER", strings.ToUpper),
 		// The optional second argument is the set of characters to trim
 		// (nosql/query/trim: TRIM("-_-x-_-", "-_") is "x").
 		"LTRIM": trimmer(strings.TrimLeftFunc, strings.TrimLeft),
 		"RTRIM": trimmer(strings.TrimRightFunc, strings.TrimRight),
 		"TRIM":  trimmer(strings.TrimFunc, strings.Trim),
-		"REVERSE": str1(func(s string) string {
+		"REVERSE": str1("REVERSE", func(s string) string {
 			rs := []rune(s)
 			for i, j := 0, len(rs)-1; i < j; i, j = i+1, j-1 {
 				rs[i], rs[j] = rs[j], rs[i]
@@ -175,6 +181,11 @@ func init() {
 			if !ok || !ok2 || !ok3 {
 				return Undefined
 			}
+			if start < 0 {
+				// A negative start is the empty string (Cosmos DB's offline
+				// engine: SUBSTRING("Hello", -3, 5) is "").
+				return ""
+			}
 			rs := []rune(s)
 			lo := clampIndex(toIndex(start), len(rs))
 			hi := clampIndex(lo+max(toIndex(n), 0), len(rs))
@@ -183,7 +194,7 @@ func init() {
 		"LEFT": {2, 2, func(a []any) any {
 			s, ok := a[0].(string)
 			n, ok2 := a[1].(float64)
-			if !ok || !ok2 {
+			if !ok || !ok2 || n != math.Trunc(n) { // a length that is not an integer is undefined
 				return Undefined
 			}
 			rs := []rune(s)
@@ -192,7 +203,7 @@ func init() {
 		"RIGHT": {2, 2, func(a []any) any {
 			s, ok := a[0].(string)
 			n, ok2 := a[1].(float64)
-			if !ok || !ok2 {
+			if !ok || !ok2 || n != math.Trunc(n) { // a length that is not an integer is undefined
 				return Undefined
 			}
 			rs := []rune(s)
@@ -226,15 +237,31 @@ func init() {
 			s, ok := a[0].(string)
 			old, ok2 := a[1].(string)
 			repl, ok3 := a[2].(string)
-			if !ok || !ok2 || !ok3 {
+			// Replacing the empty string is undefined in Cosmos DB (its
+			// offline engine's tests; SQL Server returns the input).
+			if !ok || !ok2 || !ok3 || old == "" {
 				return Undefined
+			}
+			if len(repl) > len(old) {
+				// The result's length, known before building it.
+				grow := strings.Count(s, old) * (len(repl) - len(old))
+				checkStringLen("REPLACE", len(s)+grow)
 			}
 			return strings.ReplaceAll(s, old, repl)
 		}},
 		"REPLICATE": {2, 2, func(a []any) any {
 			s, ok := a[0].(string)
 			n, ok2 := a[1].(float64)
-			if !ok || !ok2 || n < 0 || n > 10000 || len(s)*int(n) > 1<<20 {
+			if !ok || !ok2 || n < 0 || math.IsInf(n, 0) || math.IsNaN(n) {
+				return Undefined
+			}
+			chars := utf8.RuneCountInString(s)
+			if chars == 0 {
+				return ""
+			}
+			// Checked before the string is built: a count past the limit
+			// needs no multiplication that could overflow.
+			if n > MaxReplicateChars || chars*int(n) > MaxReplicateChars {
 				return Undefined
 			}
 			return strings.Repeat(s, int(n))
@@ -295,6 +322,17 @@ func init() {
 			return re.MatchString(s)
 		}},
 
+		// Dates and times (datetime.go).
+		"DATETIMEADD":         {3, 3, dateTimeAdd},
+		"DATETIMEDIFF":        {3, 3, dateTimeDiff},
+		"DATETIMEPART":        {2, 2, dateTimePart},
+		"DATETIMEFROMPARTS":   {3, 7, dateTimeFromParts},
+		"DATETIMEBIN":         {2, 4, dateTimeBin},
+		"DATETIMETOTICKS":     {1, 1, dateTimeTo(1)},
+		"DATETIMETOTIMESTAMP": {1, 1, dateTimeTo(ticksPerMillisecond)},
+		"TICKSTODATETIME":     {1, 1, dateTimeFrom(1)},
+		"TIMESTAMPTODATETIME": {1, 1, dateTimeFrom(ticksPerMillisecond)},
+
 		// Arrays.
 		"ARRAY_LENGTH": {1, 1, func(a []any) any {
 			arr, ok := a[0].([]any)
@@ -345,8 +383,9 @@ func init() {
 			}
 			partial := false
 			if len(a) == 3 {
+				// Anything but true (undefined included) is a full match.
 				p, ok := a[2].(bool)
-				if !ok {
+				if !ok && !isUndefined(a[2]) {
 					return Undefined
 				}
 				partial = p
@@ -362,6 +401,12 @@ func init() {
 			}
 			return false
 		}},
+	}
+}
+
+func init() {
+	for name, b := range spatialBuiltins {
+		builtins[name] = b
 	}
 }
 
@@ -388,13 +433,18 @@ func toIndex(f float64) int {
 	return int(f)
 }
 
-func str1(f func(string) string) builtin {
+// str1 builds a function of one string; name is its name for the result
+// limit. A case mapping can lengthen a string by a bounded factor (a rune
+// of 2 bytes may map to 3), so its result is checked once built.
+func str1(name string, f func(string) string) builtin {
 	return builtin{1, 1, func(a []any) any {
 		s, ok := a[0].(string)
 		if !ok {
 			return Undefined
 		}
-		return f(s)
+		out := f(s)
+		checkStringLen(name, len(out))
+		return out
 	}}
 }
 

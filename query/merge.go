@@ -37,7 +37,12 @@ type Merger struct {
 	p      *Plan
 	groups map[string]*mergedGroup
 	order  []*mergedGroup
+	err    error
 }
+
+// Err returns why Results stopped early, or nil: a string result over
+// MaxStringBytes (*StringTooLongError).
+func (m *Merger) Err() error { return m.err }
 
 type mergedGroup struct {
 	keys []any
@@ -141,14 +146,19 @@ func (m *Merger) Add(row any) error {
 }
 
 // Results returns the merged rows as the user sees them, before DISTINCT,
-// OFFSET and LIMIT.
-func (m *Merger) Results() []any {
+// OFFSET and LIMIT. When computing a row fails (a string result over
+// MaxStringBytes), it returns the rows before it and Err reports why.
+func (m *Merger) Results() (out []any) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.err = evalError(r)
+		}
+	}()
 	groups := m.order
 	if len(groups) == 0 && !m.p.groupBy {
 		groups = []*mergedGroup{m.group([]any{})}
 	}
 	sortGroups(groups, func(g *mergedGroup) []any { return g.keys })
-	var out []any
 	for _, g := range groups {
 		vals := make([]any, len(g.accs))
 		for i, a := range g.accs {

@@ -125,7 +125,12 @@ func merge(p *Plan, n int, seq func(int) iter.Seq[any], pull func(int) (func() (
 					}
 				}
 			}
-			for _, v := range m.Results() {
+			res := m.Results()
+			if err := m.Err(); err != nil {
+				fail(err)
+				return
+			}
+			for _, v := range res {
 				if !lim.emit(v, nil) {
 					return
 				}

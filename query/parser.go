@@ -17,6 +17,9 @@ func Parse(text string) (*Query, error) {
 }
 
 func parse(text string) (*Query, error) {
+	if len(text) > MaxQueryBytes {
+		return nil, &LimitError{Limit: "query text bytes", Max: MaxQueryBytes, Got: int64(len(text)), Pos: -1}
+	}
 	toks, err := lex(text)
 	if err != nil {
 		return nil, err
@@ -29,17 +32,29 @@ func parse(text string) (*Query, error) {
 	if p.peek().kind != tEOF {
 		return nil, p.errorf("end of query")
 	}
+	if err := checkDepth(q); err != nil {
+		return nil, err
+	}
 	return q, nil
 }
 
 type parser struct {
-	src   string
-	toks  []token
-	i     int
-	depth int
+	src       string
+	toks      []token
+	i         int
+	depth     int
+	ands, ors int
 }
 
-const maxDepth = 200
+// nest enters one level of nesting, refusing the query past MaxNesting;
+// the caller leaves it with p.depth--.
+func (p *parser) nest() error {
+	p.depth++
+	if p.depth > MaxNesting {
+		return &LimitError{Limit: "nesting of brackets, calls and subqueries", Max: MaxNesting, Pos: p.peek().pos}
+	}
+	return nil
+}
 
 func (p *parser) peek() token { return p.toks[p.i] }
 func (p *parser) peekAt(n int) token {
@@ -95,10 +110,9 @@ func (p *parser) expectOp(op string) error {
 }
 
 func (p *parser) parseQuery() (*Query, error) {
-	p.depth++
 	defer func() { p.depth-- }()
-	if p.depth > maxDepth {
-		return nil, p.errorf("a less deeply nested query")
+	if err := p.nest(); err != nil {
+		return nil, err
 	}
 	if err := p.expectKeyword("SELECT"); err != nil {
 		return nil, err
@@ -353,10 +367,9 @@ func (p *parser) parsePropertyName() (string, error) {
 }
 
 func (p *parser) parseExpr() (Expr, error) {
-	p.depth++
 	defer func() { p.depth-- }()
-	if p.depth > maxDepth {
-		return nil, p.errorf("a less deeply nested expression")
+	if err := p.nest(); err != nil {
+		return nil, err
 	}
 	return p.parseTernary()
 }
@@ -442,9 +455,13 @@ func (p *parser) parseComparison() (Expr, error) {
 			if err := p.expectOp("("); err != nil {
 				return nil, err
 			}
+			at := p.peek().pos
 			list, err := p.exprs()
 			if err != nil {
 				return nil, err
+			}
+			if len(list) > MaxInList {
+				return nil, &LimitError{Limit: "IN list length", Max: MaxInList, Got: int64(len(list)), Pos: at}
 			}
 			if err := p.expectOp(")"); err != nil {
 				return nil, err
@@ -503,6 +520,9 @@ func (p *parser) binaryLevel(kind tokKind, ops []string, next func() (Expr, erro
 		if matched == "" {
 			return l, nil
 		}
+		if err := p.count(matched, t.pos); err != nil {
+			return nil, err
+		}
 		p.next()
 		r, err := next()
 		if err != nil {
@@ -510,6 +530,22 @@ func (p *parser) binaryLevel(kind tokKind, ops []string, next func() (Expr, erro
 		}
 		l = &Binary{Op: matched, L: l, R: r}
 	}
+}
+
+// count counts the query's ANDs and ORs, refusing more than MaxAnds or
+// MaxOrs.
+func (p *parser) count(op string, pos int) error {
+	switch op {
+	case "AND":
+		if p.ands++; p.ands > MaxAnds {
+			return &LimitError{Limit: "number of ANDs", Max: MaxAnds, Got: int64(p.ands), Pos: pos}
+		}
+	case "OR":
+		if p.ors++; p.ors > MaxOrs {
+			return &LimitError{Limit: "number of ORs", Max: MaxOrs, Got: int64(p.ors), Pos: pos}
+		}
+	}
+	return nil
 }
 
 func (p *parser) parseBitOr() (Expr, error) {
@@ -535,10 +571,9 @@ func (p *parser) parseUnary() (Expr, error) {
 	t := p.peek()
 	if t.kind == tOp && (t.text == "-" || t.text == "+" || t.text == "~") {
 		p.next()
-		p.depth++
 		defer func() { p.depth-- }()
-		if p.depth > maxDepth {
-			return nil, p.errorf("a less deeply nested expression")
+		if err := p.nest(); err != nil {
+			return nil, err
 		}
 		x, err := p.parseUnary()
 		if err != nil {

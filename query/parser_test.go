@@ -106,8 +106,9 @@ func TestDeepNestingIsAnErrorNotACrash(t *testing.T) {
 	}
 	_, err := Parse(deep + "1")
 	require.Error(t, err)
-	var se *SyntaxError
-	assert.True(t, errors.As(err, &se))
+	var le *LimitError
+	require.True(t, errors.As(err, &le))
+	assert.Equal(t, int64(MaxNesting), le.Max)
 }
 
 func TestTopKeepsAHeapOfN(t *testing.T) {

@@ -3,6 +3,7 @@ package query
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // ErrUnmergeable matches (errors.Is) the planner's *UnmergeableError for
@@ -101,7 +102,9 @@ func PlanFanOut(q *Query, params map[string]any) (*Plan, error) {
 				rq.Top = &Literal{Value: float64(p.Limit)}
 			} else {
 				rq.Offset = &Literal{Value: 0.0}
-				rq.Limit = &Literal{Value: float64(p.Offset + p.Limit)}
+				// Saturated: OFFSET and LIMIT each reach 2^31-1, their sum
+				// must still be a LIMIT the parser and Cosmos DB accept.
+				rq.Limit = &Literal{Value: float64(min(int64(p.Offset)+int64(p.Limit), math.MaxInt32))}
 			}
 		}
 	}
@@ -123,6 +126,7 @@ func PlanFanOut(q *Query, params map[string]any) (*Plan, error) {
 		}
 		rq.Star, rq.Value = false, true
 		rq.Items = []SelectItem{{X: &ObjectLit{Keys: []string{groupProp, aggProp}, Vals: []Expr{keys, partials}}}}
+		rq.OrderBy = nil // one row per group: an aggregate without GROUP BY orders nothing
 	case len(q.OrderBy) > 0:
 		p.Kind = OrderBy
 		var payload Expr
@@ -181,8 +185,14 @@ func PlanFanOut(q *Query, params map[string]any) (*Plan, error) {
 	}
 	p.Query = FormatQuery(&rq)
 	// The rewritten query must itself compile; a failure here is a bug in
-	// the planner, reported rather than hidden.
+	// the planner, reported rather than hidden, except at the edge of a
+	// limit: the rewrite adds a few levels, one AND (ORDER BY with SELECT
+	// VALUE) and one OR per MIN or MAX, so a query at the limit itself
+	// cannot be planned.
 	if _, err := Prepare(p.Query, params); err != nil {
+		if errors.Is(err, ErrLimit) {
+			return nil, fmt.Errorf("query: planned for many collections, the query exceeds a limit (it is within a few levels or operators of it): %w", err)
+		}
 		return nil, fmt.Errorf("query: planner produced an invalid query %q: %w", p.Query, err)
 	}
 	return p, nil

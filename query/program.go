@@ -57,7 +57,7 @@ func Compile(q *Query, params map[string]any) (*Program, error) {
 		}
 		norm[k] = n
 	}
-	p, err := compileQuery(q, norm, nil, true)
+	p, err := compileQuery(q, norm, &instant{}, nil, true)
 	if err != nil {
 		return nil, err
 	}
@@ -183,9 +183,9 @@ func rootIdent(e Expr) *Ident {
 	}
 }
 
-func compileQuery(q *Query, params map[string]any, outer *scope, top bool) (*program, error) {
+func compileQuery(q *Query, params map[string]any, clock *instant, outer *scope, top bool) (*program, error) {
 	p := &program{top: top, limit: -1, shape: projectionShape(q)}
-	c := &compiler{params: params}
+	c := &compiler{params: params, clock: clock}
 	s := &scope{parent: outer}
 	var err error
 	if q.From == nil {
@@ -256,8 +256,17 @@ func compileQuery(q *Query, params map[string]any, outer *scope, top bool) (*pro
 		}
 	}
 	if aggregated(q) {
-		if len(q.OrderBy) > 0 {
-			return nil, compileErr("ORDER BY cannot be combined with GROUP BY or aggregates")
+		if len(q.OrderBy) > 0 && len(q.GroupBy) > 0 {
+			return nil, compileErr("ORDER BY cannot be combined with GROUP BY")
+		}
+		// Aggregates without GROUP BY give one row: ORDER BY orders
+		// nothing, and Cosmos DB answers the aggregate
+		// (SELECT VALUE COUNT(r.key) FROM r ORDER BY r.key). Its
+		// expressions must still compile.
+		for _, o := range q.OrderBy {
+			if _, err := c.expr(o.X, s); err != nil {
+				return nil, err
+			}
 		}
 		if q.Star {
 			return nil, compileErr("SELECT * cannot be combined with GROUP BY")
@@ -272,7 +281,7 @@ func compileQuery(q *Query, params map[string]any, outer *scope, top bool) (*pro
 			}
 			p.groupBy = append(p.groupBy, fn)
 		}
-		gc := &compiler{params: params, grouped: true, aggs: &p.aggs}
+		gc := &compiler{params: params, clock: clock, grouped: true, aggs: &p.aggs}
 		for _, g := range q.GroupBy {
 			gc.groupKeys = append(gc.groupKeys, Format(g))
 		}
@@ -386,11 +395,11 @@ func (p *program) joinRows(fr *frame, j int, emit func(*frame) bool) bool {
 // runTop runs a whole query over documents, writing results as JSON with
 // rw when it is not nil (see pipeline). A panic while evaluating (a bug in
 // the engine) is returned as an error rather than crashing the store that
-// runs the query.
+// runs the query; so is a limit's typed error (StringTooLongError).
 func (p *program) runTop(ctx context.Context, docs iter.Seq[Doc], rw *rowWriter, out func(v any, raw []byte) bool) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("query: internal error while evaluating the query: %v", r)
+			err = evalError(r)
 		}
 	}()
 	var ctxErr error

@@ -447,6 +447,9 @@ func (m *aggregateMerger) compute(ctx context.Context) error {
 		}
 	}
 	res := mg.Results()
+	if err := mg.Err(); err != nil {
+		return fmt.Errorf("router: merging the aggregates: %w", err)
+	}
 	if m.plan.Distinct {
 		df := query.NewDistinctFilter()
 		kept := res[:0]

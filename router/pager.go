@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
@@ -102,9 +103,10 @@ type Pager struct {
 	sched *scheduler
 	m     merger
 
-	offLeft, limLeft int // OFFSET still to skip, LIMIT still to give (-1: none)
-	skipEmit         int // results given before the token (recomputing mergers)
-	emitted          int // results given, counting from the query's start
+	clock            int64 // the instant the query's clock functions read (Unix ns), or 0
+	offLeft, limLeft int   // OFFSET still to skip, LIMIT still to give (-1: none)
+	skipEmit         int   // results given before the token (recomputing mergers)
+	emitted          int   // results given, counting from the query's start
 }
 
 // NewQueryPager prepares a query over the database's collections. It does
@@ -180,20 +182,28 @@ func (p *Pager) setup() error {
 	if err != nil {
 		return fmt.Errorf("router: %w", err)
 	}
-	if p.plan, err = query.PlanFanOut(parsed, params); err != nil {
-		return fmt.Errorf("router: %w", err)
-	}
 	links, scope, err := e.pl.forQuery(p.opts.PartitionKey)
 	if err != nil {
 		return err
+	}
+	if p.bind, err = binding(e.link, p.q, keyText(p.opts.PartitionKey)); err != nil {
+		return err
+	}
+	if query.ReadsClock(parsed) {
+		// One instant per query, written into the text every collection
+		// runs and into the continuation token, so every collection and
+		// every page reads the same time.
+		if err := p.bindClock(parsed, links); err != nil {
+			return err
+		}
+	}
+	if p.plan, err = query.PlanFanOut(parsed, params); err != nil {
+		return fmt.Errorf("router: %w", err)
 	}
 	if p.plan.SingleCollection && len(links) > 1 {
 		links = links[:1]
 	}
 	p.links = links
-	if p.bind, err = binding(e.link, p.q, keyText(p.opts.PartitionKey)); err != nil {
-		return err
-	}
 	p.lh = linksHash(links)
 	width := len(links)
 	maxBuf := p.opts.MaxBufferedItemCount
@@ -213,6 +223,28 @@ func (p *Pager) setup() error {
 	if p.opts.Continuation != "" {
 		return p.resume(p.opts.Continuation)
 	}
+	return nil
+}
+
+// bindClock fixes the instant the query's clock functions read: now, or
+// the one recorded in the continuation token being resumed.
+func (p *Pager) bindClock(parsed *query.Query, links []string) error {
+	p.clock = time.Now().UnixNano()
+	if p.opts.Continuation != "" {
+		if len(links) > 1 {
+			// A query without FROM runs on one collection: which one
+			// depends on the plan, but its token records one either way.
+			if parsed.From == nil {
+				links = links[:1]
+			}
+		}
+		t, err := decodeToken(p.opts.Continuation, p.bind, linksHash(links), len(links))
+		if err != nil {
+			return err
+		}
+		p.clock = t.clock
+	}
+	query.BindClock(parsed, time.Unix(0, p.clock).UTC())
 	return nil
 }
 
@@ -363,7 +395,7 @@ func (p *Pager) finished() bool { return p.limLeft == 0 || p.m.done() }
 
 // token writes the pager's position.
 func (p *Pager) token() string {
-	t := tokenState{mode: p.m.mode(), offLeft: p.offLeft, limLeft: p.limLeft, emitted: p.emitted}
+	t := tokenState{mode: p.m.mode(), offLeft: p.offLeft, limLeft: p.limLeft, emitted: p.emitted, clock: p.clock}
 	t.srcs = make([]srcState, len(p.sched.srcs))
 	for i, src := range p.sched.srcs {
 		switch {

@@ -498,3 +498,42 @@ func (h *holding) Query(ctx context.Context, l string, q store.Query, o *store.Q
 	<-h.release
 	return h.Store.Query(ctx, l, q, o)
 }
+
+// TestQueryClockOneInstant: a query's clock functions read one instant
+// across every collection and every page, continuation tokens included
+// (the router binds the time once and records it in the token).
+func TestQueryClockOneInstant(t *testing.T) {
+	c := setup(t, 4, nil, &router.Options{MaxDegreeOfParallelism: -1})
+	addUsers(t, c, 40, func(i int) string { return fmt.Sprint("u", i) })
+	for _, text := range []string{
+		"SELECT c.id, GetCurrentDateTime() AS t FROM c",
+		"SELECT c.id, GetCurrentTicks() AS t FROM c ORDER BY c.id",
+		"SELECT c.id, GetCurrentTimestampStatic() AS t FROM c WHERE c.age < GetCurrentTimestamp() ORDER BY c.age, c.id",
+	} {
+		seen := map[string]bool{}
+		n := 0
+		tok := ""
+		for {
+			p := c.NewQueryPager(db, store.Query{Text: text}, &router.QueryOptions{PageSize: 7, Continuation: tok})
+			page, err := p.NextPage(ctx)
+			require.NoError(t, err, text)
+			for _, it := range page.Items {
+				var row struct {
+					T any `json:"t"`
+				}
+				require.NoError(t, json.Unmarshal(it, &row))
+				seen[fmt.Sprint(row.T)] = true
+				n++
+			}
+			if tok = page.Continuation; tok == "" {
+				break
+			}
+			time.Sleep(time.Millisecond) // a later page runs later
+		}
+		all, err := c.Query(ctx, db, store.Query{Text: text}, nil)
+		require.NoError(t, err)
+		assert.Len(t, all, n, text)
+		assert.Greater(t, n, 30, text)
+		assert.Len(t, seen, 1, "%s: one instant for the whole query, got %v", text, seen)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -35,12 +36,14 @@ import (
 // a row, 1: finished, 2: failed) and for "at a row" the store continuation
 // of the page holding the row (length, bytes), the page size it was
 // fetched with and the row's index in that page; then the number of distinct-run hashes and the hashes
-// (8 bytes each, big-endian).
+// (8 bytes each, big-endian); then, as a varint, the instant the query's
+// clock functions read (Unix nanoseconds; 0 when it reads none), so a
+// resumed query reads the time its first page read.
 //
 // The checksum catches corruption; the binding and the links hash tell a
 // token of another query from one whose database changed its collections.
 // Neither is a secret: a token is a position, not a credential.
-const tokenVersion = 2
+const tokenVersion = 3
 
 const (
 	srcAt byte = iota
@@ -62,6 +65,7 @@ type tokenState struct {
 	emitted int
 	srcs    []srcState
 	run     []uint64
+	clock   int64
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -141,7 +145,7 @@ func (t *tokenState) body() []byte {
 	for _, h := range t.run {
 		body = binary.BigEndian.AppendUint64(body, h)
 	}
-	return body
+	return binary.AppendVarint(body, t.clock)
 }
 
 // seal wraps a body (compressed when flags has bit 0) in the token's
@@ -222,6 +226,7 @@ func decodeToken(s string, bind [8]byte, lh uint32, width int) (*tokenState, err
 	for i := 0; i < nrun && d.err == nil; i++ {
 		t.run = append(t.run, binary.BigEndian.Uint64(d.bytes(8)))
 	}
+	t.clock = d.varint()
 	if d.err != nil || len(d.b) != 0 {
 		return nil, badToken("malformed state")
 	}
@@ -246,6 +251,21 @@ func (d *tokenReader) fail() {
 
 func (d *tokenReader) uint() uint64 {
 	v, n := binary.Uvarint(d.b)
+	if v > math.MaxInt64 {
+		d.fail()
+		return 0
+	}
+	return uint64(d.took(n, int64(v)))
+}
+
+func (d *tokenReader) varint() int64 {
+	v, n := binary.Varint(d.b)
+	return d.took(n, v)
+}
+
+// took consumes the n bytes a varint read took and returns v, or fails
+// (returning 0) when the read failed (n <= 0).
+func (d *tokenReader) took(n int, v int64) int64 {
 	if n <= 0 {
 		d.fail()
 		return 0

@@ -600,6 +600,14 @@ func stripSystem(v any) any {
 
 var strs = []string{"apple", "Banana", "cherry", "apple pie", "", "zebra", "42"}
 
+// dates are the values of t: ISO 8601 in Cosmos DB's form and shorter,
+// month ends, a leap day, and strings that are not dates.
+var dates = []string{"2024-01-31T10:00:00.0000000Z", "2024-02-29T23:59:59.9999999Z", "2023-12-31",
+	"2024-03-01T00:00:00Z", "2024-01-01T00:00:00.5Z", "1969-12-31T23:59:59Z", "not a date", "2024-13-01"}
+
+// square is a GeoJSON polygon around part of the documents' locations.
+const square = `{"type": "Polygon", "coordinates": [[[-1, -1], [1, -1], [1, 1], [-1, 1], [-1, -1]]]}`
+
 // GenerateDocs returns n documents keyed by /pk (40 values, "k00".."k39")
 // with unique ids and fields of mixed types, each sometimes missing: n
 // (numbers, mostly, and null, booleans, strings, arrays), s (strings), g
@@ -645,6 +653,12 @@ func GenerateDocs(rng *rand.Rand, n int) []map[string]any {
 		}
 		if rng.IntN(2) == 0 {
 			m["o"] = map[string]any{"x": float64(rng.IntN(10)) / 2}
+		}
+		if rng.IntN(4) != 0 {
+			m["t"] = dates[rng.IntN(len(dates))]
+		}
+		if rng.IntN(4) != 0 {
+			m["loc"] = map[string]any{"type": "Point", "coordinates": []any{float64(rng.IntN(9)-4) / 2, float64(rng.IntN(9)-4) / 2}}
 		}
 		out[i] = m
 	}
@@ -693,15 +707,26 @@ func (g *gen) predicate(depth int) string {
 		`c.s != "zebra"`, "IS_DEFINED(c.n)", "NOT IS_DEFINED(c.s)", "c.n BETWEEN 0 AND 10",
 		"c.s IN ('apple', 'cherry', 42)", "ARRAY_CONTAINS(c.tags, 't1')", "STARTSWITH(c.s, 'a')",
 		"c.b = true", "(c.n ?? 0) > 3", "c.o.x >= 1.5", "c.s LIKE 'a%'", "c.pk < 'k20'",
-		"EXISTS(SELECT VALUE t FROM t IN c.tags WHERE t = 't2')")
+		"EXISTS(SELECT VALUE t FROM t IN c.tags WHERE t = 't2')",
+		// Dates and times; the clock only where no document is near now.
+		`DateTimePart("m", c.t) = 2`, `DateTimeDiff("dd", c.t, "2024-03-01") > 10`,
+		`c.t < DateTimeAdd("dd", -30, GetCurrentDateTime())`, `DateTimeToTicks(c.t) < GetCurrentTicks()`,
+		`DateTimeBin(c.t, "dd", 7) = "2024-01-25T00:00:00.0000000Z"`, `TicksToDateTime(DateTimeToTicks(c.t)) > "2024"`,
+		// Spatial.
+		"ST_WITHIN(c.loc, "+square+")", `ST_DISTANCE(c.loc, {"type": "Point", "coordinates": [0, 0]}) < 120000`,
+		`ST_INTERSECTS(c.loc, {"type": "LineString", "coordinates": [[0, -2], [0, 2]]})`, "ST_ISVALID(c.loc)",
+		// String results.
+		`LENGTH(REPLICATE(c.s, 2000)) > 0`, `REPLACE(c.s, "a", "A") = "Apple"`)
 }
 
 // GenerateQuery returns a random query over GenerateDocs documents, with
 // its parameters, combining projections (*, VALUE, objects, JOIN), WHERE
 // (with parameters), ORDER BY (one to three keys over mixed types,
 // ASC/DESC), TOP, OFFSET/LIMIT (literals or parameters), DISTINCT, VALUE
-// and object aggregates, and GROUP BY with aggregates. Every query it
-// returns can be merged.
+// and object aggregates, GROUP BY with aggregates, and the date and time,
+// clock, spatial and string-building functions (the clock only where no
+// document's date is near now, so one collection and the fan-out agree
+// whenever they run). Every query it returns can be merged.
 func GenerateQuery(rng *rand.Rand) store.Query {
 	g := &gen{rng: rng}
 	text := g.query()
@@ -725,7 +750,7 @@ func (g *gen) query() string {
 	case 1:
 		return fmt.Sprintf("SELECT %s AS a, %s AS b%s%s", pick(rng, aggs...), pick(rng, aggs...), from, where)
 	case 2:
-		key := pick(rng, "c.g", "c.b", "c.s", "c.o.x", "c.n")
+		key := pick(rng, "c.g", "c.b", "c.s", "c.o.x", "c.n", `DateTimePart("m", c.t)`, `DateTimeBin(c.t, "dd", 30)`, "ST_WITHIN(c.loc, "+square+")")
 		top, tail := "", ""
 		switch rng.IntN(5) {
 		case 0:
@@ -779,7 +804,9 @@ func (g *gen) query() string {
 	case rng.IntN(4) == 0:
 		b.WriteString("*")
 	case rng.IntN(3) == 0:
-		b.WriteString("VALUE " + pick(rng, "c.id", "c.n", "c.s", "c.o", "c.n + 1", "UPPER(c.s)", "[c.n, c.g]"))
+		b.WriteString("VALUE " + pick(rng, "c.id", "c.n", "c.s", "c.o", "c.n + 1", "UPPER(c.s)", "[c.n, c.g]",
+			`DateTimeAdd("mm", 1, c.t)`, `[DateTimeToTimestamp(c.t), DateTimePart("ns", c.t)]`,
+			`ST_DISTANCE(c.loc, {"type": "Point", "coordinates": [1, 1]})`, `ST_ISVALIDDETAILED(c.loc)`, `REPLICATE(c.s, 3)`))
 	default:
 		b.WriteString(pick(rng, "c.id, c.n", "c.id, c.s, c.g", "c.n AS num, c.tags", "c.id, c.o.x AS x, c.b", "c.s, c.id"))
 	}

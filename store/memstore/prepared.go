@@ -33,6 +33,11 @@ type prepared struct {
 	// as the scan goes (see stream). 0 until known, then 1 no, 2 yes.
 	streams  atomic.Int32
 	compiled atomic.Pointer[plan] // without parameters, once compiled
+	// clock: the query reads the clock (GetCurrentDateTime...), which a
+	// program fixes when it is compiled: such a query is compiled for
+	// every run, as one program (not split for lazy projection), so one
+	// run reads one instant.
+	clock bool
 }
 
 // plan is a query compiled with its parameters.
@@ -94,11 +99,13 @@ func (c *programs) prepare(text string, params map[string]any) (*plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		p = &prepared{text: text, tree: tree}
-		p.keys, p.page = splitOrderBy(text, tree)
+		p = &prepared{text: text, tree: tree, clock: query.ReadsClock(tree)}
+		if !p.clock {
+			p.keys, p.page = splitOrderBy(text, tree)
+		}
 		c.put(p)
 	}
-	if len(params) == 0 {
+	if len(params) == 0 && !p.clock {
 		if pl := p.compiled.Load(); pl != nil {
 			return pl, nil
 		}
@@ -125,7 +132,7 @@ func (c *programs) prepare(text string, params map[string]any) (*plan, error) {
 			pl.keys, pl.page = keys, page
 		}
 	}
-	if len(params) == 0 {
+	if len(params) == 0 && !p.clock {
 		p.compiled.Store(pl)
 	}
 	return pl, nil

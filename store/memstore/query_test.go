@@ -467,3 +467,20 @@ func TestStreamedTokensReused(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, "102", string(page.Items[0]))
 }
+
+// TestQueryStringLimit: a query whose string function would exceed
+// query.MaxStringBytes is a bad request that says so, and the store goes on
+// answering.
+func TestQueryStringLimit(t *testing.T) {
+	s := New(nil)
+	l := newColl(t, s, nil)
+	_, err := s.Create(ctx, l, []byte(`{"id":"a","s":"ab"}`), nil)
+	require.NoError(t, err)
+	_, err = s.Query(ctx, l, store.Query{Text: `SELECT VALUE REPLACE(REPLICATE("a", 10000), "a", REPLICATE("b", 10000)) FROM c`}, nil)
+	require.ErrorIs(t, err, store.ErrBadRequest)
+	require.ErrorIs(t, err, query.ErrStringTooLong)
+	page, err := s.Query(ctx, l, store.Query{Text: `SELECT VALUE REPLACE(c.s, "b", "c") FROM c`}, nil)
+	require.NoError(t, err)
+	require.Len(t, page.Items, 1)
+	assert.JSONEq(t, `"ac"`, string(page.Items[0]))
+}

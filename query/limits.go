@@ -1,0 +1,131 @@
+package query
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The limits a query is checked against before any work is done, as Cosmos
+// DB documents them where it does (concepts-limits, "SQL query limits"): the
+// text's length, the ANDs and ORs of a query and the arguments of an IN.
+// Cosmos DB documents no depth; MaxDepth bounds how deep the engine's
+// recursive passes (compile, format, plan) go, so a hostile query is refused
+// with an error instead of exhausting the stack.
+const (
+	// MaxQueryBytes is the longest query text Parse reads (Cosmos DB: 512 KB).
+	MaxQueryBytes = 512 << 10
+	// MaxDepth is the deepest expression tree Parse accepts: the longest
+	// path from a clause to a leaf, where every operator of a chain
+	// (a + b + c, a AND b AND c, c.a.b.c, c[0][1]) counts as a level.
+	MaxDepth = 4096
+	// MaxNesting is how deeply brackets, calls, constructors and subqueries
+	// may nest.
+	MaxNesting = 200
+	// MaxAnds and MaxOrs are the most AND and OR operators in one query,
+	// subqueries included (Cosmos DB: 2000 each).
+	MaxAnds = 2000
+	MaxOrs  = 2000
+	// MaxInList is the most values one IN list holds (Cosmos DB: 6000).
+	MaxInList = 6000
+	// DefaultMemoryBudget is the most memory, in bytes as the engine
+	// estimates it, one query's GROUP BY groups, DISTINCT set or ORDER BY
+	// rows may hold at once before it fails with a *LimitError. Each
+	// grouping, deduplicating or sorting step has its own budget.
+	DefaultMemoryBudget = 128 << 20
+)
+
+// ErrLimit matches (errors.Is) every *LimitError.
+var ErrLimit = errors.New("query: limit exceeded")
+
+// LimitError is a query refused because it exceeds one of the engine's
+// limits: at parse time (text, depth, nesting, ANDs, ORs, IN list) or while
+// running (memory). It matches ErrLimit with errors.Is.
+type LimitError struct {
+	Limit string // what is limited, e.g. "query text bytes", "IN list length"
+	Max   int64  // the limit
+	Got   int64  // what the query has or needs (at least); 0 when unknown
+	Pos   int    // byte offset in the query text where it was found; -1 when none
+}
+
+// Error implements error.
+func (e *LimitError) Error() string {
+	at := ""
+	if e.Pos >= 0 {
+		at = fmt.Sprintf(" at byte %d", e.Pos)
+	}
+	if e.Got > 0 {
+		return fmt.Sprintf("%v: %s is %d%s, the limit is %d", ErrLimit, e.Limit, e.Got, at, e.Max)
+	}
+	return fmt.Sprintf("%v: %s exceeds %d%s", ErrLimit, e.Limit, e.Max, at)
+}
+
+// Is reports whether target is ErrLimit.
+func (e *LimitError) Is(target error) bool { return target == ErrLimit }
+
+// checkDepth walks the tree of q without recursion and refuses it when an
+// expression is deeper than MaxDepth. It costs one pass over the tree.
+func checkDepth(q *Query) error {
+	type item struct {
+		n     any // Expr or *Query
+		depth int
+	}
+	stack := []item{{q, 0}}
+	push := func(d int, es ...Expr) {
+		for _, e := range es {
+			if e != nil {
+				stack = append(stack, item{e, d})
+			}
+		}
+	}
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if it.depth > MaxDepth {
+			return &LimitError{Limit: "expression depth", Max: MaxDepth, Pos: -1}
+		}
+		d := it.depth + 1
+		switch n := it.n.(type) {
+		case *Query:
+			push(d, n.Top, n.Where, n.Offset, n.Limit)
+			for _, s := range n.Items {
+				push(d, s.X)
+			}
+			if n.From != nil {
+				push(d, n.From.Source)
+			}
+			for _, j := range n.Joins {
+				push(d, j.Source)
+			}
+			push(d, n.GroupBy...)
+			for _, o := range n.OrderBy {
+				push(d, o.X)
+			}
+		case *Member:
+			push(d, n.X)
+		case *Index:
+			push(d, n.X, n.Index)
+		case *Unary:
+			push(d, n.X)
+		case *Binary:
+			push(d, n.L, n.R)
+		case *Between:
+			push(d, n.X, n.Low, n.High)
+		case *In:
+			push(d, n.X)
+			push(d, n.List...)
+		case *Like:
+			push(d, n.X, n.Pattern, n.Escape)
+		case *Ternary:
+			push(d, n.Cond, n.Then, n.Else)
+		case *Call:
+			push(d, n.Args...)
+		case *ArrayLit:
+			push(d, n.Elems...)
+		case *ObjectLit:
+			push(d, n.Vals...)
+		case *Subquery:
+			stack = append(stack, item{n.Q, d})
+		}
+	}
+	return nil
+}
