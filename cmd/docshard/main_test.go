@@ -76,6 +76,12 @@ func TestPlan(t *testing.T) {
 	assert.Regexp(t, `moved: \d+ of 20000 keys \(2\d\.\d\d%\)`, out, "about a quarter of the keys move to the fourth collection")
 	assert.Regexp(t, `exact, from the rings' points: largest 1\.\d\d× the mean now, 1\.\d\d× next; 2\d\.\d\d% of the hash space moves`, out)
 
+	// The balanced strategy: exact figures within its 8% band.
+	balanced := writeFile(t, dir, "balanced.json", `{"kind":"hash","strategy":"balanced","partitionKey":"/userId","collections":["dbs/app/colls/users0","dbs/app/colls/users1","dbs/app/colls/users2","dbs/app/colls/users3"]}`)
+	code, out, errOut = runCLI(t, "", "plan", "-c", cfg, "--next", balanced, "--keys", "20000")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `exact, from the rings' points: largest 1\.\d\d× the mean now, 1\.0\d× next; \d\d\.\d\d% of the hash space moves; smallest 0\.\d\d× the mean now, (0\.9[2-9]|1\.00)× next`, out)
+
 	// Rings of different flavours compare only by the sample.
 	murmur := writeFile(t, dir, "murmur.json", `{"kind":"hash","hash":"murmur3","partitionKey":"/userId","collections":["dbs/app/colls/users0","dbs/app/colls/users1"]}`)
 	code, out, errOut = runCLI(t, "", "plan", "-c", cfg, "--next", murmur, "--keys", "1000")
