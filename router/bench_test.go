@@ -21,6 +21,7 @@ import (
 //	go test -run '^$' -bench 'PointOps' -benchmem -count 5 ./router
 //	go test -run '^$' -bench 'FanOut32' -benchmem ./router
 //	go test -run '^$' -bench 'OrderBy100K' -benchmem -benchtime 3x ./router
+//	go test -run '^$' -bench 'FanOut128' -benchmem -count 6 ./router
 
 func benchDoc(i int) []byte {
 	return []byte(fmt.Sprintf(`{"id":"%d","userId":"user-%d","name":"User %d","age":%d,"notes":%q}`, i, i, i, i%90, strings.Repeat("lorem ipsum ", 70)))
@@ -288,6 +289,90 @@ func BenchmarkFanOut32(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkFanOut128 runs ORDER BY + TOP 100 over 100,000 documents held
+// in 128 collections (and in 32) on the embedded store, against the same
+// query over one collection holding every document (through the router,
+// and on the store directly). Besides wall time it reports the process's
+// CPU per query (cpu-ms/op: every goroutine, the store's included), the
+// steadier figure on a busy host. Each collection must scan its own
+// documents whatever the router does; what fan-out adds is what each
+// collection returns and the router decodes and merges.
+func BenchmarkFanOut128(b *testing.B) {
+	const docs = 100_000
+	mem := memstore.New(nil)
+	defer mem.Close()
+	wide := map[int]*router.Client{}
+	for _, n := range []int{32, 128} {
+		wide[n] = router.New(mem, nil)
+		ls := make([]string, n)
+		for i := range ls {
+			ls[i] = fmt.Sprintf("dbs/w%d/colls/c%d", n, i)
+		}
+		if err := wide[n].Register(fmt.Sprint("dbs/w", n), ringOf(b, ls)); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := wide[n].EnsureCollections(ctx, fmt.Sprint("dbs/w", n), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	one := router.New(mem, nil)
+	if err := one.Register("dbs/one", ringOf(b, []string{"dbs/one/colls/all"})); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := one.EnsureCollections(ctx, "dbs/one", nil); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < docs; i++ {
+		d := orderByDoc(i)
+		for _, c := range []*router.Client{one, wide[32], wide[128]} {
+			if _, err := c.Create(ctx, c.Databases()[0], d, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	text := "SELECT TOP 100 c.id, c.score FROM c ORDER BY c.score DESC, c.id"
+	q := store.Query{Text: text}
+	cpu := func(b *testing.B, run func()) {
+		run() // the store decodes documents on their first query
+		start, ok := processCPU()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			run()
+		}
+		b.StopTimer()
+		if end, ok2 := processCPU(); ok && ok2 {
+			b.ReportMetric(float64((end-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+		}
+	}
+	b.Run("one-collection-store", func(b *testing.B) {
+		plan, err := query.PlanFanOut(must(query.Parse(text)), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu(b, func() {
+			page, err := mem.Query(ctx, "dbs/one/colls/all", store.Query{Text: plan.Query}, &store.QueryOptions{PageSize: -1})
+			if err != nil || len(page.Items) != 100 {
+				b.Fatal(err)
+			}
+		})
+	})
+	for _, tc := range []struct {
+		name string
+		c    *router.Client
+	}{{"one-collection", one}, {"32-collections", wide[32]}, {"128-collections", wide[128]}} {
+		b.Run(tc.name, func(b *testing.B) {
+			dbl := tc.c.Databases()[0]
+			cpu(b, func() {
+				items, err := tc.c.Query(ctx, dbl, q, &router.QueryOptions{PageSize: -1})
+				if err != nil || len(items) != 100 {
+					b.Fatal(len(items), err)
+				}
+			})
+		})
 	}
 }
 
