@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
 
@@ -29,6 +30,11 @@ type scheduler struct {
 	maxBuf  int // rows held and reserved, at most
 	reqSize int // rows asked for per fetch
 
+	// probe, when probeK > 0, is sq with its TOP (or LIMIT) cut to probeK:
+	// what each collection runs first. See probeFor.
+	probe  store.Query
+	probeK int
+
 	srcs     []*source
 	ctx      context.Context // of the NextPage running, for the fetches it starts
 	results  chan *fetched
@@ -51,9 +57,13 @@ type source struct {
 	end       bool     // no page after the last one fetched
 	skip      int      // rows of the next page fetched to skip (resume)
 	size      int      // page size of the next fetch, if above the pager's (resume)
-	pending   bool
-	reserved  int
-	failed    error
+	// probing: the next fetch runs the scheduler's probe; lazy: the probe
+	// came back full, so the rest of the collection's rows are fetched
+	// only when the merge needs them, never read ahead.
+	probing, lazy bool
+	pending       bool
+	reserved      int
+	failed        error
 }
 
 // fetched is one page from a collection, decoded for the merge by the
@@ -62,7 +72,8 @@ type fetched struct {
 	src        int
 	ctx        context.Context
 	tok, after string
-	size       int // the page size asked for
+	size       int       // the page size asked for
+	then       *srcState // the position past the last row, if not after's
 	n          int
 	rows       []json.RawMessage // what the user sees; nil entry: no result
 	keys       [][]any           // ordered merge: sort keys
@@ -129,6 +140,9 @@ func (s *scheduler) consume(src *source) rowRef {
 
 // after is the position past the last row of a page.
 func after(f *fetched) srcState {
+	if f.then != nil {
+		return *f.then
+	}
 	if f.after == "" {
 		return srcState{state: srcDone}
 	}
@@ -174,7 +188,7 @@ func (s *scheduler) dispatch() {
 		src := s.m.needed()
 		if src == nil {
 			for _, x := range s.srcs {
-				if s.fetchable(x) && s.rows+s.reserved+s.sizeFor(x) <= s.maxBuf {
+				if s.fetchable(x) && !x.lazy && s.rows+s.reserved+s.sizeFor(x) <= s.maxBuf {
 					src = x
 					break
 				}
@@ -188,18 +202,22 @@ func (s *scheduler) dispatch() {
 }
 
 func (s *scheduler) start(src *source) {
-	size := s.sizeFor(src)
+	size, q := s.sizeFor(src), s.sq
+	if src.probing {
+		size, q = s.probeK, s.probe
+	}
+	src.lazy = false
 	src.pending, src.reserved = true, size
 	s.reserved += size
 	s.peak = max(s.peak, s.rows+s.reserved)
 	s.inflight++
-	go s.fetch(s.ctx, src.idx, src.link, src.nextTok, size)
+	go s.fetch(s.ctx, q, src.idx, src.link, src.nextTok, size)
 }
 
 // fetch runs in its own goroutine: one store call (retried by the client's
 // store when throttled) and the decoding of its rows. A panic in either is
 // the collection's error, not the process's end.
-func (s *scheduler) fetch(ctx context.Context, idx int, l, tok string, size int) {
+func (s *scheduler) fetch(ctx context.Context, q store.Query, idx int, l, tok string, size int) {
 	f := &fetched{src: idx, ctx: ctx, tok: tok, size: size}
 	defer func() {
 		if r := recover(); r != nil {
@@ -207,7 +225,7 @@ func (s *scheduler) fetch(ctx context.Context, idx int, l, tok string, size int)
 		}
 		s.results <- f // buffered for every source: never blocks
 	}()
-	page, err := s.st.Query(ctx, l, s.sq, &store.QueryOptions{PartitionKey: s.scope, PageSize: size, Continuation: tok})
+	page, err := s.st.Query(ctx, l, q, &store.QueryOptions{PartitionKey: s.scope, PageSize: size, Continuation: tok})
 	if err != nil {
 		f.err = err
 		return
@@ -280,9 +298,27 @@ func (s *scheduler) receive(ctx context.Context, f *fetched) error {
 	skip := src.skip
 	src.skip, src.size = 0, 0
 	if skip > f.n {
-		return badToken("%s returned %d rows where the token skips %d: the collection changed since the token was issued", src.link, f.n, skip)
+		if f.after == "" {
+			return badToken("%s returned %d rows where the token skips %d: the collection changed since the token was issued", src.link, f.n, skip)
+		}
+		// A page shorter than the rows to skip (a store may cut pages by
+		// bytes, or at will): skip on into the next one. The position
+		// recorded for tokens stays the one being skipped from.
+		src.nextTok, src.skip = f.after, skip-f.n
+		return nil
 	}
 	src.nextTok, src.end = f.after, f.after == ""
+	if src.probing {
+		src.probing = false
+		if f.n >= s.probeK || f.after != "" {
+			// The probe may have cut the answer short: the rest comes from
+			// the full query, run from its start past the rows the probe
+			// gave, when the merge needs it (a token written meanwhile
+			// records the same).
+			f.then = &srcState{state: srcAt, skip: f.n}
+			src.nextTok, src.end, src.lazy, src.skip = "", false, true, f.n
+		}
+	}
 	if skip == f.n { // nothing left in this page
 		if src.cur == nil {
 			src.pos = after(f)
@@ -319,5 +355,43 @@ func (s *scheduler) restore(src *source, st srcState) {
 		src.pos, src.nextTok, src.skip, src.size = st, st.tok, st.skip, st.size
 	case srcDone:
 		src.pos, src.end = st, true
+	}
+}
+
+// probeFor sets up probing, when it pays: an ORDER BY whose merge gives
+// at most limit rows (TOP, or OFFSET + LIMIT) over many collections needs
+// only a few rows from most of them, yet each collection asked for the
+// query as written computes, writes and returns up to limit rows of its
+// own. Each collection is first asked for the same query cut to a few
+// rows (twice an even share of limit and four more, at most a page of the
+// budget); only a collection whose probe came back full is asked for the
+// rest (the full query, past the rows the probe gave), and only when the
+// merge reaches its last probed row. This relies on a collection giving
+// equal sort keys in the same order whatever the query's TOP, as the
+// embedded store and Cosmos DB do. It costs one parse and format of the
+// query text; a query it cannot rewrite runs as written.
+func (s *scheduler) probeFor(limit int) {
+	n := len(s.srcs)
+	k := min(2*((limit+n-1)/n)+4, s.reqSize)
+	if n < 2 || k >= limit {
+		return
+	}
+	q, err := query.Parse(s.sq.Text)
+	if err != nil {
+		return
+	}
+	cut := &query.Literal{Value: float64(k)}
+	switch {
+	case q.Top != nil:
+		q.Top = cut
+	case q.Limit != nil:
+		q.Limit = cut // the plan's OFFSET is 0: the merge applies the query's
+	default:
+		return
+	}
+	s.probe = store.Query{Text: query.FormatQuery(q), Parameters: s.sq.Parameters}
+	s.probeK = k
+	for _, src := range s.srcs {
+		src.probing = true
 	}
 }

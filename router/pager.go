@@ -218,6 +218,9 @@ func (p *Pager) setup() error {
 	s.scope, s.partial = scope, p.opts.PartialResults
 	s.budget(parallelism(p.opts.MaxDegreeOfParallelism, width), maxBuf)
 	s.m = newMerger(p.plan, len(parsed.OrderBy), s)
+	if p.plan.Kind == query.OrderBy && !p.plan.Distinct && p.plan.Limit >= 0 && p.opts.Continuation == "" {
+		s.probeFor(min(p.plan.Offset+p.plan.Limit, math.MaxInt32))
+	}
 	p.sched, p.m = s, s.m
 	p.offLeft, p.limLeft = p.plan.Offset, p.plan.Limit
 	if p.opts.Continuation != "" {
