@@ -42,7 +42,9 @@
 // ORDER BY streams through a heap of one row per collection (Cosmos DB's
 // order across types, ties broken by collection so the merge is
 // deterministic), TOP and OFFSET/LIMIT are widened per collection and
-// applied once, aggregates and GROUP BY combine partial results (AVG from
+// applied once (with ORDER BY over many collections, each collection is
+// first probed for a few rows, twice an even share, and asked for the rest
+// only when the merge reaches the end of its probe), aggregates and GROUP BY combine partial results (AVG from
 // sums and counts), DISTINCT applies again after the merge. Store calls run
 // in parallel up to MaxDegreeOfParallelism (the zero value means the
 // client's default, automatic unless set; 1 is serial) and read ahead

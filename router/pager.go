@@ -114,7 +114,9 @@ type Pager struct {
 // merged, a bad continuation token) are returned by the first NextPage.
 // The fan-out and merge are planned by package query: ORDER BY merges
 // stream through a heap of one row per collection, TOP and OFFSET/LIMIT
-// are widened per collection and applied once here, aggregates and GROUP
+// are widened per collection and applied once here (with ORDER BY over
+// many collections, each is first asked for only a few rows, and for the
+// rest only when the merge reaches them), aggregates and GROUP
 // BY combine partial results, DISTINCT applies again after the merge.
 func (c *Client) NewQueryPager(dbLink string, q store.Query, opts *QueryOptions) *Pager {
 	p := &Pager{c: c, dbLink: dbLink, q: q, limLeft: -1, tokens: true}
