@@ -15,9 +15,10 @@ import (
 // emulator or a local test server; real accounts need none.
 const CAEnv = docshard.CAEnv
 
-// readOnlyLockWait is how long a read-only command waits for a process
-// that holds the store for writing before saying so.
-const readOnlyLockWait = time.Second
+// storeLockWait is how long a command waits for another process that holds
+// the durable store (for writing, or for a writer: for reading) before
+// saying which file and that another process holds it.
+const storeLockWait = time.Second
 
 // openStore opens the backend the configuration names (docshard.OpenStore),
 // noting on stderr when the embedded store is only in memory. readOnly
@@ -28,9 +29,6 @@ func openStore(cfg *config.Config, stderr io.Writer, readOnly bool) (store.Store
 	if (cfg.Store.Kind == config.StoreEmbedded || cfg.Store.Kind == "") && cfg.Store.Path == "" {
 		fmt.Fprintln(stderr, "docshard: note: store.path is empty, so the embedded store is in memory and its documents are gone when this command exits")
 	}
-	opts := &docshard.StoreOptions{ReadOnly: readOnly}
-	if readOnly {
-		opts.LockTimeout = readOnlyLockWait
-	}
+	opts := &docshard.StoreOptions{ReadOnly: readOnly, LockTimeout: storeLockWait}
 	return docshard.OpenStore(context.Background(), cfg.Store, opts)
 }
