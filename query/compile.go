@@ -15,6 +15,27 @@ func compileErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrCompile, fmt.Sprintf(format, args...))
 }
 
+// ungroupedError is a grouped SELECT reading the row outside GROUP BY and
+// the aggregates: Expr is the whole property path at fault (c.userId, not
+// c), so the message names what the user wrote.
+type ungroupedError struct{ expr string }
+
+func (e *ungroupedError) Error() string {
+	return fmt.Sprintf("%v: %s must appear in GROUP BY or inside an aggregate", ErrCompile, e.expr)
+}
+
+func (e *ungroupedError) Unwrap() error { return ErrCompile }
+
+// widenUngrouped names the property path e in an ungroupedError from its
+// operand; other errors pass unchanged.
+func widenUngrouped(e Expr, err error) error {
+	var ue *ungroupedError
+	if errors.As(err, &ue) {
+		return &ungroupedError{expr: Format(e)}
+	}
+	return err
+}
+
 // numberConstants are the names Cosmos DB reads as non-finite numbers.
 var numberConstants = map[string]any{"NaN": math.NaN(), "Infinity": math.Inf(1)}
 
@@ -92,7 +113,7 @@ func (c *compiler) expr(e Expr, s *scope) (evalFn, error) {
 		return func(*frame) any { return v }, nil
 	case *Ident:
 		if _, constant := numberConstants[n.Name]; c.grouped && !c.inAgg && !constant {
-			return nil, compileErr("%s must appear in GROUP BY or inside an aggregate", n.Name)
+			return nil, &ungroupedError{expr: n.Name}
 		}
 		depth, slot, ok := s.resolve(n.Name)
 		if !ok {
@@ -115,7 +136,7 @@ func (c *compiler) expr(e Expr, s *scope) (evalFn, error) {
 	case *Member:
 		x, err := c.expr(n.X, s)
 		if err != nil {
-			return nil, err
+			return nil, widenUngrouped(e, err)
 		}
 		name := n.Name
 		return func(f *frame) any {
@@ -129,7 +150,7 @@ func (c *compiler) expr(e Expr, s *scope) (evalFn, error) {
 	case *Index:
 		fns, err := c.exprs(s, n.X, n.Index)
 		if err != nil {
-			return nil, err
+			return nil, widenUngrouped(e, err)
 		}
 		x, idx := fns[0], fns[1]
 		return func(f *frame) any { return index(x(f), idx(f)) }, nil

@@ -98,7 +98,14 @@ func formatQuery(b *strings.Builder, q *Query) {
 // formatTest opens a test of x (BETWEEN, IN, LIKE): x, " NOT" when
 // negated, then word.
 func formatTest(b *strings.Builder, x Expr, not bool, word string) {
-	formatPrec(b, x, precCompare)
+	switch x.(type) {
+	case *Between, *In, *Like: // a test is no operand of another without brackets
+		b.WriteByte('(')
+		formatExpr(b, x)
+		b.WriteByte(')')
+	default:
+		formatPrec(b, x, precCompare)
+	}
 	if not {
 		b.WriteString(" NOT")
 	}
@@ -122,7 +129,7 @@ func isPlainName(s string) bool {
 		return false
 	}
 	for i, r := range s {
-		if !(r == '_' || r == '$' || unicode.IsLetter(r) || (i > 0 && unicode.IsDigit(r))) {
+		if !(r == '_' || unicode.IsLetter(r) || (i > 0 && unicode.IsDigit(r))) {
 			return false
 		}
 	}

@@ -427,6 +427,10 @@ func (p *parser) parseComparison() (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	// tested: l is an IN, BETWEEN or LIKE test, which Cosmos DB's grammar
+	// does not take as the operand of another test
+	// (1 BETWEEN 2 AND 3 BETWEEN 4 AND 5 is refused; brackets make it one).
+	tested := false
 	for {
 		t := p.peek()
 		if t.kind == tOp && comparisonOps[t.text] {
@@ -440,6 +444,7 @@ func (p *parser) parseComparison() (Expr, error) {
 				op = "!="
 			}
 			l = &Binary{Op: op, L: l, R: r}
+			tested = false
 			continue
 		}
 		not := false
@@ -450,6 +455,13 @@ func (p *parser) parseComparison() (Expr, error) {
 				not = true
 			}
 		}
+		if tested && (p.isKeyword("IN") || p.isKeyword("BETWEEN") || p.isKeyword("LIKE")) {
+			if not {
+				p.i--
+			}
+			return nil, p.errorf("brackets around the test before it (an IN, BETWEEN or LIKE test cannot be the operand of another)")
+		}
+		tested = true
 		switch {
 		case p.acceptKeyword("IN"):
 			if err := p.expectOp("("); err != nil {
