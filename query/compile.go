@@ -451,7 +451,7 @@ func (c *compiler) subquery(n *Subquery, s *scope) (evalFn, error) {
 	if c.grouped && !c.inAgg {
 		return nil, compileErr("a subquery in a grouped SELECT must be inside an aggregate")
 	}
-	sub, err := compileQuery(n.Q, c.params, c.clock, s, false)
+	sub, err := compileQuery(n.Q, c.params, c.clock, s, levelSub)
 	if err != nil {
 		return nil, err
 	}
@@ -562,19 +562,31 @@ func itemName(it SelectItem, pos int) string {
 	if it.Alias != "" {
 		return it.Alias
 	}
-	switch x := it.X.(type) {
+	if n, ok := inferredAlias(it.X); ok {
+		return n
+	}
+	return fmt.Sprintf("$%d", pos)
+}
+
+// inferredAlias is the name an expression gives what it reads when no
+// alias is written, in a SELECT item or a FROM or JOIN source: a name, or
+// a path's last property name (c.a.b: b, c["x y"]: x y); none (ok false)
+// for anything else (a subquery, a path ending in a number or parameter
+// index).
+func inferredAlias(x Expr) (name string, ok bool) {
+	switch n := x.(type) {
 	case *Member:
-		return x.Name
+		return n.Name, true
 	case *Ident:
-		return x.Name
+		return n.Name, true
 	case *Index:
-		if lit, ok := x.Index.(*Literal); ok {
+		if lit, ok := n.Index.(*Literal); ok {
 			if s, ok := lit.Value.(string); ok {
-				return s
+				return s, true
 			}
 		}
 	}
-	return fmt.Sprintf("$%d", pos)
+	return "", false
 }
 
 // itemNames names every SELECT item; unnamed expressions are $1, $2, ...

@@ -6,10 +6,17 @@
 // # Parsing and running (the store)
 //
 // Parse reads a query into a *Query (SELECT [DISTINCT] [TOP n] [VALUE] with
-// *, expressions, aliases and object/array constructors; FROM c [AS] x,
-// FROM x IN c.arr, JOIN x IN c.arr; WHERE; GROUP BY; ORDER BY with ASC/DESC;
-// OFFSET m LIMIT n; @parameters; EXISTS, ARRAY and scalar subqueries;
-// keywords in any case). A malformed query is a *SyntaxError with byte
+// *, expressions, aliases and object/array constructors; FROM and JOIN
+// sources as Cosmos DB's grammar has them: a path with an alias, given
+// (FROM c AS x, JOIN c.o AS o) or inferred (FROM c.id binds id), x IN a
+// path (FROM x IN c.arr, JOIN x IN c.arr), or a subquery (FROM (SELECT ...)
+// AS x, JOIN (SELECT VALUE t FROM t IN c.tags) AS t, x IN (SELECT ...));
+// WHERE; GROUP BY; ORDER BY with ASC/DESC; OFFSET m LIMIT n; @parameters;
+// EXISTS, ARRAY and scalar subqueries; keywords in any case). A FROM
+// subquery of the whole query ranges over the collection (SELECT VALUE
+// COUNT(1) FROM (SELECT DISTINCT VALUE c.k FROM c) counts distinct keys);
+// any other subquery is correlated: it ranges over the values of the row
+// that encloses it. A malformed query is a *SyntaxError with byte
 // offset, line, column, what was expected and what was found; nothing is
 // silently ignored. Compile binds parameters (Go JSON values: strings,
 // float64 or any integer type, json.Number, bool, nil, []any,
@@ -67,7 +74,11 @@
 // bounded buffering; the package's tests hold a reference merge built from
 // the same pieces and check it against one collection holding every
 // document. Shapes that cannot be merged exactly are an *UnmergeableError
-// naming the construct (errors.Is ErrUnmergeable). Partial SUM and AVG
+// naming the construct (errors.Is ErrUnmergeable): among them a FROM
+// subquery whose results depend on several documents (DISTINCT, TOP,
+// OFFSET/LIMIT, an aggregate or GROUP BY in it); one whose every result
+// comes from one document runs on each collection like a path, and JOIN
+// subqueries, which read one row, always merge. Partial SUM and AVG
 // values are added in another order than on one collection, so merged sums
 // may differ in the last bits, as Cosmos DB's own cross-partition
 // aggregates do.

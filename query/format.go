@@ -51,20 +51,10 @@ func formatQuery(b *strings.Builder, q *Query) {
 	}
 	if q.From != nil {
 		b.WriteString(" FROM ")
-		if q.From.In {
-			b.WriteString(q.From.Alias)
-			b.WriteString(" IN ")
-			formatExpr(b, q.From.Source)
-		} else {
-			formatExpr(b, q.From.Source)
-			b.WriteString(" AS ")
-			b.WriteString(q.From.Alias)
-		}
+		formatSource(b, q.From.Alias, q.From.Source, q.From.In)
 		for _, j := range q.Joins {
 			b.WriteString(" JOIN ")
-			b.WriteString(j.Alias)
-			b.WriteString(" IN ")
-			formatExpr(b, j.Source)
+			formatSource(b, j.Alias, j.Source, j.In)
 		}
 	}
 	if q.Where != nil {
@@ -92,6 +82,22 @@ func formatQuery(b *strings.Builder, q *Query) {
 		formatExpr(b, q.Offset)
 		b.WriteString(" LIMIT ")
 		formatExpr(b, q.Limit)
+	}
+}
+
+// formatSource writes a FROM or JOIN source: "alias IN src", or "src AS
+// alias" ("src" alone when the rows have no name).
+func formatSource(b *strings.Builder, alias string, src Expr, in bool) {
+	if in {
+		b.WriteString(alias)
+		b.WriteString(" IN ")
+		formatExpr(b, src)
+		return
+	}
+	formatExpr(b, src)
+	if alias != "" {
+		b.WriteString(" AS ")
+		b.WriteString(alias)
 	}
 }
 
@@ -284,7 +290,7 @@ func formatPrec(b *strings.Builder, e Expr, min int) {
 		}
 		b.WriteByte('}')
 	case *Subquery:
-		if n.Kind != "SCALAR" {
+		if n.Kind != "SCALAR" && n.Kind != "FROM" {
 			b.WriteString(n.Kind)
 		}
 		b.WriteByte('(')

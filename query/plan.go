@@ -93,6 +93,9 @@ func PlanFanOut(q *Query, params map[string]any) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkFromSubquery(q, prog.p.grouped || len(q.OrderBy) > 0); err != nil {
+		return nil, err
+	}
 	p := &Plan{Distinct: q.Distinct, Offset: prog.p.offset, Limit: prog.p.limit, SingleCollection: q.From == nil, shape: prog.p.shape}
 	rq := *q // shallow copy: the clauses replaced below are new values
 	rq.Distinct, rq.Top, rq.Offset, rq.Limit = false, nil, nil, nil
@@ -132,7 +135,14 @@ func PlanFanOut(q *Query, params map[string]any) (*Plan, error) {
 		var payload Expr
 		switch {
 		case q.Star:
-			payload = &Ident{Name: q.From.Alias}
+			if q.From.Alias == "" {
+				// Unnamed rows (FROM (SELECT ...)): name them to return them.
+				// Nothing else can read the name: q compiled without it.
+				from := *q.From
+				from.Alias = "_row"
+				rq.From = &from
+			}
+			payload = &Ident{Name: rq.From.Alias}
 		case q.Value:
 			payload = q.Items[0].X
 			// A row whose value is undefined is no result: drop it before the
@@ -196,6 +206,45 @@ func PlanFanOut(q *Query, params map[string]any) (*Plan, error) {
 		return nil, fmt.Errorf("query: planner produced an invalid query %q: %w", p.Query, err)
 	}
 	return p, nil
+}
+
+// checkFromSubquery refuses a FROM subquery (at any depth of FROM
+// subqueries) whose results depend on more than one document: each
+// collection would apply its DISTINCT, TOP, OFFSET/LIMIT or aggregate to
+// its own documents only. A FROM subquery whose every result comes from one
+// document merges like a path: the query over it runs on each collection.
+// Its ORDER BY only orders the rows, so it is accepted when sorted decides
+// nothing: the query over it sorts or aggregates them anyway.
+func checkFromSubquery(q *Query, sorted bool) error {
+	for q.From != nil {
+		sq, ok := q.From.Source.(*Subquery)
+		if !ok {
+			return nil
+		}
+		in := sq.Q
+		what := ""
+		switch {
+		case aggregated(in):
+			what = "GROUP BY or an aggregate"
+		case in.Distinct:
+			what = "DISTINCT"
+		case in.Top != nil:
+			what = "TOP"
+		case in.Limit != nil:
+			what = "OFFSET/LIMIT"
+		case len(in.OrderBy) > 0 && !sorted:
+			what = "ORDER BY (and no ORDER BY or aggregate over it)"
+		}
+		if what != "" {
+			return &UnmergeableError{
+				Construct: "a FROM subquery with " + what + ": FROM (" + FormatQuery(in) + ")",
+				Reason:    "each collection would apply it to its own documents only, and its results over all of them cannot be rebuilt from theirs; run the query on one collection, or move the clause to the outer query",
+			}
+		}
+		sorted = sorted || len(in.OrderBy) > 0
+		q = in
+	}
+	return nil
 }
 
 // partialNames lists, per aggregate, the partial values a collection
