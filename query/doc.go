@@ -67,6 +67,9 @@
 //   - Aggregate: every partial row is added to a Merger (Plan.NewMerger,
 //     Merger.Add), which holds one accumulator set per group; Merger.Results
 //     gives the groups.
+//   - Nested: the rows merge by Plan.Inner (any kind, with its own DISTINCT,
+//     OFFSET and LIMIT) into the FROM subquery's results, and Plan.Outer
+//     runs the query over them.
 //
 // The client then applies DISTINCT (NewDistinctFilter, or DistinctKey for
 // its own set), OFFSET and LIMIT, and writes each result with Plan.Encode.
@@ -74,11 +77,14 @@
 // bounded buffering; the package's tests hold a reference merge built from
 // the same pieces and check it against one collection holding every
 // document. Shapes that cannot be merged exactly are an *UnmergeableError
-// naming the construct (errors.Is ErrUnmergeable): among them a FROM
-// subquery whose results depend on several documents (DISTINCT, TOP,
-// OFFSET/LIMIT, an aggregate or GROUP BY in it); one whose every result
-// comes from one document runs on each collection like a path, and JOIN
-// subqueries, which read one row, always merge. Partial SUM and AVG
+// naming the construct (errors.Is ErrUnmergeable). A FROM subquery whose
+// every result comes from one document runs on each collection like a
+// path, and JOIN subqueries, which read one row, merge like any source; a
+// FROM subquery that looks across documents (DISTINCT, TOP, OFFSET/LIMIT,
+// an aggregate or GROUP BY in it) makes a Nested plan: the collections run
+// the subquery's own plan (Plan.Inner), and the client merges its rows by
+// that plan and runs the query over the results (Plan.Outer), holding
+// them. Partial SUM and AVG
 // values are added in another order than on one collection, so merged sums
 // may differ in the last bits, as Cosmos DB's own cross-partition
 // aggregates do.

@@ -1,8 +1,10 @@
 package query
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 )
 
@@ -40,14 +42,23 @@ const (
 	// partial values}); combine them with a Merger, then apply DISTINCT,
 	// OFFSET and LIMIT to its results.
 	Aggregate
+	// Nested: the query's FROM subquery depends on documents in several
+	// collections (DISTINCT, TOP, OFFSET/LIMIT, an aggregate or GROUP BY in
+	// it, as in SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE c.k FROM
+	// c)). The collections run the subquery's own plan (Plan.Inner, whose
+	// Query is Plan.Query); merge their rows by Inner, apply Inner's
+	// DISTINCT, OFFSET and LIMIT, then run the query over those results on
+	// the client with Plan.Outer. The plan's own Distinct, Offset and Limit
+	// are off: Outer applies the query's.
+	Nested
 )
 
-// String names the kind: "stream", "order-by" or "aggregate".
+// String names the kind: "stream", "order-by", "aggregate" or "nested".
 func (k PlanKind) String() string {
-	if k < Stream || k > Aggregate {
+	if k < Stream || k > Nested {
 		return fmt.Sprintf("PlanKind(%d)", int(k))
 	}
-	return [...]string{"stream", "order-by", "aggregate"}[k]
+	return [...]string{"stream", "order-by", "aggregate", "nested"}[k]
 }
 
 // Plan says what every collection runs and how the client merges. A Plan is
@@ -66,7 +77,12 @@ type Plan struct {
 	Distinct bool
 	Offset   int
 	Limit    int
+	// Inner is, for a Nested plan, the plan of the FROM subquery: how the
+	// collections' rows merge into the subquery's results (itself Nested
+	// when a FROM subquery inside it is). Nil for the other kinds.
+	Inner *Plan
 
+	outer     *program // Nested: the query, run over Inner's results
 	desc      []bool
 	shape     *shape // property order of the user's results
 	aggs      []aggSpec
@@ -74,6 +90,10 @@ type Plan struct {
 	groupBy   bool
 	groupKeys int
 }
+
+// SortKeys returns how many sort keys each row of an OrderBy plan carries
+// (its ORDER BY's length); 0 for the other kinds. It costs nothing.
+func (p *Plan) SortKeys() int { return len(p.desc) }
 
 // Wrapper property names of rewritten rows.
 const (
@@ -93,8 +113,15 @@ func PlanFanOut(q *Query, params map[string]any) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFromSubquery(q, prog.p.grouped || len(q.OrderBy) > 0); err != nil {
-		return nil, err
+	if sq, ok := fromSubquery(q); ok && !perDocument(sq, prog.p.grouped || len(q.OrderBy) > 0) {
+		// Each collection would cut, deduplicate or aggregate its own
+		// documents only: merge the subquery by its own plan, then run the
+		// query over its results on the client.
+		inner, err := PlanFanOut(sq, params)
+		if err != nil {
+			return nil, err
+		}
+		return &Plan{Query: inner.Query, Kind: Nested, Limit: -1, Inner: inner, outer: prog.p, shape: prog.p.shape}, nil
 	}
 	p := &Plan{Distinct: q.Distinct, Offset: prog.p.offset, Limit: prog.p.limit, SingleCollection: q.From == nil, shape: prog.p.shape}
 	rq := *q // shallow copy: the clauses replaced below are new values
@@ -208,43 +235,74 @@ func PlanFanOut(q *Query, params map[string]any) (*Plan, error) {
 	return p, nil
 }
 
-// checkFromSubquery refuses a FROM subquery (at any depth of FROM
-// subqueries) whose results depend on more than one document: each
-// collection would apply its DISTINCT, TOP, OFFSET/LIMIT or aggregate to
-// its own documents only. A FROM subquery whose every result comes from one
-// document merges like a path: the query over it runs on each collection.
-// Its ORDER BY only orders the rows, so it is accepted when sorted decides
-// nothing: the query over it sorts or aggregates them anyway.
-func checkFromSubquery(q *Query, sorted bool) error {
-	for q.From != nil {
-		sq, ok := q.From.Source.(*Subquery)
+// fromSubquery returns the subquery q's FROM reads, if it is one.
+func fromSubquery(q *Query) (*Query, bool) {
+	if q.From == nil {
+		return nil, false
+	}
+	sq, ok := q.From.Source.(*Subquery)
+	if !ok {
+		return nil, false
+	}
+	return sq.Q, true
+}
+
+// perDocument reports whether every result of the FROM subquery sq (and of
+// any FROM subquery inside it) comes from one document, so the query over
+// it runs on each collection as over a path: the union of its results over
+// the collections is its result over all documents. DISTINCT, TOP,
+// OFFSET/LIMIT, aggregates and GROUP BY look across documents; ORDER BY
+// only orders them, which matters only when sorted is false (the query
+// over them neither sorts nor aggregates).
+func perDocument(sq *Query, sorted bool) bool {
+	for {
+		if aggregated(sq) || sq.Distinct || sq.Top != nil || sq.Limit != nil || (len(sq.OrderBy) > 0 && !sorted) {
+			return false
+		}
+		sorted = sorted || len(sq.OrderBy) > 0
+		next, ok := fromSubquery(sq)
 		if !ok {
-			return nil
+			return true
 		}
-		in := sq.Q
-		what := ""
-		switch {
-		case aggregated(in):
-			what = "GROUP BY or an aggregate"
-		case in.Distinct:
-			what = "DISTINCT"
-		case in.Top != nil:
-			what = "TOP"
-		case in.Limit != nil:
-			what = "OFFSET/LIMIT"
-		case len(in.OrderBy) > 0 && !sorted:
-			what = "ORDER BY (and no ORDER BY or aggregate over it)"
+		sq = next
+	}
+}
+
+// Outer runs a Nested plan's query on the client over the merged results of
+// its FROM subquery (decoded JSON values, in the order Inner merges them,
+// after Inner's DISTINCT, OFFSET and LIMIT), handing each of the query's
+// results to yield until it returns false; Encode writes them. It costs
+// what the query costs over as many rows: a query that sorts, aggregates
+// or deduplicates holds its rows (or groups) until rows ends. ctx is
+// checked every 256 rows. It fails on a plan of another kind.
+func (p *Plan) Outer(ctx context.Context, rows iter.Seq[any], yield func(v any) bool) (err error) {
+	if p.Kind != Nested {
+		return fmt.Errorf("query: Outer runs a nested plan, this one is %s", p.Kind)
+	}
+	pr := p.outer
+	defer func() {
+		if r := recover(); r != nil {
+			err = evalError(r)
 		}
-		if what != "" {
-			return &UnmergeableError{
-				Construct: "a FROM subquery with " + what + ": FROM (" + FormatQuery(in) + ")",
-				Reason:    "each collection would apply it to its own documents only, and its results over all of them cannot be rebuilt from theirs; run the query on one collection, or move the clause to the outer query",
+	}()
+	var ctxErr error
+	input := func(emit func(*frame) bool) {
+		fr := &frame{vals: make([]any, pr.nslots)}
+		n := 0
+		for v := range rows {
+			if n++; n&255 == 0 {
+				if ctxErr = ctx.Err(); ctxErr != nil {
+					return
+				}
+			}
+			if !pr.rowsOf(fr, v, emit) {
+				return
 			}
 		}
-		sorted = sorted || len(in.OrderBy) > 0
-		q = in
+		ctxErr = ctx.Err()
 	}
-	return nil
+	pr.pipeline(input, noRaw, nil, func(v any, _ []byte) bool { return yield(v) })
+	return ctxErr
 }
 
 // partialNames lists, per aggregate, the partial values a collection

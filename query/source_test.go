@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -122,38 +123,59 @@ func TestPlanSourceSubqueries(t *testing.T) {
 		{"SELECT VALUE COUNT(1) FROM c JOIN (SELECT DISTINCT VALUE t FROM t IN c.tags) t", false},
 		{"SELECT t, COUNT(1) AS n FROM c JOIN c.k AS t GROUP BY t", false},
 	} {
+		t.Run(tc.query, func(t *testing.T) { checkFanOut(t, tc.query, docs, tc.anyOrder) })
+	}
+	// A FROM subquery whose results depend on several documents merges in
+	// two stages (Nested): its own plan, then the query over its results on
+	// the client.
+	for _, tc := range []struct {
+		query string
+		inner PlanKind
+	}{
+		{"SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE c.k FROM c)", Stream},
+		{"SELECT * FROM (SELECT TOP 2 * FROM c ORDER BY c.id) x", OrderBy},
+		{"SELECT VALUE x.id FROM (SELECT c.id FROM c ORDER BY c.n DESC OFFSET 1 LIMIT 3) x", OrderBy},
+		{"SELECT VALUE n FROM (SELECT VALUE COUNT(1) FROM c) n", Aggregate},
+		{"SELECT VALUE k FROM (SELECT VALUE c.k FROM c GROUP BY c.k) k ORDER BY k DESC", Aggregate},
+		{"SELECT TOP 2 VALUE x.id FROM (SELECT * FROM c ORDER BY c.n DESC) x", OrderBy},
+		{"SELECT DISTINCT VALUE x.k FROM (SELECT * FROM (SELECT TOP 5 * FROM c ORDER BY c.n) y) x", Nested},
+		{"SELECT g.k, COUNT(1) AS n FROM (SELECT c.k, COUNT(1) AS m FROM c GROUP BY c.k) g WHERE g.m > 1 GROUP BY g.k", Aggregate},
+		{"SELECT VALUE AVG(n) FROM (SELECT VALUE COUNT(1) FROM c JOIN t IN c.tags GROUP BY c.k) n", Aggregate},
+	} {
 		t.Run(tc.query, func(t *testing.T) {
-			want, err := mustProg(t, tc.query).Values(context.Background(), docsOf(t, docs...))
+			p, err := PlanFanOut(mustParse(t, tc.query), nil)
 			require.NoError(t, err)
-			ds := make([]Doc, len(docs))
-			for i, d := range docs {
-				ds[i], err = NewDoc([]byte(d))
-				require.NoError(t, err)
-			}
-			for n := 1; n <= 4; n++ {
-				got, err := runFanOut(tc.query, nil, ds, n)
-				require.NoError(t, err, "over %d collections", n)
-				same := EqualValues(want, got, 0)
-				if tc.anyOrder {
-					same = sameMultiset(want, got, 0)
-				}
-				assert.True(t, same, "over %d collections: want %s, got %s", n, jsonText(want), jsonText(got))
-			}
+			require.Equal(t, Nested, p.Kind)
+			require.Equal(t, tc.inner, p.Inner.Kind)
+			assert.Equal(t, p.Inner.Query, p.Query)
+			checkFanOut(t, tc.query, docs, !strings.Contains(tc.query, "ORDER BY"))
 		})
 	}
-	for _, tc := range []struct{ query, construct string }{
-		{"SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE c.k FROM c)", "a FROM subquery with DISTINCT"},
-		{"SELECT * FROM (SELECT TOP 2 * FROM c) x", "a FROM subquery with TOP"},
-		{"SELECT * FROM (SELECT c.id FROM c OFFSET 1 LIMIT 2) x", "a FROM subquery with OFFSET/LIMIT"},
-		{"SELECT VALUE n FROM (SELECT VALUE COUNT(1) FROM c) n", "a FROM subquery with GROUP BY or an aggregate"},
-		{"SELECT VALUE k FROM (SELECT VALUE c.k FROM c GROUP BY c.k) k", "a FROM subquery with GROUP BY or an aggregate"},
-		{"SELECT * FROM (SELECT * FROM c ORDER BY c.n) x", "a FROM subquery with ORDER BY"},
-		{"SELECT * FROM (SELECT * FROM (SELECT DISTINCT VALUE c.k FROM c) y) x", "a FROM subquery with DISTINCT"},
-	} {
-		_, err := PlanFanOut(mustParse(t, tc.query), nil)
-		require.ErrorIs(t, err, ErrUnmergeable, tc.query)
-		var ue *UnmergeableError
-		require.ErrorAs(t, err, &ue)
-		assert.Contains(t, ue.Construct, tc.construct, tc.query)
+	p, err := PlanFanOut(mustParse(t, "SELECT * FROM c"), nil)
+	require.NoError(t, err)
+	assert.ErrorContains(t, p.Outer(context.Background(), nil, nil), "Outer runs a nested plan, this one is stream")
+
+}
+
+// checkFanOut checks that query, fanned out over 1 to 4 collections (docs
+// dealt round-robin) and merged by its plan, answers as one collection
+// does: in the same order, or with anyOrder in any.
+func checkFanOut(t *testing.T, query string, docs []string, anyOrder bool) {
+	t.Helper()
+	want, err := mustProg(t, query).Values(context.Background(), docsOf(t, docs...))
+	require.NoError(t, err)
+	ds := make([]Doc, len(docs))
+	for i, d := range docs {
+		ds[i], err = NewDoc([]byte(d))
+		require.NoError(t, err)
+	}
+	for n := 1; n <= 4; n++ {
+		got, err := runFanOut(query, nil, ds, n)
+		require.NoError(t, err, "over %d collections", n)
+		same := EqualValues(want, got, 0)
+		if anyOrder {
+			same = sameMultiset(want, got, 0)
+		}
+		assert.True(t, same, "over %d collections: want %s, got %s", n, jsonText(want), jsonText(got))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 
 	"github.com/docshard/docshard/query"
 )
@@ -32,6 +33,10 @@ const (
 	// modeAggregate: aggregates and GROUP BY, computed whole; the token
 	// records how many results were given.
 	modeAggregate
+	// modeNested: a query over a FROM subquery that looks across
+	// collections (query.Nested), computed whole; the token records how
+	// many results were given.
+	modeNested
 )
 
 // merger combines the rows of one query's collections.
@@ -59,6 +64,8 @@ type merger interface {
 // newMerger returns the merger for a plan.
 func newMerger(plan *query.Plan, nkeys int, s *scheduler) merger {
 	switch {
+	case plan.Kind == query.Nested:
+		return &nestedMerger{plan: plan, inner: newMerger(plan.Inner, plan.Inner.SortKeys(), s)}
 	case plan.Kind == query.Aggregate:
 		return &aggregateMerger{s: s, plan: plan}
 	case plan.Kind == query.OrderBy:
@@ -461,6 +468,92 @@ func (m *aggregateMerger) compute(ctx context.Context) error {
 		res = kept
 	}
 	m.results, m.computed = res, true
+	return nil
+}
+
+// nestedMerger gives the results of a query whose FROM subquery looks
+// across collections (query.Nested): the collections' rows merge by the
+// subquery's own plan (the inner merger, with the subquery's OFFSET and
+// LIMIT applied here), and the query runs over those results on the client
+// (Plan.Outer). It holds the subquery's results and the query's until the
+// last is given; a resumed pager recomputes them and skips those already
+// given.
+type nestedMerger struct {
+	noRunState
+	plan     *query.Plan
+	inner    merger
+	results  []json.RawMessage
+	pos      int
+	computed bool
+}
+
+func (*nestedMerger) mode() execMode   { return modeNested }
+func (*nestedMerger) byPosition() bool { return false }
+func (m *nestedMerger) done() bool     { return m.computed && m.pos >= len(m.results) }
+
+func (m *nestedMerger) decode(f *fetched, items []json.RawMessage) error {
+	return m.inner.decode(f, items)
+}
+
+func (m *nestedMerger) needed() *source { return m.inner.needed() }
+
+func (m *nestedMerger) next(ctx context.Context) (json.RawMessage, bool, error) {
+	if !m.computed {
+		if err := m.compute(ctx); err != nil {
+			return nil, false, err
+		}
+	}
+	if m.pos >= len(m.results) {
+		return nil, false, nil
+	}
+	m.pos++
+	return m.results[m.pos-1], true, nil
+}
+
+// compute reads the subquery's results to the end and runs the query over
+// them.
+func (m *nestedMerger) compute(ctx context.Context) error {
+	in := m.plan.Inner
+	var rows []any
+	skip, left := in.Offset, in.Limit
+	for left != 0 {
+		raw, ok, err := m.inner.next(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		v, err := decodeJSON(raw)
+		if err != nil {
+			return fmt.Errorf("router: a result of the FROM subquery: %w", err)
+		}
+		rows = append(rows, v)
+		if left > 0 {
+			left--
+		}
+	}
+	var encErr error
+	err := m.plan.Outer(ctx, slices.Values(rows), func(v any) bool {
+		b, err := m.plan.Encode(v)
+		if err != nil {
+			encErr = err
+			return false
+		}
+		m.results = append(m.results, b)
+		return true
+	})
+	if err == nil {
+		err = encErr
+	}
+	if err != nil {
+		return fmt.Errorf("router: the query over its FROM subquery: %w", err)
+	}
+	m.computed = true
 	return nil
 }
 

@@ -138,6 +138,16 @@ var Corpus = []string{
 	"SELECT c.id, x FROM c JOIN c.o.x AS x ORDER BY x DESC, c.id",
 	"SELECT c.id, n FROM c JOIN (SELECT VALUE COUNT(1) FROM t IN c.tags) n ORDER BY n DESC, c.id",
 	"SELECT t AS tag, COUNT(1) AS n FROM c JOIN t IN (SELECT VALUE c.tags) GROUP BY t",
+	// FROM subqueries that look across collections: merged by their own
+	// plan, then the query runs over their results (query.Nested).
+	"SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE c.g FROM c)",
+	"SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags)",
+	"SELECT x.g, x.n FROM (SELECT c.g, COUNT(1) AS n FROM c GROUP BY c.g) AS x WHERE x.n > 10",
+	"SELECT VALUE MAX(x.n) FROM (SELECT c.s, COUNT(1) AS n FROM c GROUP BY c.s) AS x",
+	"SELECT c.id, c.n FROM (SELECT TOP @n * FROM c ORDER BY c.n DESC, c.id) AS c ORDER BY c.id",
+	"SELECT VALUE x.id FROM (SELECT c.id FROM c ORDER BY c.pk, c.id OFFSET @off LIMIT @lim) AS x",
+	"SELECT TOP 5 VALUE x FROM (SELECT DISTINCT VALUE c.s FROM c) AS x ORDER BY x DESC",
+	"SELECT VALUE n FROM (SELECT VALUE AVG(c.o.x) FROM c WHERE c.b = true) AS n",
 }
 
 // CorpusParams are the parameters the Corpus uses.
@@ -388,9 +398,20 @@ func (h *harness) shapeOf(q store.Query) shape {
 	require.NoError(h.t, err, q.Text)
 	plan, err := query.PlanFanOut(parsed, paramMap(q))
 	require.NoError(h.t, err, "the oracle only generates mergeable queries: %s", q.Text)
+	kind := plan.Kind
+	if kind == query.Nested { // the query's own shape, over its FROM subquery's results
+		switch {
+		case query.Analyze(parsed).Aggregated:
+			kind = query.Aggregate
+		case len(parsed.OrderBy) > 0:
+			kind = query.OrderBy
+		default:
+			kind = query.Stream
+		}
+	}
 	s := shape{
-		ordered:  plan.Kind == query.OrderBy,
-		grouped:  plan.Kind == query.Aggregate,
+		ordered:  kind == query.OrderBy,
+		grouped:  kind == query.Aggregate,
 		limited:  parsed.Top != nil || parsed.Limit != nil,
 		distinct: parsed.Distinct,
 	}
@@ -708,11 +729,13 @@ func (g *gen) join() string {
 		" JOIN c.tags[0] AS t")
 }
 
-// rows is a FROM clause whose rows, named c, are the documents again, by a
-// subquery (one row per document, which merges like the documents).
+// rows is a FROM clause whose rows, named c, are documents again, by a
+// subquery: one row per document (which merges like the documents), or some
+// of them, chosen across collections (a query.Nested plan).
 func (g *gen) rows() string {
 	return pick(g.rng, " FROM (SELECT * FROM c) AS c", " FROM (SELECT VALUE r FROM root r WHERE IS_DEFINED(r.pk)) c",
-		" FROM (SELECT VALUE x FROM (SELECT * FROM c) AS x) AS c")
+		" FROM (SELECT VALUE x FROM (SELECT * FROM c) AS x) AS c",
+		" FROM (SELECT TOP 150 * FROM c ORDER BY c.id DESC) AS c", " FROM (SELECT * FROM c ORDER BY c.n, c.id OFFSET 20 LIMIT 300) AS c")
 }
 
 func (g *gen) predicate(depth int) string {
@@ -753,7 +776,8 @@ func (g *gen) predicate(depth int) string {
 // ASC/DESC), TOP, OFFSET/LIMIT (literals or parameters), DISTINCT, VALUE
 // and object aggregates, GROUP BY with aggregates, JOIN and FROM sources in
 // every form (x IN a path or subquery, a correlated subquery, a path, a
-// FROM subquery giving one row per document), and the date and time,
+// FROM subquery giving one row per document or some documents chosen
+// across collections), and the date and time,
 // clock, spatial and string-building functions (the clock only where no
 // document's date is near now, so one collection and the fan-out agree
 // whenever they run). Every query it returns can be merged.
