@@ -179,6 +179,15 @@ type StoreOptions struct {
 	// Timeout bounds the check that a Cosmos DB account answers; 0 means
 	// 30 seconds.
 	Timeout time.Duration
+	// ReadOnly opens a durable embedded store read-only
+	// (memstore.Options.ReadOnly): read-only openers share the directory,
+	// writes fail with memstore.ErrReadOnly, and a directory that holds no
+	// store yet reads as an empty in-memory one (nothing is created).
+	ReadOnly bool
+	// LockTimeout is how long a durable embedded store's open waits for
+	// another process that holds it (memstore.Options.LockTimeout); 0
+	// means 5 seconds.
+	LockTimeout time.Duration
 }
 
 // OpenStore opens the backend a store configuration names: the embedded
@@ -193,7 +202,14 @@ func OpenStore(ctx context.Context, sc config.StoreConfig, opts *StoreOptions) (
 		if sc.Path == "" {
 			return memstore.New(nil), nil
 		}
-		return memstore.Open(sc.Path, nil)
+		s, err := memstore.Open(sc.Path, &memstore.Options{ReadOnly: o.ReadOnly, LockTimeout: o.LockTimeout})
+		if o.ReadOnly && errors.Is(err, os.ErrNotExist) {
+			return memstore.New(nil), nil // nothing there yet, and nothing created
+		}
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	case config.StoreCosmos:
 		return openCosmos(ctx, sc, o)
 	}

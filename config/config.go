@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/docshard/docshard/internal/redact"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
 )
@@ -75,6 +76,16 @@ func (s StoreConfig) String() string {
 
 // GoString keeps the key out of %#v.
 func (s StoreConfig) GoString() string { return "config.StoreConfig{" + s.String() + "}" }
+
+// Format keeps the key out of every verb (%d or %x would otherwise print
+// the fields one by one): %#v writes GoString, the others String.
+func (s StoreConfig) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		redact.Format(f, verb, s.GoString())
+		return
+	}
+	redact.Format(f, verb, s.String())
+}
 
 // Database is one database and its resolver.
 type Database struct {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/docshard/docshard/internal/cursor"
+	"github.com/docshard/docshard/internal/redact"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/store"
 )
@@ -52,6 +54,25 @@ type Account struct {
 	Credential azcore.TokenCredential
 }
 
+// String describes the account without its key or credential: the
+// endpoint, and which of them is set.
+func (a Account) String() string {
+	return fmt.Sprintf("cosmos.Account{Endpoint: %q, Key: %q, Credential: %s}", a.Endpoint, redact.Secret(a.Key), credentialSet(a.Credential))
+}
+
+// GoString is String: %#v does not show the key either.
+func (a Account) GoString() string { return a.String() }
+
+// Format keeps the key out of every fmt verb.
+func (a Account) Format(f fmt.State, verb rune) { redact.Format(f, verb, a.String()) }
+
+func credentialSet(c azcore.TokenCredential) string {
+	if c == nil {
+		return "nil"
+	}
+	return "set"
+}
+
 // Options configure the store. Endpoint and one of Key or Credential are
 // required.
 type Options struct {
@@ -74,9 +95,37 @@ type Options struct {
 	// 100.
 	PageSize int
 	// Cursors is how many locally evaluated query results are kept for
-	// their continuation tokens; 0 means 32.
+	// their continuation tokens; 0 means 32. They hold at most
+	// 64 MiB of JSON in all; a larger result is not kept, and each of its
+	// pages re-runs the query.
 	Cursors int
 }
+
+// String describes the options without any account key.
+func (o Options) String() string {
+	var b strings.Builder
+	b.WriteString("cosmos.Options{Account: " + o.Account.String())
+	links := make([]string, 0, len(o.Accounts))
+	for l := range o.Accounts {
+		links = append(links, l)
+	}
+	sort.Strings(links)
+	for _, l := range links {
+		fmt.Fprintf(&b, ", Accounts[%q]: %s", l, o.Accounts[l])
+	}
+	fmt.Fprintf(&b, ", QueryMode: %d, MaxThrottleRetries: %d, PageSize: %d, Cursors: %d}", o.QueryMode, o.MaxThrottleRetries, o.PageSize, o.Cursors)
+	return b.String()
+}
+
+// GoString is String: %#v does not show a key either.
+func (o Options) GoString() string { return o.String() }
+
+// Format keeps every key out of every fmt verb.
+func (o Options) Format(f fmt.State, verb rune) { redact.Format(f, verb, o.String()) }
+
+// maxCursorBytes bounds the JSON the locally evaluated results' cursors
+// hold in all.
+const maxCursorBytes = 64 << 20
 
 // Store is the Cosmos DB store.
 type Store struct {
@@ -94,6 +143,13 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+// String describes the store by its default endpoint, without any key.
+func (s *Store) String() string { return fmt.Sprintf("cosmos.Store{Endpoint: %q}", s.opts.Endpoint) }
+
+// Format keeps every key out of every fmt verb (the store holds its
+// options).
+func (s *Store) Format(f fmt.State, verb rune) { redact.Format(f, verb, s.String()) }
+
 // New validates the options, connects, and checks within ctx that the
 // account answers. Errors name what is wrong (missing endpoint, malformed
 // endpoint, missing or malformed key, unreachable host, rejected
@@ -109,7 +165,7 @@ func New(ctx context.Context, opts *Options) (*Store, error) {
 	if o.Cursors <= 0 {
 		o.Cursors = 32
 	}
-	s := &Store{opts: o, bound: map[string]*azcosmos.Client{}, specs: map[string]*containerSpec{}, cursors: cursor.NewCache[[]json.RawMessage](o.Cursors), pages: cursor.NewCache[servicePageCopy](o.Cursors)}
+	s := &Store{opts: o, bound: map[string]*azcosmos.Client{}, specs: map[string]*containerSpec{}, cursors: cursor.NewSizedCache(o.Cursors, maxCursorBytes, cursor.RowsSize), pages: cursor.NewCache[servicePageCopy](o.Cursors)}
 	var err error
 	if s.def, err = s.client("default account", o.Account); err != nil {
 		return nil, err
@@ -240,11 +296,11 @@ func (s *Store) ping(ctx context.Context, c *azcosmos.Client, endpoint string) e
 		}
 		return fmt.Errorf("cosmos: %s answered status %d %s", endpoint, re.StatusCode, re.ErrorCode)
 	}
-	return fmt.Errorf("cosmos: cannot reach %s: %v", endpoint, redact(err.Error(), s.opts))
+	return fmt.Errorf("cosmos: cannot reach %s: %v", endpoint, redactKeys(err.Error(), s.opts))
 }
 
-// redact removes any account key from a message.
-func redact(msg string, o Options) string {
+// redactKeys removes any account key from a message.
+func redactKeys(msg string, o Options) string {
 	keys := []string{o.Key}
 	for _, a := range o.Accounts {
 		keys = append(keys, a.Key)

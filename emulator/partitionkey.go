@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/docshard/docshard/internal/jsontext"
 	"github.com/docshard/docshard/store"
 )
 
@@ -27,6 +28,10 @@ func (c *call) partitionKey() (key any, given bool, e *apiError) {
 	}
 	bad := func(why string) (any, bool, *apiError) {
 		return nil, false, errorf(http.StatusBadRequest, "x-ms-documentdb-partitionkey %q: %s", h, why)
+	}
+	if jsontext.HasLoneSurrogate([]byte(h)) {
+		// encoding/json would read it as U+FFFD: another key.
+		return bad(`holds a lone surrogate (a \ud800-\udfff escape without its pair): docshard refuses such keys rather than merge them with U+FFFD`)
 	}
 	var parts []json.RawMessage
 	if err := json.Unmarshal([]byte(h), &parts); err != nil {

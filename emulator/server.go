@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/docshard/docshard/internal/redact"
 	"github.com/docshard/docshard/store"
 )
 
@@ -33,6 +34,17 @@ type Options struct {
 	// Nil discards it.
 	Logf func(format string, args ...any)
 }
+
+// String describes the options without the key.
+func (o Options) String() string {
+	return fmt.Sprintf("emulator.Options{Key: %q, Dir: %q}", redact.Secret(o.Key), o.Dir)
+}
+
+// GoString is String: %#v does not show the key either.
+func (o Options) GoString() string { return o.String() }
+
+// Format keeps the key out of every fmt verb.
+func (o Options) Format(f fmt.State, verb rune) { redact.Format(f, verb, o.String()) }
 
 // Server answers Cosmos DB's REST API over a store.Store. It is an
 // http.Handler, safe for concurrent use; serve it with net/http. It holds
@@ -55,6 +67,12 @@ type Server struct {
 
 	lastDate atomic.Pointer[parsedDate] // the last x-ms-date parsed
 }
+
+// String describes the server without its key.
+func (s *Server) String() string { return "emulator.Server{Key: " + redact.Mask + "}" }
+
+// Format keeps the key out of every fmt verb.
+func (s *Server) Format(f fmt.State, verb rune) { redact.Format(f, verb, s.String()) }
 
 // New returns a server over st. The key must be base64 (Cosmos DB's account
 // keys are); a catalog in opts.Dir that cannot be read is an error. It costs

@@ -57,6 +57,8 @@ func BenchmarkResolveForCreate(b *testing.B) {
 		{"string/dotnet-x64", &Options{Hash: FlavourDotnetX64}, any("user-0012345")},
 		{"string/bounded", &Options{Strategy: StrategyBounded}, any("user-0012345")},
 		{"string/bounded-xxhash", &Options{Strategy: StrategyBounded, Hash: FlavourXXHash}, any("user-0012345")},
+		{"string/balanced", &Options{Strategy: StrategyBalanced}, any("user-0012345")},
+		{"string/balanced-xxhash", &Options{Strategy: StrategyBalanced, Hash: FlavourXXHash}, any("user-0012345")},
 	} {
 		r, err := New(links("c", 100), tc.opts)
 		if err != nil {
@@ -119,6 +121,8 @@ func BenchmarkBuild(b *testing.B) {
 		{"dotnet-x64-128", 1000, &Options{Hash: FlavourDotnetX64}},
 		{"bounded-16", 100, &Options{Strategy: StrategyBounded}},
 		{"bounded-16", 1000, &Options{Strategy: StrategyBounded}},
+		{"balanced-256", 1000, &Options{Strategy: StrategyBalanced}},
+		{"balanced-256", 10000, &Options{Strategy: StrategyBalanced}},
 	} {
 		ls := links("c", tc.n)
 		b.Run(fmt.Sprintf("%s/%d", tc.name, tc.n), func(b *testing.B) {
@@ -152,6 +156,7 @@ func BenchmarkBalance(b *testing.B) {
 		{"murmur3-128", &Options{Hash: FlavourMurmur3}},
 		{"bounded-1.25", &Options{Strategy: StrategyBounded}},
 		{"bounded-1.10", &Options{Strategy: StrategyBounded, LoadFactor: 1.1}},
+		{"balanced-256", &Options{Strategy: StrategyBalanced}},
 	}
 	for _, n := range []int{10, 100} {
 		for _, c := range configs {
@@ -199,5 +204,60 @@ func BenchmarkBalance(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkLookupMany compares the default ring with the balanced strategy
+// at 100, 1,000 and 10,000 collections on 65,536 distinct keys in turn, so
+// the placement tables' size shows (a lookup of one key over and over keeps
+// every table in the cache). The target: balanced no slower than the ring.
+//
+//	go test -run '^$' -bench LookupMany -benchmem -count 6 ./hashring
+func BenchmarkLookupMany(b *testing.B) {
+	keys := make([]any, 1<<16)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("user-%07d", i*7919)
+	}
+	for _, n := range []int{100, 1000, 10000} {
+		for _, tc := range []struct {
+			name string
+			opts *Options
+		}{{"ring", nil}, {"balanced", &Options{Strategy: StrategyBalanced}}} {
+			r, err := New(links("c", n), tc.opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run(fmt.Sprintf("%d/%s", n, tc.name), func(b *testing.B) {
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					sinkLink, _ = r.ResolveForCreate(keys[i&(len(keys)-1)])
+					i++
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkBalancedFigures reports the exact figures for the
+// balanced strategy (Ring.Shares and Moved, no sampling) at 100, 1,000 and
+// 10,000 collections: largest and smallest share against the mean, an
+// added collection's share against the new mean, and the hash space moved
+// by adding one collection (at the end) or removing one (from the middle)
+// against the ideal. Run it once:
+//
+//	go test -run '^$' -bench BalancedFigures -benchtime 1x ./hashring
+func BenchmarkBalancedFigures(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				f := measureBalanced(b, n, &Options{Strategy: StrategyBalanced})
+				b.ReportMetric(f.max, "max/mean")
+				b.ReportMetric(f.min, "min/mean")
+				b.ReportMetric(f.added, "added/mean")
+				b.ReportMetric(f.addMoved, "add-moved/ideal")
+				b.ReportMetric(f.removeMoved, "remove-moved/ideal")
+			}
+		})
 	}
 }

@@ -26,7 +26,12 @@
 // 1.1-1.2×. The "bounded" strategy, built on github.com/buraksezer/consistent,
 // cuts the key space into partitions and caps every collection's share of
 // them at loadFactor times the mean, at the cost of moving more keys than
-// the ideal when collections change. Ring.Shares and Moved compute a ring's
+// the ideal when collections change. The "balanced" strategy keeps every
+// collection within 8% of the mean at any size and moves close to the
+// ideal share when collections change: 256 points per collection, each arc
+// between two points split between its two collections in proportion to
+// weights tuned at build time; it costs about 24 bytes a point and, at
+// 10,000 collections, half a second to build. Ring.Shares and Moved compute a ring's
 // balance and the keys a change moves exactly, without sampling.
 //
 // A Resolver and its Ring are immutable and safe for concurrent use; lookups

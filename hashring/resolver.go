@@ -41,6 +41,11 @@ const (
 	StrategyRing = "ring"
 	// StrategyBounded is consistent hashing with bounded loads.
 	StrategyBounded = "bounded"
+	// StrategyBalanced is a weighted ring that holds every collection
+	// within BalancedTolerance of the mean and moves close to the ideal
+	// share of keys when collections change
+	// (docs/design.md#the-balanced-strategy).
+	StrategyBalanced = "balanced"
 )
 
 // Limits and defaults of virtual nodes.
@@ -61,8 +66,18 @@ const (
 	// away values no configuration means.
 	MaxVirtualNodes = 1 << 16
 	// MaxPoints caps points over all collections (collections × virtual
-	// nodes): about 80 MB of ring and a second or so of hashing.
+	// nodes): about 80 MB of ring and a second or so of hashing. A tree of
+	// resolvers shares resolver.MaxWork (as many units) among its rings.
 	MaxPoints = 1 << 22
+	// MaxBoundedWork caps the bounded strategy's partitions × points: the
+	// library walks the ring from each partition's place until a
+	// collection has room, so with a tight load factor placement costs up
+	// to that product (2^34 took about four seconds on a busy host; a
+	// 19 KB definition past it took minutes).
+	MaxBoundedWork = 1 << 34
+	// boundedWorkUnit converts partitions × points into resolver.MaxWork's
+	// units, so that MaxBoundedWork is MaxPoints units.
+	boundedWorkUnit = MaxBoundedWork / MaxPoints
 )
 
 func isLegacyFlavour(name string) bool {
@@ -82,15 +97,17 @@ type Options struct {
 	PartitionKey resolver.KeyDef
 	// VirtualNodes is the number of points per collection (JSON
 	// "virtualNodes"; for the bounded strategy, the library's replication
-	// factor, at least 2). 0 means the flavour's default: 16, or 128 for
-	// "murmur3", "dotnet-x64" and "dotnet-x86". At most MaxVirtualNodes.
+	// factor, at least 2). 0 means the default: 16, or 128 for "murmur3",
+	// "dotnet-x64" and "dotnet-x86", or DefaultVirtualNodesBalanced (256)
+	// for the balanced strategy. At most MaxVirtualNodes.
 	VirtualNodes int
 	// Hash is the flavour (JSON "hash"): "md5" (default), "xxhash",
 	// "murmur3", "dotnet-x64", "dotnet-x86", or a name registered with
-	// RegisterHashGenerator. The bounded strategy takes "md5", "xxhash" or a
-	// registered generator.
+	// RegisterHashGenerator. The bounded and balanced strategies take
+	// "md5", "xxhash" or a registered generator.
 	Hash string
-	// Strategy is "ring" (default) or "bounded" (JSON "strategy").
+	// Strategy is "ring" (default), "bounded" or "balanced" (JSON
+	// "strategy").
 	Strategy string
 	// LoadFactor caps a collection's partitions at about this multiple of
 	// the mean (JSON "loadFactor"; bounded only): 1 to 100, 0 meaning
@@ -152,8 +169,8 @@ func New(links []string, opts *Options) (*Resolver, error) {
 	if r.strategy == "" {
 		r.strategy = StrategyRing
 	}
-	if r.strategy != StrategyRing && r.strategy != StrategyBounded {
-		return nil, resolver.Invalid("strategy", r.strategy, `want "ring" or "bounded"`)
+	if r.strategy != StrategyRing && r.strategy != StrategyBounded && r.strategy != StrategyBalanced {
+		return nil, resolver.Invalid("strategy", r.strategy, `want "ring", "bounded" or "balanced"`)
 	}
 	g := &Ring{links: slices.Clone(links), space: r.hash, flavour: r.hash}
 	switch r.hash {
@@ -175,6 +192,9 @@ func New(links []string, opts *Options) (*Resolver, error) {
 		if isLegacyFlavour(r.hash) {
 			r.vnodes = DefaultVirtualNodesLegacy
 		}
+		if r.strategy == StrategyBalanced {
+			r.vnodes = DefaultVirtualNodesBalanced
+		}
 	}
 	if r.vnodes < 1 || r.vnodes > MaxVirtualNodes {
 		return nil, resolver.Invalid("virtualNodes", r.vnodes, fmt.Sprintf("want 1 to %d", MaxVirtualNodes))
@@ -182,13 +202,25 @@ func New(links []string, opts *Options) (*Resolver, error) {
 	if len(links)*r.vnodes > MaxPoints {
 		return nil, resolver.Invalid("virtualNodes", r.vnodes, fmt.Sprintf("%d collections × %d virtual nodes exceeds %d points", len(links), r.vnodes, MaxPoints))
 	}
-	if r.strategy == StrategyRing {
+	if r.strategy != StrategyBounded {
 		if o.LoadFactor != 0 {
 			return nil, resolver.Invalid("loadFactor", o.LoadFactor, `applies only to strategy "bounded"`)
 		}
 		if o.PartitionCount != 0 {
 			return nil, resolver.Invalid("partitionCount", o.PartitionCount, `applies only to strategy "bounded"`)
 		}
+	}
+	if r.strategy == StrategyBalanced {
+		if isLegacyFlavour(r.hash) {
+			return nil, resolver.Invalid("hash", r.hash, `the balanced strategy takes "md5", "xxhash" or a registered generator; the legacy flavours are rings only`)
+		}
+		g.kind = kindDigest
+		if err := g.buildBalanced(r.vnodes); err != nil {
+			return nil, err
+		}
+		return r.withRing(g), nil
+	}
+	if r.strategy == StrategyRing {
 		g.kind = kindDigest
 		if g.hk == hashMurmur {
 			g.kind = kindMurmur
@@ -223,6 +255,11 @@ func New(links []string, opts *Options) (*Resolver, error) {
 	if least := MinPartitionsPerCollection * len(links); r.partitions < least || r.partitions > MaxPartitionCount {
 		return nil, resolver.Invalid("partitionCount", r.partitions, fmt.Sprintf(
 			"want %d (%d per collection) to %d", least, MinPartitionsPerCollection, MaxPartitionCount))
+	}
+	if w := int64(r.partitions) * int64(len(links)*r.vnodes); w > MaxBoundedWork {
+		return nil, resolver.Invalid("partitionCount", r.partitions, fmt.Sprintf(
+			"%d partitions × %d points (%d collections × %d virtual nodes) exceeds %d: placing them could take minutes; use fewer partitions or virtual nodes",
+			r.partitions, len(links)*r.vnodes, len(links), r.vnodes, int64(MaxBoundedWork)))
 	}
 	g.kind = kindBounded
 	if err := g.buildBounded(r.vnodes, r.partitions, r.loadFactor); err != nil {
@@ -304,7 +341,7 @@ func (r *Resolver) VirtualNodes() int { return r.vnodes }
 // "dotnet-x86" or a registered generator's name).
 func (r *Resolver) Hash() string { return r.hash }
 
-// Strategy returns "ring" or "bounded".
+// Strategy returns "ring", "bounded" or "balanced".
 func (r *Resolver) Strategy() string { return r.strategy }
 
 // LoadFactor returns the bounded strategy's load factor (0 for a ring).
@@ -349,13 +386,17 @@ type spec struct {
 // MarshalJSON writes the resolver with every setting, defaults included:
 // {"kind":"hash","partitionKey":"/userId","collections":[...],
 // "virtualNodes":16,"hash":"md5"}, plus "strategy":"bounded",
-// "loadFactor" and "partitionCount" for the bounded strategy.
+// "loadFactor" and "partitionCount" for the bounded strategy, and
+// "strategy":"balanced" for the balanced one.
 // "partitionKey" is left out when the resolver has none.
 func (r *Resolver) MarshalJSON() ([]byte, error) {
 	s := spec{Kind: Kind, Collections: r.ring.links, VirtualNodes: r.vnodes, Hash: r.hash}
 	s.PartitionKey = r.key
-	if r.strategy == StrategyBounded {
+	switch r.strategy {
+	case StrategyBounded:
 		s.Strategy, s.LoadFactor, s.PartitionCount = r.strategy, r.loadFactor, r.partitions
+	case StrategyBalanced:
+		s.Strategy = r.strategy
 	}
 	return json.Marshal(s)
 }
@@ -399,7 +440,7 @@ func decode(data []byte) (resolver.Resolver, error) {
 	}
 	if p := s.Strategy; p != nil {
 		if *p == "" {
-			return nil, resolver.Invalid("strategy", "", `empty; want "ring" or "bounded"`)
+			return nil, resolver.Invalid("strategy", "", `empty; want "ring", "bounded" or "balanced"`)
 		}
 		o.Strategy = *p
 	}
@@ -418,4 +459,41 @@ func decode(data []byte) (resolver.Resolver, error) {
 	return New(s.Collections, &o)
 }
 
-func init() { resolver.Register(Kind, decode) }
+func init() {
+	resolver.Register(Kind, decode)
+	resolver.RegisterWork(Kind, work)
+}
+
+// work is what building a hash resolver costs in resolver.MaxWork's units:
+// one per point, and for the bounded strategy partitions × points / 4096
+// more (the library's placement walks the ring from each partition's place
+// until a collection has room). It reads the settings leniently; decode
+// reports what is malformed.
+func work(data []byte) int64 {
+	var s struct {
+		Collections    []json.RawMessage `json:"collections"`
+		VirtualNodes   int               `json:"virtualNodes"`
+		Hash           string            `json:"hash"`
+		Strategy       string            `json:"strategy"`
+		PartitionCount int               `json:"partitionCount"`
+	}
+	if json.Unmarshal(data, &s) != nil {
+		return 0
+	}
+	v := int64(s.VirtualNodes)
+	if v <= 0 {
+		v = DefaultVirtualNodes
+		if isLegacyFlavour(s.Hash) {
+			v = DefaultVirtualNodesLegacy
+		}
+	}
+	points := int64(len(s.Collections)) * min(v, MaxVirtualNodes)
+	if s.Strategy != StrategyBounded {
+		return points
+	}
+	p := int64(s.PartitionCount)
+	if p <= 0 {
+		p = DefaultPartitionCount
+	}
+	return points + min(p, MaxPartitionCount)*points/boundedWorkUnit
+}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrInvalid is wrapped by every error this package returns.
@@ -111,6 +112,12 @@ func checkID(s, id string) error {
 	}
 	if strings.ContainsAny(id, `/\?#`) {
 		return fmt.Errorf("%w %q: id %q contains one of \\ ? #", ErrInvalid, s, id)
+	}
+	if strings.IndexByte(id, 0) >= 0 {
+		return fmt.Errorf("%w %q: id %q contains a NUL character", ErrInvalid, s, id)
+	}
+	if !utf8.ValidString(id) {
+		return fmt.Errorf("%w %q: id %q is not valid UTF-8", ErrInvalid, s, id)
 	}
 	return nil
 }

@@ -322,7 +322,7 @@ func TestBadDefinitions(t *testing.T) {
 		{"nothing at all", `{"kind":"lookup"}`, "entries", "at least one entry or a default"},
 		{"unknown field", `{"kind":"lookup","entries":{"eu":"dbs/a/colls/eu"},"fallback":"dbs/a/colls/x"}`, "fallback", "unknown field"},
 		{"entries not object", `{"kind":"lookup","entries":["dbs/a/colls/eu"]}`, "entries", "JSON object"},
-		{"entry written twice", `{"kind":"lookup","entries":{"eu":"dbs/a/colls/eu","us":"dbs/a/colls/us","eu":"dbs/a/colls/eu2"}}`, `entries["eu"]`, "written twice"},
+		{"entry written twice", `{"kind":"lookup","entries":{"eu":"dbs/a/colls/eu","us":"dbs/a/colls/us","eu":"dbs/a/colls/eu2"}}`, `entries.eu`, "named twice"},
 		{"null entry", `{"kind":"lookup","entries":{"eu":null}}`, `entries["eu"]`, "missing"},
 		{"bad link", `{"kind":"lookup","entries":{"eu":"eu"}}`, `entries["eu"]`, "collection link"},
 		{"number target", `{"kind":"lookup","entries":{"eu":7}}`, `entries["eu"]`, "a target is"},
@@ -336,8 +336,10 @@ func TestBadDefinitions(t *testing.T) {
 		{"default not target", `{"kind":"lookup","entries":{"eu":"dbs/a/colls/eu"},"default":7}`, "default", "a target is"},
 		{"bad partition key", `{"kind":"lookup","partitionKey":"tenant","entries":{"eu":"dbs/a/colls/eu"}}`, "partitionKey", "want '/'"},
 		{"partition key type", `{"kind":"lookup","partitionKey":5,"entries":{"eu":"dbs/a/colls/eu"}}`, "partitionKey", "path string"},
-		{"entry name type", `{"kind":"lookup","entries":{"eu":"dbs/a/colls/eu"},"kind":"lookup","entries":5}`, "entries", "JSON object"},
+		{"entry name type", `{"kind":"lookup","entries":5}`, "entries", "JSON object"},
+		{"kind written twice", `{"kind":"lookup","entries":{"eu":"dbs/a/colls/eu"},"kind":"lookup","entries":5}`, "kind", "named twice"},
 	}
+	cases = append(cases, hostileDefinitions()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := resolver.Unmarshal([]byte(tc.json))

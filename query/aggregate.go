@@ -102,6 +102,7 @@ func (a *minMaxAcc) result() any {
 
 // grouper accumulates rows into groups, in first-seen order.
 type grouper struct {
+	mem   *budget // charged for every group
 	byKey map[string]*group
 	order []*group
 }
@@ -141,6 +142,7 @@ func (g *grouper) add(p *program, fr *frame) {
 	}
 	grp, ok := g.byKey[id]
 	if !ok {
+		g.mem.charge(2*int64(len(id)) + mapEntryBytes + groupBytes + accBytes*int64(len(p.aggs)))
 		grp = newGroup(keys, p.aggs)
 		g.byKey[id] = grp
 		g.order = append(g.order, grp)

@@ -129,3 +129,61 @@ func checkDepth(q *Query) error {
 	}
 	return nil
 }
+
+// budget counts the memory one grouping, deduplicating or sorting step
+// holds, as estimated by its callers; charge panics with a *LimitError
+// past max, which runTop returns as the query's error. A budget whose max
+// is 0 bounds nothing.
+type budget struct {
+	used, max int64
+}
+
+// Estimated overheads, in bytes, of what the steps keep besides the values
+// themselves: a map entry, a group with its accumulators, a sort row.
+const (
+	mapEntryBytes = 48
+	groupBytes    = 64
+	accBytes      = 48
+	sortRowBytes  = 80
+)
+
+func (b *budget) charge(n int64) {
+	if err := b.add(n); err != nil {
+		panic(err)
+	}
+}
+
+// add counts n more bytes, or returns the *LimitError past max.
+func (b *budget) add(n int64) error {
+	if b == nil || b.max <= 0 { // no budget: a limiter made outside a pipeline
+		return nil
+	}
+	b.used += n
+	if b.used > b.max {
+		return &LimitError{Limit: "memory held by GROUP BY, DISTINCT or ORDER BY (bytes, estimated)", Max: b.max, Got: b.used, Pos: -1}
+	}
+	return nil
+}
+
+// sizeOf estimates the bytes a decoded JSON value holds.
+func sizeOf(v any) int64 {
+	switch x := v.(type) {
+	case string:
+		return 16 + int64(len(x))
+	case []any:
+		n := int64(24 + 16*len(x))
+		for _, e := range x {
+			n += sizeOf(e)
+		}
+		return n
+	case map[string]any:
+		n := int64(48)
+		for k, e := range x {
+			n += 32 + int64(len(k)) + sizeOf(e)
+		}
+		return n
+	case nil:
+		return 0
+	}
+	return 16
+}

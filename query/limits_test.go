@@ -3,6 +3,9 @@ package query
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -180,5 +183,109 @@ func FuzzQueryLimits(f *testing.F) {
 		} else if !errors.Is(err, ErrLimit) && !errors.Is(err, ErrCompile) && !errors.Is(err, ErrUnmergeable) {
 			t.Fatalf("plan of %.60q: %v", text, err)
 		}
+	})
+}
+
+// GROUP BY, DISTINCT and ORDER BY hold what they must keep within a
+// budget: past it the query fails with a *LimitError, not with the
+// process's memory.
+func TestMemoryBudget(t *testing.T) {
+	docs := make([]Doc, 5000)
+	for i := range docs {
+		docs[i] = mustDoc(t, fmt.Sprintf(`{"id":"%d","g":%d,"s":"%s"}`, i, i, strings.Repeat("x", 100)))
+	}
+	cases := []struct {
+		name, text string
+	}{
+		{"GROUP BY", "SELECT c.g, COUNT(1) AS n FROM c GROUP BY c.g"},
+		{"DISTINCT", "SELECT DISTINCT VALUE c.g FROM c"},
+		{"ORDER BY", "SELECT * FROM c ORDER BY c.g"},
+		{"ORDER BY values", "SELECT VALUE {\"a\": c.s} FROM c ORDER BY c.g"},
+		{"DISTINCT in a subquery", "SELECT VALUE ARRAY(SELECT DISTINCT VALUE x FROM x IN c.arr) FROM c"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			prog, err := Prepare(tc.text, nil)
+			require.NoError(t, err)
+			_, err = prog.WithMemoryBudget(0).Execute(context.Background(), seqOf(docs))
+			require.NoError(t, err, "the default budget holds 5000 rows")
+			if tc.name == "DISTINCT in a subquery" {
+				return // per-row subqueries keep the default
+			}
+			_, err = prog.WithMemoryBudget(64<<10).Execute(context.Background(), seqOf(docs))
+			require.ErrorIs(t, err, ErrLimit)
+			assert.ErrorContains(t, err, "memory held by GROUP BY, DISTINCT or ORDER BY")
+			_, err = prog.WithMemoryBudget(64<<10).Values(context.Background(), seqOf(docs))
+			require.ErrorIs(t, err, ErrLimit)
+		})
+	}
+	// TOP keeps a bounded heap: within a small budget.
+	prog, err := Prepare("SELECT TOP 10 * FROM c ORDER BY c.g DESC", nil)
+	require.NoError(t, err)
+	rows, err := prog.WithMemoryBudget(64<<10).Execute(context.Background(), seqOf(docs))
+	require.NoError(t, err)
+	assert.Len(t, rows, 10)
+}
+
+// The merger of an Aggregate plan charges its groups too.
+func TestMergerBudget(t *testing.T) {
+	p, err := PlanFanOut(mustParse(t, "SELECT c.g, COUNT(1) AS n FROM c GROUP BY c.g"), nil)
+	require.NoError(t, err)
+	m := p.NewMerger()
+	m.mem.max = 16 << 10
+	var last error
+	for i := 0; i < 1000 && last == nil; i++ {
+		last = m.Add(map[string]any{"g": []any{map[string]any{"v": float64(i)}}, "a": []any{map[string]any{"v": 1.0}}})
+	}
+	require.ErrorIs(t, last, ErrLimit)
+}
+
+// The reproducer of issue 17: a GROUP BY of a million groups. With the
+// default budget it fails with ErrLimit. It takes seconds:
+// DOCSHARD_BIG_TESTS=1 runs it.
+func TestMillionGroups(t *testing.T) {
+	if os.Getenv("DOCSHARD_BIG_TESTS") == "" {
+		t.Skip("DOCSHARD_BIG_TESTS=1 runs it")
+	}
+	docs := func(yield func(Doc) bool) {
+		for i := range 1_000_000 {
+			if !yield(Doc{raw: nil, val: map[string]any{"id": strconv.Itoa(i), "g": strconv.Itoa(i)}}) {
+				return
+			}
+		}
+	}
+	prog, err := Prepare("SELECT c.g, COUNT(1) AS n FROM c GROUP BY c.g", nil)
+	require.NoError(t, err)
+	_, err = prog.Execute(context.Background(), docs)
+	require.ErrorIs(t, err, ErrLimit)
+}
+
+// FuzzMemoryBudget: under any budget a grouping, deduplicating or sorting
+// query either fails with ErrLimit or answers exactly as without one.
+func FuzzMemoryBudget(f *testing.F) {
+	f.Add(uint16(100), uint16(1000), uint8(0))
+	f.Add(uint16(5000), uint16(64), uint8(2))
+	queries := []string{
+		"SELECT c.g, COUNT(1) AS n FROM c GROUP BY c.g",
+		"SELECT DISTINCT VALUE c.g FROM c",
+		"SELECT VALUE c.g FROM c ORDER BY c.g DESC",
+		"SELECT TOP 5 VALUE c.g FROM c ORDER BY c.g",
+		"SELECT DISTINCT VALUE c.g FROM c ORDER BY c.g",
+	}
+	f.Fuzz(func(t *testing.T, n, kb uint16, which uint8) {
+		docs := make([]Doc, int(n)%3000)
+		for i := range docs {
+			docs[i] = Doc{raw: []byte(`{}`), val: map[string]any{"id": strconv.Itoa(i), "g": float64(i % 700)}}
+		}
+		prog, err := Prepare(queries[int(which)%len(queries)], nil)
+		require.NoError(t, err)
+		want, err := prog.Execute(context.Background(), seqOf(docs))
+		require.NoError(t, err)
+		got, err := prog.WithMemoryBudget(int64(kb)<<6).Execute(context.Background(), seqOf(docs))
+		if err != nil {
+			require.ErrorIs(t, err, ErrLimit)
+			return
+		}
+		require.Equal(t, want, got)
 	})
 }

@@ -31,10 +31,12 @@ func unwrapAll(wrapped []any) ([]any, error) {
 
 // Merger combines the partial aggregate rows of an Aggregate plan. It holds
 // one accumulator set per group (a single one without GROUP BY), so its
-// memory grows with the number of groups, not of rows. Not safe for
+// memory grows with the number of groups, not of rows; past
+// DefaultMemoryBudget (as estimated) Add fails with a *LimitError. Not safe for
 // concurrent use.
 type Merger struct {
 	p      *Plan
+	mem    budget // DefaultMemoryBudget for its groups
 	groups map[string]*mergedGroup
 	order  []*mergedGroup
 	err    error
@@ -61,14 +63,17 @@ type partialAcc struct {
 // NewMerger returns an empty merger. Without GROUP BY the result has one
 // row even when no collection contributes.
 func (p *Plan) NewMerger() *Merger {
-	m := &Merger{p: p, groups: map[string]*mergedGroup{}}
+	m := &Merger{p: p, mem: budget{max: DefaultMemoryBudget}, groups: map[string]*mergedGroup{}}
 	return m
 }
 
-func (m *Merger) group(keys []any) *mergedGroup {
+func (m *Merger) group(keys []any) (*mergedGroup, error) {
 	id := canonical(keys)
 	g, ok := m.groups[id]
 	if !ok {
+		if err := m.mem.add(2*int64(len(id)) + mapEntryBytes + groupBytes + accBytes*int64(len(m.p.aggs))); err != nil {
+			return nil, err
+		}
 		g = &mergedGroup{keys: keys, accs: make([]partialAcc, len(m.p.aggs))}
 		for i, a := range m.p.aggs {
 			g.accs[i].name = a.name
@@ -77,7 +82,7 @@ func (m *Merger) group(keys []any) *mergedGroup {
 		m.groups[id] = g
 		m.order = append(m.order, g)
 	}
-	return g
+	return g, nil
 }
 
 // Add merges one partial row from a collection (a decoded row of
@@ -107,7 +112,10 @@ func (m *Merger) Add(row any) error {
 	if len(parts) != want || len(keys) != m.p.groupKeys {
 		return fmt.Errorf("query: a partial aggregate row has %d group keys and %d values, want %d and %d", len(keys), len(parts), m.p.groupKeys, want)
 	}
-	g := m.group(keys)
+	g, err := m.group(keys)
+	if err != nil {
+		return err
+	}
 	i := 0
 	next := func() any {
 		i++
@@ -156,7 +164,8 @@ func (m *Merger) Results() (out []any) {
 	}()
 	groups := m.order
 	if len(groups) == 0 && !m.p.groupBy {
-		groups = []*mergedGroup{m.group([]any{})}
+		one, _ := m.group([]any{}) // the first group: within any budget
+		groups = []*mergedGroup{one}
 	}
 	sortGroups(groups, func(g *mergedGroup) []any { return g.keys })
 	for _, g := range groups {

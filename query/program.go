@@ -119,6 +119,17 @@ func (pr *Program) Values(ctx context.Context, docs iter.Seq[Doc]) ([]any, error
 	return out, err
 }
 
+// WithMemoryBudget returns a copy of the program whose GROUP BY groups,
+// DISTINCT set and ORDER BY rows may each hold up to n bytes (as the
+// engine estimates them) instead of DefaultMemoryBudget; past it Execute
+// and Values fail with a *LimitError. n <= 0 means the default. Subqueries
+// keep the default. It costs one small allocation.
+func (pr *Program) WithMemoryBudget(n int64) *Program {
+	p := *pr.p
+	p.budget = n
+	return &Program{p: &p}
+}
+
 // MaxResults returns the most results the program can return, from its
 // TOP or LIMIT (OFFSET does not add to it), or -1 when nothing bounds them.
 // It costs nothing: the bound is fixed when the program is compiled.
@@ -142,6 +153,8 @@ type program struct {
 	distinct bool
 	offset   int
 	limit    int // -1: none
+
+	budget int64 // memory budget of each grouping, DISTINCT or sort; 0: DefaultMemoryBudget
 
 	grouped bool
 	groupBy []evalFn
@@ -461,6 +474,10 @@ func (p *program) joinValue(fr *frame, j int, v any, in bool, emit func(*frame) 
 func (p *program) runTop(ctx context.Context, docs iter.Seq[Doc], rw *rowWriter, out func(v any, raw []byte) bool) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			if le, ok := r.(*LimitError); ok { // a budget ran out (budget.charge)
+				err = le
+				return
+			}
 			err = evalError(r)
 		}
 	}()
@@ -539,12 +556,18 @@ func (p *program) rows(outer *frame, yield func(any) bool) {
 // its value; rw.err then says why the rows stopped early, if they did.
 func (p *program) pipeline(input func(func(*frame) bool), raw func() []byte, rw *rowWriter, out func(any, []byte) bool) {
 	emitter := newLimiter(p.distinct, p.offset, p.limit, out)
+	emitter.mem.max = p.budget
+	if emitter.mem.max <= 0 {
+		emitter.mem.max = DefaultMemoryBudget
+	}
+	mem := &emitter.mem // one budget for the pipeline, in the limiter's allocation
 	if p.limit == 0 {
 		return
 	}
 	switch {
 	case p.grouped:
 		g := newGrouper(p)
+		g.mem = mem
 		input(func(fr *frame) bool { g.add(p, fr); return true })
 		g.results(p, func(v any) bool { return emitter.emit(v, nil) })
 	case len(p.orderBy) == 0 && rw != nil:
@@ -606,6 +629,9 @@ func (p *program) pipeline(input func(func(*frame) bool), raw func() []byte, rw 
 				}
 				r.raw = raw()
 			}
+			if !full {
+				mem.charge(int64(len(r.raw)) + sizeOf(r.val) + sizeOf(scratch) + sortRowBytes)
+			}
 			if full {
 				r.keys = append(h.rows[0].keys[:0], scratch...)
 				h.replaceTop(r)
@@ -629,6 +655,7 @@ func (p *program) pipeline(input func(func(*frame) bool), raw func() []byte, rw 
 
 // limiter applies DISTINCT, OFFSET and LIMIT to a stream of results.
 type limiter struct {
+	mem     budget // the pipeline's; charged for DISTINCT's keys
 	seen    map[string]bool
 	skip    int
 	left    int // -1: unlimited
@@ -664,6 +691,7 @@ func (l *limiter) emit(v any, raw []byte) bool {
 		if l.seen[k] {
 			return true
 		}
+		l.mem.charge(int64(len(k)) + mapEntryBytes)
 		l.seen[k] = true
 	}
 	if l.skipped() {

@@ -66,8 +66,10 @@ const MaxNesting = 64
 
 // Unmarshal decodes a resolver tree from its JSON form. The "kind" member
 // selects the decoder among the registered kinds. Malformed JSON, an unknown
-// kind, an unknown field, a bad setting or nesting deeper than MaxNesting
-// yields an error wrapping ErrInvalid (a *ConfigError naming the field).
+// kind, an unknown field, a field named twice, a string that is not valid
+// UTF-8 (or holds a lone surrogate escape), a bad setting, nesting deeper
+// than MaxNesting or a tree costing more than MaxWork yields an error
+// wrapping ErrInvalid (a *ConfigError naming the field).
 // Cost: linear in len(data) for each level of nested resolvers.
 func Unmarshal(data []byte) (Resolver, error) {
 	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] != '{' {
@@ -79,6 +81,9 @@ func Unmarshal(data []byte) (Resolver, error) {
 	if !json.Valid(data) {
 		var v any
 		return nil, jsonError(json.Unmarshal(data, &v))
+	}
+	if err := checkTree(data); err != nil {
+		return nil, err
 	}
 	v, err := kindPath.Lookup(data) // the text is valid: ErrNoPartitionKey means no "kind"
 	switch {
@@ -193,7 +198,7 @@ func Marshal(r Resolver) ([]byte, error) {
 // and nothing may follow the object. Names are checked through nested
 // structs, maps, slices and arrays; a field whose type decodes itself
 // (json.Unmarshaler, such as Target and KeyDef) checks its own. A member
-// named twice is not rejected: encoding/json keeps the last. Errors are
+// named twice is refused by Unmarshal before any decoder runs. Errors are
 // *ConfigError naming the field ("ranges[1].low"). Decoders registered with
 // Register use it for their own shape.
 func DecodeStrict(data []byte, v any) error {

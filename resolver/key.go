@@ -4,6 +4,7 @@ import (
 	"github.com/docshard/docshard/internal/jsontext"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/partitionkey"
+	"strings"
 )
 
 // The partition-key value model lives in package partitionkey, which the
@@ -61,7 +62,7 @@ func AppendJSONString(dst []byte, s string) []byte {
 // is a *ConfigError.
 func ValidateLink(s string) error {
 	if _, err := link.ParseCollection(s); err != nil {
-		return &ConfigError{Value: s, Reason: "not a collection link dbs/{db}/colls/{coll}"}
+		return &ConfigError{Value: s, Reason: "not a collection link dbs/{db}/colls/{coll}: " + strings.TrimPrefix(err.Error(), link.ErrInvalid.Error()+" ")}
 	}
 	return nil
 }

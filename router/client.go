@@ -101,7 +101,9 @@ type Options struct {
 	// remembers, so a hot key is hashed once: 0 means 4096, -1 none.
 	// Resolvers are pure values (docs/design.md#the-resolver-contract), so
 	// a remembered placement is always right; a new Register starts an
-	// empty cache. Each entry costs about 100 bytes plus the key.
+	// empty cache. Each entry costs about 100 bytes plus the key. A read
+	// placement is remembered on a key's second read while no other key
+	// has taken its slot in between, so keys read once cost no entry.
 	RouteCacheSize int
 }
 

@@ -100,9 +100,14 @@ func (c *Client) write(ctx context.Context, op, dbLink string, doc any, opts *Wr
 // the first of the route's collections that has it. Errors other than "not
 // found" end the search.
 func (c *Client) find(ctx context.Context, rt *route, id string) (string, *store.Document, error) {
+	return c.findIn(ctx, rt.links, id, &rt.ro)
+}
+
+// findIn is find over links with the read options ro.
+func (c *Client) findIn(ctx context.Context, links []string, id string, ro *store.ReadOptions) (string, *store.Document, error) {
 	var last error
-	for _, l := range rt.links {
-		d, err := c.st.Read(ctx, l, id, &rt.ro)
+	for _, l := range links {
+		d, err := c.st.Read(ctx, l, id, ro)
 		if err == nil {
 			return l, d, nil
 		}
@@ -123,15 +128,21 @@ func (c *Client) find(ctx context.Context, rt *route, id string) (string, *store
 // wrapping resolver.ErrNoPartitionKey; a missing document, store.ErrNotFound.
 //
 // Cost over the store's own Read: finding the resolver and placing the key
-// (nothing for a string key placed before, see Options.RouteCacheSize).
+// (nothing for a string key read twice lately, see Options.RouteCacheSize;
+// the resolver's placement and the read options, one allocation, for a
+// string key read once).
 func (c *Client) Read(ctx context.Context, dbLink, id string, key any) (*store.Document, error) {
 	e, err := c.entry(dbLink)
 	if err != nil {
 		return nil, err
 	}
-	rt, err := e.pl.forKey(key)
+	rt, links, err := e.pl.forRead(key)
 	if err != nil {
 		return nil, err
+	}
+	if rt == nil {
+		_, d, err := c.findIn(ctx, links, id, &store.ReadOptions{PartitionKey: partitionkey.CollectionKey(key)})
+		return d, err
 	}
 	_, d, err := c.find(ctx, rt, id)
 	return d, err

@@ -148,7 +148,17 @@ type distinctMerger struct {
 	s    *scheduler
 	ci   int // the collection being read
 	seen map[string]struct{}
+	held int64 // bytes the seen set holds, as estimated
 }
+
+// distinctBudget bounds the memory a DISTINCT merge's set of results seen
+// may hold (estimated: each key's bytes and a map entry), as the engine
+// bounds its own DISTINCT (query.DefaultMemoryBudget); past it the query
+// fails with a *query.LimitError.
+var distinctBudget int64 = query.DefaultMemoryBudget
+
+// distinctEntryBytes estimates a map entry of the seen set besides its key.
+const distinctEntryBytes = 48
 
 func (*distinctMerger) mode() execMode   { return modeDistinct }
 func (*distinctMerger) byPosition() bool { return false }
@@ -178,6 +188,10 @@ func (m *distinctMerger) next(ctx context.Context) (json.RawMessage, bool, error
 			r := s.consume(src)
 			if _, dup := m.seen[r.dkey]; dup {
 				continue
+			}
+			if m.held += int64(len(r.dkey)) + distinctEntryBytes; m.held > distinctBudget {
+				return nil, false, fmt.Errorf("router: DISTINCT across collections: %w",
+					&query.LimitError{Limit: "memory held by DISTINCT across collections (bytes, estimated)", Max: distinctBudget, Got: m.held, Pos: -1})
 			}
 			m.seen[r.dkey] = struct{}{}
 			return r.raw, true, nil

@@ -43,6 +43,10 @@ type ownedView struct {
 // their continuation tokens.
 const ownedCursors = 64
 
+// ownedCursorBytes bounds what those results hold in all (their JSON); a
+// larger one is not kept, and each of its pages re-runs the query.
+const ownedCursorBytes = 64 << 20
+
 // viewFor returns the store a fan-out over e reads through: the client's,
 // or an ownedView when e's resolver names shared collections.
 func (c *Client) viewFor(e *dbEntry) store.Store {
@@ -64,7 +68,7 @@ func (c *Client) viewFor(e *dbEntry) store.Store {
 // ownedCursors returns the client's cache of shared collections' results,
 // made on first use.
 func (c *Client) ownedCursors() *cursor.Cache[[]json.RawMessage] {
-	c.ownedOnce.Do(func() { c.owned = cursor.NewCache[[]json.RawMessage](ownedCursors) })
+	c.ownedOnce.Do(func() { c.owned = cursor.NewSizedCache(ownedCursors, ownedCursorBytes, cursor.RowsSize) })
 	return c.owned
 }
 

@@ -121,6 +121,32 @@ func (pl *placement) forKey(key any) (*route, error) {
 	return rt, nil
 }
 
+// forRead places the key of a point read: a cached route, or, for a
+// string key missed for the first time lately (see routeCache), the links
+// alone, placed without allocating a route or caching one (the read then
+// costs the store's read and the resolver's placement, nothing more).
+func (pl *placement) forRead(key any) (*route, []string, error) {
+	s, isString := key.(string)
+	if !isString || pl.cache == nil {
+		rt, err := pl.forKey(key)
+		return rt, nil, err
+	}
+	rt, h, slot := pl.cache.readRoute(s)
+	if rt != nil {
+		return rt, nil, nil
+	}
+	links, err := pl.r.ResolveForRead(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if slot == nil {
+		return nil, links, nil
+	}
+	rt = newRoute(h, s, links, key, pl.epoch)
+	slot.Store(rt)
+	return rt, nil, nil
+}
+
 // forKeyText is forKey for a string key held as bytes (a key read in place
 // from raw JSON), whose route-cache hash is h: a cached route costs no
 // allocation.

@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/docshard/docshard/partitionkey"
 )
 
 // ValidateID checks a document id against Cosmos DB's rules: non-empty, at
-// most MaxIDLength bytes, none of '/', '\\', '?', '#'. The error wraps
+// most MaxIDLength bytes, none of '/', '\\', '?', '#', valid UTF-8. The error wraps
 // ErrBadRequest and names the id.
 func ValidateID(id string) error {
 	switch {
@@ -21,6 +23,8 @@ func ValidateID(id string) error {
 		return &Error{Kind: ErrBadRequest, ID: id[:32] + "...", Message: fmt.Sprintf("document id is %d bytes, more than %d", len(id), MaxIDLength)}
 	case strings.ContainsAny(id, `/\?#`):
 		return &Error{Kind: ErrBadRequest, ID: id, Message: `document id contains one of / \ ? #`}
+	case !utf8.ValidString(id):
+		return &Error{Kind: ErrBadRequest, ID: strconv.QuoteToASCII(id), Message: "document id is not valid UTF-8 (a lone surrogate has no UTF-8 form)"}
 	}
 	return nil
 }

@@ -53,8 +53,11 @@ type demoCheck struct {
 }
 
 func runDemo(ctx context.Context, out io.Writer, n, collections int) error {
-	if n < 1 || collections < 1 || collections > 256 {
-		return fmt.Errorf("--docs must be positive and --collections 1 to 256")
+	if err := intFlag("docs", int64(n), 1, maxDemoDocs); err != nil {
+		return err
+	}
+	if err := intFlag("collections", int64(collections), 1, 256); err != nil {
+		return err
 	}
 	st := memstore.New(nil)
 	defer st.Close()

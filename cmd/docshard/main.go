@@ -4,10 +4,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 )
 
 func main() {
@@ -26,7 +29,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	}()
 	root := newRootCmd(stdin, stdout, stderr)
 	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
+	// Ctrl-C (or SIGTERM) cancels the command's context, so a command
+	// stops cleanly and says what it did; a second one ends the process.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	if err := root.ExecuteContext(ctx); err != nil {
 		var ec exitCode
 		if asExit(err, &ec) {
 			if ec.msg != "" {

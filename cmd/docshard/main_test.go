@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/store/memstore"
 )
 
 // runCLI runs the command line in-process and returns its exit code and
@@ -74,6 +76,12 @@ func TestPlan(t *testing.T) {
 	assert.Regexp(t, `moved: \d+ of 20000 keys \(2\d\.\d\d%\)`, out, "about a quarter of the keys move to the fourth collection")
 	assert.Regexp(t, `exact, from the rings' points: largest 1\.\d\d× the mean now, 1\.\d\d× next; 2\d\.\d\d% of the hash space moves`, out)
 
+	// The balanced strategy: exact figures within its 8% band.
+	balanced := writeFile(t, dir, "balanced.json", `{"kind":"hash","strategy":"balanced","partitionKey":"/userId","collections":["dbs/app/colls/users0","dbs/app/colls/users1","dbs/app/colls/users2","dbs/app/colls/users3"]}`)
+	code, out, errOut = runCLI(t, "", "plan", "-c", cfg, "--next", balanced, "--keys", "20000")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `exact, from the rings' points: largest 1\.\d\d× the mean now, 1\.0\d× next; \d\d\.\d\d% of the hash space moves; smallest 0\.\d\d× the mean now, (0\.9[2-9]|1\.00)× next`, out)
+
 	// Rings of different flavours compare only by the sample.
 	murmur := writeFile(t, dir, "murmur.json", `{"kind":"hash","hash":"murmur3","partitionKey":"/userId","collections":["dbs/app/colls/users0","dbs/app/colls/users1"]}`)
 	code, out, errOut = runCLI(t, "", "plan", "-c", cfg, "--next", murmur, "--keys", "1000")
@@ -113,7 +121,16 @@ func TestErrors(t *testing.T) {
 		{"bad json key", []string{"locate", "-c", cfg, "--json", "{"}, "not a JSON value", 1},
 		{"wrong key type", []string{"locate", "-c", cfg, "--json", "true"}, "unsupported type", 1},
 		{"plan without next", []string{"plan", "-c", cfg}, "--next FILE2 is required", 2},
-		{"plan bad keys", []string{"plan", "-c", cfg, "--next", cfg, "--keys", "0"}, "--keys", 0},
+		{"plan bad keys", []string{"plan", "-c", cfg, "--next", cfg, "--keys", "0"}, "--keys: want 1 to 1000000, got 0", 2},
+		// The reproducers of issue 17: both died with "out of memory".
+		{"plan too many keys", []string{"plan", "-c", cfg, "--next", cfg, "--keys", "2000000000"}, "--keys: want 1 to 1000000, got 2000000000", 2},
+		{"load too many workers", []string{"load", "-c", cfg, "--workers", "100000000", "-"}, "--workers: want 1 to 1024, got 100000000", 2},
+		{"load no workers", []string{"load", "-c", cfg, "--workers", "0", "-"}, "--workers: want 1 to 1024", 2},
+		{"demo too many docs", []string{"demo", "--docs", "2000000000"}, "--docs: want 1 to 1000000", 2},
+		{"reshard NaN rate", []string{"reshard", "-c", cfg, "--next", cfg, "--rate", "NaN"}, "--rate: want a finite number", 2},
+		{"reshard negative rate", []string{"reshard", "-c", cfg, "--next", cfg, "--rate", "-1"}, "--rate: want a finite number", 2},
+		{"state set negative version", []string{"state", "set", "-c", cfg, "--if-version", "-3", cfg}, "--if-version: want 0 to", 2},
+		{"serve negative shutdown", []string{"serve", "--dir", dir, "--shutdown-timeout", "-1s"}, "--shutdown-timeout: want 0 to 1h0m0s", 2},
 		{"unknown command", []string{"frobnicate"}, "unknown command", 2},
 	}
 	for _, tc := range cases {
@@ -158,7 +175,7 @@ databases:
 	lines.WriteString("\n")
 	code, out, errOut := runCLI(t, lines.String(), "load", "-c", cfg, "-")
 	require.Equal(t, 0, code, errOut)
-	assert.Equal(t, "50 documents loaded into dbs/app\n", out)
+	assert.True(t, strings.HasPrefix(out, "50 documents loaded into dbs/app ("), out)
 	assert.Contains(t, errOut, "created collection dbs/app/colls/u0")
 
 	// The durable store keeps them for the next command.
@@ -202,6 +219,81 @@ databases:
 		code, _, errOut := runCLI(t, "", tc.args...)
 		assert.Equal(t, 1, code, tc.args)
 		assert.Contains(t, errOut, tc.want, tc.args)
+	}
+}
+
+// A damaged store: every command refuses it naming the file, and salvage
+// copies what is intact into a new directory the commands then read.
+func TestDamagedStoreAndSalvage(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfg := writeFile(t, dir, "c.yaml", "store: {kind: embedded, path: "+data+"}\n"+threeUsers)
+	var lines strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&lines, `{"id":"d%d","userId":"u%d","mark":"MARK%04d"}`+"\n", i, i, i)
+	}
+	code, _, errOut := runCLI(t, lines.String(), "load", "-c", cfg, "-")
+	require.Equal(t, 0, code, errOut)
+	db := filepath.Join(data, "docshard.db")
+	raw, err := os.ReadFile(db)
+	require.NoError(t, err)
+	// Every copy: bbolt's free pages may hold older ones.
+	require.Positive(t, bytes.Count(raw, []byte("MARK0007")))
+	raw = bytes.ReplaceAll(raw, []byte("MARK0007"), []byte("MARK1007"))
+	require.NoError(t, os.WriteFile(db, raw, 0o600))
+
+	code, _, errOut = runCLI(t, "", "query", "-c", cfg, "SELECT VALUE COUNT(1) FROM c")
+	require.Equal(t, 1, code)
+	assert.Contains(t, errOut, db+" is corrupt")
+	assert.Contains(t, errOut, `document id "d7"`)
+
+	saved := filepath.Join(dir, "saved")
+	code, out, errOut := runCLI(t, "", "salvage", "--dir", data, "--to", saved)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "salvaged 30 documents", "29 and the state document")
+	assert.Contains(t, errOut, `"d7"`)
+	cfg2 := writeFile(t, dir, "c2.yaml", "store: {kind: embedded, path: "+saved+"}\n"+threeUsers)
+	code, out, errOut = runCLI(t, "", "query", "-c", cfg2, "SELECT VALUE COUNT(1) FROM c")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "29\n", out)
+
+	require.NoError(t, os.WriteFile(db, nil, 0o600))
+	code, _, errOut = runCLI(t, "", "state", "show", "-c", cfg)
+	require.Equal(t, 1, code)
+	assert.Contains(t, errOut, "the file is empty")
+}
+
+// The reproducer of issue 17: a second process on one store waited 5 s
+// and said "timeout". A read-only command says which file another process
+// holds, and how to reach the store; read-only commands share the store
+// with each other.
+func TestStoreHeldByAnotherProcess(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfg := writeFile(t, dir, "c.yaml", "store: {kind: embedded, path: "+data+"}\n"+threeUsers)
+	code, _, errOut := runCLI(t, `{"id":"a","userId":"u1"}`+"\n", "load", "-c", cfg, "-")
+	require.Equal(t, 0, code, errOut)
+
+	reader, err := memstore.Open(data, &memstore.Options{ReadOnly: true})
+	require.NoError(t, err)
+	code, out, errOut := runCLI(t, "", "query", "-c", cfg, "SELECT VALUE c.id FROM c")
+	require.Equal(t, 0, code, "read-only commands share the store: %s", errOut)
+	assert.Equal(t, "\"a\"\n", out)
+	require.NoError(t, reader.Close())
+
+	writer, err := memstore.Open(data, nil)
+	require.NoError(t, err)
+	defer writer.Close()
+	for _, args := range [][]string{
+		{"query", "-c", cfg, "SELECT * FROM c"},
+		{"state", "show", "-c", cfg},
+		{"verify", "-c", cfg},
+		{"locate", "-c", cfg, "u1"},
+	} {
+		code, _, errOut = runCLI(t, "", args...)
+		require.Equal(t, 1, code, args)
+		assert.Contains(t, errOut, filepath.Join(data, "docshard.db")+" is held by another process: another process has it open for writing", args)
+		assert.Contains(t, errOut, "docshard serve", "how to reach it")
 	}
 }
 

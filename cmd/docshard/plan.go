@@ -41,8 +41,8 @@ partition keys of the JSON-lines documents in PATH ("-" for standard input).`,
 			if nextFile == "" {
 				return exitCode{code: 2, msg: "plan: --next FILE2 is required (the resolver to compare with: a resolver JSON file, or a configuration naming the database)"}
 			}
-			if keys <= 0 {
-				return fmt.Errorf("--keys must be positive, got %d", keys)
+			if err := intFlag("keys", int64(keys), 1, maxPlanKeys); err != nil {
+				return err
 			}
 			cfg, db, err := g.loadDatabase()
 			if err != nil {
@@ -194,6 +194,7 @@ type planReport struct {
 // (hashring.Ring.Shares and hashring.Moved) instead of sampled.
 type exactFigures struct {
 	currentMax, nextMax float64 // the largest share against the mean
+	currentMin, nextMin float64 // the smallest share against the mean
 	moved               float64 // the share of the hash space that moves
 }
 
@@ -216,11 +217,14 @@ func exactPlacement(cur, next resolver.Resolver) *exactFigures {
 	if err != nil {
 		return nil // different flavours: only the sample compares them
 	}
-	maxShare := func(g *hashring.Ring) float64 {
+	extremes := func(g *hashring.Ring) (largest, smallest float64) {
 		shares := g.Shares()
-		return slices.Max(shares) * float64(len(shares))
+		return slices.Max(shares) * float64(len(shares)), slices.Min(shares) * float64(len(shares))
 	}
-	return &exactFigures{currentMax: maxShare(a), nextMax: maxShare(b), moved: moved}
+	e := &exactFigures{moved: moved}
+	e.currentMax, e.currentMin = extremes(a)
+	e.nextMax, e.nextMin = extremes(b)
+	return e
 }
 
 func comparePlacement(cur, next resolver.Resolver, sample []any) (*planReport, error) {
@@ -284,7 +288,8 @@ func (r *planReport) print(w io.Writer, dbLink string) {
 	}
 	fmt.Fprintf(w, "\nmoved: %d of %d keys (%.2f%%)\n", r.moved, r.keys, 100*float64(r.moved)/float64(r.keys))
 	if e := r.exact; e != nil {
-		fmt.Fprintf(w, "exact, from the rings' points: largest %.2f× the mean now, %.2f× next; %.2f%% of the hash space moves\n", e.currentMax, e.nextMax, 100*e.moved)
+		fmt.Fprintf(w, "exact, from the rings' points: largest %.2f× the mean now, %.2f× next; %.2f%% of the hash space moves; smallest %.2f× the mean now, %.2f× next\n",
+			e.currentMax, e.nextMax, 100*e.moved, e.currentMin, e.nextMin)
 	}
 }
 
@@ -311,9 +316,11 @@ type collectionLoad struct {
 }
 
 type exactFiguresJSON struct {
-	CurrentLargestOverMean float64 `json:"currentLargestOverMean"`
-	NextLargestOverMean    float64 `json:"nextLargestOverMean"`
-	MovedShare             float64 `json:"movedShare"`
+	CurrentLargestOverMean  float64 `json:"currentLargestOverMean"`
+	NextLargestOverMean     float64 `json:"nextLargestOverMean"`
+	CurrentSmallestOverMean float64 `json:"currentSmallestOverMean"`
+	NextSmallestOverMean    float64 `json:"nextSmallestOverMean"`
+	MovedShare              float64 `json:"movedShare"`
 }
 
 // printJSON writes the report as one JSON object.
@@ -321,7 +328,8 @@ func (r *planReport) printJSON(w io.Writer, dbLink string) error {
 	out := planJSON{Database: dbLink, Keys: r.keys, Current: r.current.json(r.keys), Next: r.next.json(r.keys), Moved: r.moved,
 		MovedFraction: float64(r.moved) / float64(r.keys)}
 	if e := r.exact; e != nil {
-		out.Exact = &exactFiguresJSON{CurrentLargestOverMean: e.currentMax, NextLargestOverMean: e.nextMax, MovedShare: e.moved}
+		out.Exact = &exactFiguresJSON{CurrentLargestOverMean: e.currentMax, NextLargestOverMean: e.nextMax, MovedShare: e.moved,
+			CurrentSmallestOverMean: e.currentMin, NextSmallestOverMean: e.nextMin}
 	}
 	return writeJSON(w, out)
 }

@@ -2,7 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/docshard/docshard/config"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -50,7 +54,7 @@ Parameters: --param @name=JSON (repeatable), e.g. --param @city='"Oslo"' --param
 				}
 				opts.PartitionKey = k
 			}
-			st, err := openStore(cfg, g.stderr)
+			st, err := openStore(cfg, g.stderr, true)
 			if err != nil {
 				return err
 			}
@@ -63,7 +67,7 @@ Parameters: --param @name=JSON (repeatable), e.g. --param @city='"Oslo"' --param
 			for pager.More() {
 				page, err := pager.NextPage(cmd.Context())
 				if err != nil {
-					return err
+					return missingHint(err, cfg)
 				}
 				for _, item := range page.Items {
 					fmt.Fprintf(g.stdout, "%s\n", item)
@@ -76,4 +80,24 @@ Parameters: --param @name=JSON (repeatable), e.g. --param @city='"Oslo"' --param
 	cmd.Flags().BoolVar(&keyJSON, "key-json", false, "parse --key as a JSON value (42, [\"eu\",7])")
 	cmd.Flags().StringArrayVar(&params, "param", nil, "query parameter @name=JSON (repeatable)")
 	return cmd
+}
+
+// missingHint adds to a "collection not found" from the embedded store
+// where the store is, since a wrong store.path is the usual cause.
+func missingHint(err error, cfg *config.Config) error {
+	if !errors.Is(err, store.ErrCollectionNotFound) || cfg.Store.Kind == config.StoreCosmos {
+		return err
+	}
+	where := "the in-memory embedded store (store.path is empty)"
+	if cfg.Store.Path != "" {
+		path := cfg.Store.Path
+		if abs, aerr := filepath.Abs(path); aerr == nil {
+			path = abs
+		}
+		where = "the embedded store at " + path
+		if _, serr := os.Stat(cfg.Store.Path); serr != nil {
+			where += ", which does not exist"
+		}
+	}
+	return fmt.Errorf("%w (in %s: is store.path right? docshard load creates the collections)", err, where)
 }

@@ -34,7 +34,9 @@ switches, and removes the moved sources. Every step is recorded in the state doc
 after a crash and it finishes. --dry-run prints what would move; --abort, before the switch, returns to
 the current resolver with nothing lost. Progress goes to stderr, a summary to stdout.`,
 		Args: cobra.NoArgs,
-		RunE: g.withStore(func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
+		// Flags are checked before the store is opened.
+		PreRunE: func(*cobra.Command, []string) error { return rateFlag("rate", rateLimit) },
+		RunE: g.withStore(false, func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
 			log, err := g.logger()
 			if err != nil {
 				return err
@@ -187,7 +189,7 @@ func newVerifyCmd(g *globals) *cobra.Command {
 the database routes by (its shared state's, else the file's): it exits 1 naming the first misplaced or
 duplicated documents. During a reshard it refuses: finish the reshard first.`,
 		Args: cobra.NoArgs,
-		RunE: g.withStore(func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
+		RunE: g.withStore(true, func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
 			r := db.Resolver
 			s, err := shardstate.Load(ctx, st, db.Link)
 			switch {

@@ -91,6 +91,9 @@ func runServe(g *globals, f *serveFlags) error {
 	if f.dir == "" {
 		return usage("--dir is required: the directory of the embedded store to serve")
 	}
+	if err := durationFlag("shutdown-timeout", f.shutdownDeadline, maxShutdownWait); err != nil {
+		return err
+	}
 	host, _, err := net.SplitHostPort(f.addr)
 	if err != nil {
 		return usage("--addr %q: want HOST:PORT (%v)", f.addr, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -46,14 +47,14 @@ type stateJSON struct {
 }
 
 // withStore loads the configuration, picks the database and opens the
-// store for fn.
-func (g *globals) withStore(fn func(ctx context.Context, cfg *config.Config, db *config.Database, st store.Store) error) func(*cobra.Command, []string) error {
+// store for fn (read-only with readOnly; see openStore).
+func (g *globals) withStore(readOnly bool, fn func(ctx context.Context, cfg *config.Config, db *config.Database, st store.Store) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {
 		cfg, db, err := g.loadDatabase()
 		if err != nil {
 			return err
 		}
-		st, err := openStore(cfg, g.stderr)
+		st, err := openStore(cfg, g.stderr, readOnly)
 		if err != nil {
 			return err
 		}
@@ -75,7 +76,7 @@ func newStateShowCmd(g *globals) *cobra.Command {
 		Use:   "show -c FILE [--db LINK] [--json]",
 		Short: "Print the database's state document as JSON",
 		Args:  cobra.NoArgs,
-		RunE: g.withStore(func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
+		RunE: g.withStore(true, func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
 			s, err := shardstate.Load(ctx, st, db.Link)
 			if err != nil {
 				return noState(err, db)
@@ -109,7 +110,7 @@ func newStateHistoryCmd(g *globals) *cobra.Command {
 		Long: `history prints one line per version: VERSION, EPOCH, when and by whom it was made, and what
 it routes by (the resolver's kind and collections), tab-separated.`,
 		Args: cobra.NoArgs,
-		RunE: g.withStore(func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
+		RunE: g.withStore(true, func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
 			h, err := shardstate.History(ctx, st, db.Link)
 			if err != nil {
 				return noState(err, db)
@@ -164,6 +165,9 @@ keys exactly where a 64-bit or 32-bit .NET process put them.
 set changes where keys are routed; it moves no document.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := intFlag("if-version", ifVersion, 0, math.MaxInt64); err != nil {
+				return err
+			}
 			_, db, err := g.loadDatabase()
 			if err != nil {
 				return err
@@ -180,7 +184,7 @@ set changes where keys are routed; it moves no document.`,
 			} else if r, err = loadResolverFile("resolver", args[0], db.Link); err != nil {
 				return err
 			}
-			return g.withStore(func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
+			return g.withStore(false, func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
 				s, err := publishResolver(ctx, st, db.Link, r, cmd.Flags().Changed("if-version"), ifVersion, g.stderr)
 				if err != nil {
 					return err
@@ -289,7 +293,7 @@ func (g *globals) currentResolver(ctx context.Context, cfg *config.Config, db *c
 			return db.Resolver, nil
 		}
 	}
-	st, err := openStore(cfg, g.stderr)
+	st, err := openStore(cfg, g.stderr, true)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/docshard/docshard/emulator"
+	"github.com/docshard/docshard/internal/redact"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/memstore"
 )
@@ -56,6 +58,14 @@ type Server struct {
 	served     chan struct{}
 	clientPool *x509.CertPool
 }
+
+// String describes the server by its endpoint, without its key.
+func (s *Server) String() string {
+	return fmt.Sprintf("emulatortest.Server{Endpoint: %q, Key: %s}", s.Endpoint, redact.Mask)
+}
+
+// Format keeps the key out of every fmt verb.
+func (s *Server) Format(f fmt.State, verb rune) { redact.Format(f, verb, s.String()) }
 
 // New starts a server; Close stops it.
 func New(opts *Options) (*Server, error) {

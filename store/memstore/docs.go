@@ -96,6 +96,9 @@ func (c *collection) prepare(op, l string, doc []byte) (in incoming, err error) 
 	if idv[0] != '"' {
 		return in, bad("", `"id" must be a string, got %.40s`, idv)
 	}
+	if q := quoted(idv); q.Escaped && jsontext.HasLoneSurrogate(q.Body) {
+		return in, bad("", `"id" %.60s holds a lone surrogate (a \ud800-\udfff escape without its pair), which has no UTF-8 form: docshard refuses it rather than store it as U+FFFD`, idv)
+	}
 	in.id = quoted(idv).Decode()
 	if err := store.ValidateID(in.id); err != nil {
 		return in, withOp(err, op, l)
@@ -192,6 +195,10 @@ func keyText(v []byte) (string, error) {
 	switch v[0] {
 	case '{', '[':
 		return "", fmt.Errorf("must be a string, number, boolean or null, got %s", kindOf(v[0]))
+	case '"':
+		if jsontext.HasLoneSurrogate(v[1 : len(v)-1]) {
+			return "", fmt.Errorf(`%.60s holds a lone surrogate (a \ud800-\udfff escape without its pair), which has no UTF-8 form: docshard refuses it rather than store it as U+FFFD`, v)
+		}
 	}
 	rv, err := partitionkey.RawValueOf(v)
 	var buf [64]byte

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sort"
@@ -145,88 +146,141 @@ type disk struct {
 	spare   []*diskOp
 	closing bool
 	stopped chan struct{}
+	// readOnly: opened with Options.ReadOnly; submit refuses every write.
+	readOnly bool
 }
 
-// openDisk opens (creating if needed) the file in dir and loads every
-// collection into s. Expired documents are dropped on the way.
+// openDisk opens (creating if needed, unless read-only) the file in dir
+// and loads every collection into s. Expired documents are dropped on the
+// way. A damaged file is refused with a *CorruptError before bbolt maps
+// it, or when bbolt or a record's checksum finds the damage.
 func (s *Store) openDisk(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("memstore: %w", err)
-	}
 	path := filepath.Join(dir, dbFile)
+	ro := s.opts.ReadOnly
+	switch _, err := os.Stat(path); {
+	case err == nil:
+		if err := checkFile(path); err != nil {
+			return err
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("memstore: %w", err)
+	case ro:
+		return fmt.Errorf("memstore: %s: %w (a read-only open creates nothing)", path, os.ErrNotExist)
+	default:
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("memstore: %w", err)
+		}
+	}
 	wait := s.opts.LockTimeout
 	if wait <= 0 {
 		wait = 5 * time.Second
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:        wait,
-		NoSync:         s.opts.NoSync,
-		NoFreelistSync: true, // fewer pages per commit; rebuilt on open
-		FreelistType:   bolt.FreelistMapType,
+	var db *bolt.DB
+	err := guard(path, func() (err error) {
+		db, err = bolt.Open(path, 0o600, &bolt.Options{
+			Timeout:        wait,
+			ReadOnly:       ro,
+			NoSync:         s.opts.NoSync,
+			NoFreelistSync: true, // fewer pages per commit; rebuilt on open
+			FreelistType:   bolt.FreelistMapType,
+		})
+		return err
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return fmt.Errorf("memstore: %s is %w (waited %s for its lock)", path, ErrLocked, wait)
+		how := "another process has it open"
+		if ro {
+			how = "another process has it open for writing"
+		}
+		return fmt.Errorf("memstore: %s is %w: %s (waited %s for its lock); stop that process, or reach the store through it if it is docshard serve (store: {kind: cosmos, endpoint: ...})", path, ErrLocked, how, wait)
+	}
+	var ce *CorruptError
+	if errors.As(err, &ce) {
+		return err
 	}
 	if err != nil {
+		if errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrChecksum) || errors.Is(err, bolterrors.ErrVersionMismatch) {
+			return &CorruptError{File: path, Reason: err.Error()}
+		}
 		return fmt.Errorf("memstore: open %s: %w", path, err)
 	}
 	now := s.clock().Unix()
-	err = db.Update(func(tx *bolt.Tx) error {
-		fences, err := tx.CreateBucketIfNotExists(fencesBucket)
+	load := func(tx *bolt.Tx) error {
+		bucket := func(name []byte) (*bolt.Bucket, error) {
+			if b := tx.Bucket(name); b != nil || !tx.Writable() {
+				return b, nil
+			}
+			return tx.CreateBucket(name)
+		}
+		fences, err := bucket(fencesBucket)
 		if err != nil {
 			return err
 		}
-		if err := fences.ForEach(s.loadFence); err != nil {
-			return err
+		if fences != nil {
+			if err := fences.ForEach(s.loadFence); err != nil {
+				return err
+			}
 		}
-		meta, err := tx.CreateBucketIfNotExists(collectionsBucket)
+		meta, err := bucket(collectionsBucket)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.CreateBucketIfNotExists(marksBucket); err != nil {
+		if _, err := bucket(marksBucket); err != nil {
 			return err
+		}
+		if meta == nil {
+			return nil
 		}
 		return meta.ForEach(func(k, v []byte) error {
-			return s.loadCollection(tx, string(k), v, now)
+			return s.loadCollection(tx, path, string(k), v, now)
 		})
+	}
+	err = guard(path, func() error {
+		if ro {
+			return db.View(load)
+		}
+		return db.Update(load)
 	})
 	if err != nil {
 		_ = db.Close()
+		if errors.As(err, &ce) {
+			return err
+		}
 		return fmt.Errorf("memstore: load %s: %w", path, err)
 	}
-	d := &disk{db: db, stopped: make(chan struct{})}
+	d := &disk{db: db, stopped: make(chan struct{}), readOnly: ro}
 	d.cond = sync.NewCond(&d.mu)
 	s.disk = d
 	go d.run()
 	return nil
 }
 
-func (s *Store) loadCollection(tx *bolt.Tx, link string, metaJSON []byte, now int64) error {
+func (s *Store) loadCollection(tx *bolt.Tx, file, link string, metaJSON []byte, now int64) error {
 	var m collMeta
 	if err := json.Unmarshal(metaJSON, &m); err != nil {
-		return fmt.Errorf("collection %s: corrupt metadata: %w", link, err)
+		return &CorruptError{File: file, Reason: fmt.Sprintf("collection %s: its metadata does not decode: %v", link, err)}
 	}
 	path, err := partitionkey.ParsePath(m.Spec.PartitionKeyPath)
 	if err != nil {
-		return fmt.Errorf("collection %s: %w", link, err)
+		return &CorruptError{File: file, Reason: fmt.Sprintf("collection %s: %v", link, err)}
 	}
 	c := newCollection(link, m.UID, m.Spec, path)
 	bucket := docsBucket(m.UID)
 	b := tx.Bucket(bucket)
 	if b == nil {
-		return fmt.Errorf("collection %s: its documents bucket is missing", link)
+		return &CorruptError{File: file, Reason: fmt.Sprintf("collection %s: its documents bucket is missing", link)}
 	}
 	var live, expired, upgraded []*entry
 	maxSeq, maxLSN := uint64(0), mark(tx, bucket)
 	err = b.ForEach(func(k, v []byte) error {
 		if len(k) != 8 {
-			return fmt.Errorf("collection %s: corrupt key %x", link, k)
+			return &CorruptError{File: file, Collection: link, Reason: fmt.Sprintf("a record's key %x is not 8 bytes", k)}
 		}
+		seq := binary.BigEndian.Uint64(k)
 		e, old, err := decodeRecord(v)
 		if err != nil {
-			return fmt.Errorf("collection %s: key %x: %w", link, k, err)
+			return recordError(file, link, seq, e, err)
 		}
-		e.seq = binary.BigEndian.Uint64(k)
+		e.seq = seq
 		maxSeq, maxLSN = max(maxSeq, e.seq), max(maxLSN, e.lsn)
 		switch {
 		case e.expireAt <= now:
@@ -243,16 +297,28 @@ func (s *Store) loadCollection(tx *bolt.Tx, link string, metaJSON []byte, now in
 	}
 	// Records older than the change feed have no LSN: they take the next
 	// ones in the order of their last write, then of creation.
-	sort.SliceStable(upgraded, func(i, j int) bool { return upgraded[i].ts < upgraded[j].ts })
+	var noLSN []*entry
 	for _, e := range upgraded {
+		if e.lsn == 0 {
+			noLSN = append(noLSN, e)
+		}
+	}
+	sort.SliceStable(noLSN, func(i, j int) bool { return noLSN[i].ts < noLSN[j].ts })
+	for _, e := range noLSN {
 		maxLSN++
 		e.lsn = maxLSN
 	}
 	for _, e := range live {
 		if c.find(e.id, e.pk) != nil {
-			return fmt.Errorf("collection %s: document %q (key %s) stored twice", link, e.id, e.pk)
+			return &CorruptError{File: file, Collection: link, ID: e.id, Key: e.seq, Reason: fmt.Sprintf("the document (key %s) is stored twice", e.pk)}
 		}
 		c.publish(e) // in seq order: appends
+	}
+	if !tx.Writable() { // read-only: expired documents stay on disk, old records as they are
+		c.nextSeq.Store(maxSeq + 1)
+		c.lsns.last.Store(maxLSN)
+		s.colls[link] = c
+		return nil
 	}
 	gone := uint64(0)
 	for _, e := range expired {
@@ -278,7 +344,11 @@ func (s *Store) loadCollection(tx *bolt.Tx, link string, metaJSON []byte, now in
 // mark returns the collection's mark: the highest LSN of a record deleted
 // from it, 0 when none was.
 func mark(tx *bolt.Tx, bucket []byte) uint64 {
-	if v := tx.Bucket(marksBucket).Get(bucket); len(v) == 8 {
+	marks := tx.Bucket(marksBucket)
+	if marks == nil { // a file opened read-only from before the marks
+		return 0
+	}
+	if v := marks.Get(bucket); len(v) == 8 {
 		return binary.BigEndian.Uint64(v)
 	}
 	return 0
@@ -345,6 +415,9 @@ func (d *disk) submit(o *diskOp, wait bool) error {
 	if wait {
 		o.done = make(chan error, 1)
 	}
+	if d.readOnly {
+		return ErrReadOnly
+	}
 	d.mu.Lock()
 	if d.closing {
 		d.mu.Unlock()
@@ -369,21 +442,24 @@ func (d *disk) close() error {
 	return d.db.Close()
 }
 
-// A record: format version, _ts, expiry, LSN (since version 4), etag, id,
-// key text, then the stored JSON text to the end. The key text is the
-// value's identity text (partitionkey.IdentityText) since version 3;
-// version 2 held store.KeyText as it was before (encoding/json's strings,
-// strconv's 'g' numbers such as 1e-07). Records of versions 2 and 3 are
-// converted when the file is opened: their key text, and an LSN each.
+// A record: format version, a CRC-32C of everything after it (since
+// version 5), _ts, expiry, LSN (since version 4), etag, id, key text, then
+// the stored JSON text to the end. The key text is the value's identity
+// text (partitionkey.IdentityText) since version 3; version 2 held
+// store.KeyText as it was before (encoding/json's strings, strconv's 'g'
+// numbers such as 1e-07). Records of versions 2 to 4 are converted when the
+// file is opened for writing: their key text, an LSN each, a checksum.
 const (
-	recordVersion   = 4
+	recordVersion   = 5
+	recordVersionV4 = 4
 	recordVersionV3 = 3
 	recordVersionV2 = 2
+	recordCRCBytes  = 4
 )
 
 func encodeRecord(e *entry) []byte {
-	b := make([]byte, 0, len(e.body)+len(e.etag)+len(e.id)+len(e.pk)+32)
-	b = append(b, recordVersion)
+	b := make([]byte, 1+recordCRCBytes, len(e.body)+len(e.etag)+len(e.id)+len(e.pk)+36)
+	b[0] = recordVersion
 	b = binary.AppendVarint(b, e.ts)
 	b = binary.AppendVarint(b, e.expireAt)
 	b = binary.AppendUvarint(b, e.lsn)
@@ -391,21 +467,38 @@ func encodeRecord(e *entry) []byte {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
-	return append(b, e.body...)
+	b = append(b, e.body...)
+	binary.BigEndian.PutUint32(b[1:], crc32.Checksum(b[1+recordCRCBytes:], crcTable))
+	return b
 }
 
+// errRecord is a record that does not decode; badSum one whose checksum
+// does not match (its fields may still read, and name the document).
+var (
+	errRecord = errors.New("the record does not decode")
+	errSum    = errors.New("its checksum does not match: the stored bytes changed after they were written")
+)
+
 // decodeRecord reads a record; the body is copied out of bbolt's memory.
-// old reports a record of an older version (2 or 3), which has no LSN (0)
-// and whose key text it converted: the caller gives it an LSN and writes it
-// again.
+// old reports a record of an older version (2 to 4), which the caller
+// writes again in the current one; a record of version 2 or 3 has no LSN
+// (0), and the caller gives it one. A record whose checksum fails returns
+// errSum with the entry as far as it decodes, for its id.
 func decodeRecord(rec []byte) (e *entry, old bool, err error) {
-	bad := errors.New("corrupt record")
+	bad := errRecord
 	if len(rec) == 0 || rec[0] < recordVersionV2 || rec[0] > recordVersion {
 		return nil, false, bad
 	}
 	version := rec[0]
 	old = version < recordVersion
 	r := rec[1:]
+	var sum []byte
+	if !old {
+		if len(r) < recordCRCBytes {
+			return nil, false, bad
+		}
+		sum, r = r[:recordCRCBytes], r[recordCRCBytes:]
+	}
 	e = &entry{heapIdx: -1}
 	var n int
 	if e.ts, n = binary.Varint(r); n <= 0 {
@@ -416,7 +509,7 @@ func decodeRecord(rec []byte) (e *entry, old bool, err error) {
 		return nil, false, bad
 	}
 	r = r[n:]
-	if !old {
+	if version >= recordVersionV4 {
 		if e.lsn, n = binary.Uvarint(r); n <= 0 || e.lsn == 0 {
 			return nil, false, bad
 		}
@@ -432,12 +525,15 @@ func decodeRecord(rec []byte) (e *entry, old bool, err error) {
 		r = r[n+int(l):]
 	}
 	e.etag, e.id, e.pk = strs[0], strs[1], strs[2]
+	if sum != nil && binary.BigEndian.Uint32(sum) != crc32.Checksum(rec[1+recordCRCBytes:], crcTable) {
+		return e, false, errSum
+	}
 	if e.id == "" || e.pk == "" || len(r) < 2 || r[0] != '{' {
-		return nil, false, bad
+		return e, false, bad
 	}
 	if version == recordVersionV2 {
 		if e.pk, err = upgradeKeyText(e.pk); err != nil {
-			return nil, false, fmt.Errorf("corrupt record: key text: %w", err)
+			return e, false, fmt.Errorf("%w: key text: %w", errRecord, err)
 		}
 	}
 	e.pkHash = keyHash(e.pk)

@@ -37,6 +37,11 @@ type Options struct {
 	// continuation tokens, least recently used out first; 0 means 256. A
 	// token whose cursor was evicted costs a re-run of the query.
 	Cursors int
+	// CursorBytes bounds what those results hold in all (their JSON, as
+	// the store measures it), least recently used out first; 0 means
+	// 64 MiB. A result larger than the bound is not kept: each of its
+	// pages re-runs the query.
+	CursorBytes int64
 	// NoSync skips fsync in durable mode (bbolt's NoSync): faster, and
 	// acknowledged writes survive a process crash but not a machine crash.
 	// For tests and bulk loads.
@@ -47,7 +52,18 @@ type Options struct {
 	// serve) sets a short one; a command that may start while another
 	// finishes waits the default.
 	LockTimeout time.Duration
+	// ReadOnly opens a durable store without writing to it: bbolt's shared
+	// lock, so any number of read-only openers share the directory (one
+	// that another process holds for writing still waits LockTimeout, then
+	// fails with ErrLocked). Nothing is created, expired documents stay in
+	// the file (they are hidden as usual), and every write fails with
+	// store.ErrBadRequest wrapping ErrReadOnly. Ignored in memory.
+	ReadOnly bool
 }
+
+// ErrReadOnly is wrapped by every write to a store opened with
+// Options.ReadOnly.
+var ErrReadOnly = errors.New("the store is open read-only")
 
 // ErrLocked is what Open returns (wrapped, with the file's path) when
 // another process holds the directory: one process at a time may open it.
@@ -89,13 +105,16 @@ func New(opts *Options) *Store {
 	if o.Cursors <= 0 {
 		o.Cursors = 256
 	}
+	if o.CursorBytes <= 0 {
+		o.CursorBytes = 64 << 20
+	}
 	return &Store{
 		opts:    o,
 		clock:   o.Clock,
 		colls:   map[string]*collection{},
 		etagPfx: randomHex(4),
 		seed:    maphash.MakeSeed(),
-		cursors: cursor.NewCache[*resultSet](o.Cursors),
+		cursors: cursor.NewSizedCache(o.Cursors, o.CursorBytes, (*resultSet).bytes),
 		progs:   newPrograms(256),
 	}
 }
@@ -362,6 +381,8 @@ func (s *Store) diskErr(op, l, id string, err error) error {
 		return &store.Error{Kind: store.ErrCollectionNotFound, Op: op, Link: l, ID: id}
 	case errors.Is(err, errClosed):
 		return &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, ID: id, Message: "the store is closed"}
+	case errors.Is(err, ErrReadOnly):
+		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Err: ErrReadOnly}
 	}
 	return &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, ID: id, Message: fmt.Sprintf("writing to disk: %v", err), Err: err}
 }

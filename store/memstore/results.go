@@ -8,6 +8,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/docshard/docshard/internal/cursor"
 	"github.com/docshard/docshard/query"
 )
 
@@ -25,6 +26,19 @@ type resultSet struct {
 	page *query.Program
 
 	stream *stream // a query read as its scan goes
+}
+
+// bytes estimates what the result set holds for its cursor: the rows'
+// JSON, the positions, and a stream's rows held between pages (measured
+// when the cursor is cached: a stream holds at most a run's rows).
+func (r *resultSet) bytes() int64 {
+	n := cursor.RowsSize(r.rows) + 4*int64(len(r.pos)) + 64
+	if s := r.stream; s != nil {
+		s.mu.Lock()
+		n += cursor.RowsSize(s.held) + 4*int64(cap(s.pos)) + 24*streamMaxRun
+		s.mu.Unlock()
+	}
+	return n
 }
 
 func (r *resultSet) len() int {

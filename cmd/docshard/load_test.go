@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const oneRing = `store: {kind: embedded, path: data}
+databases:
+  - link: dbs/app
+    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/app/colls/u0, dbs/app/colls/u1]}
+`
+
+// TestLoadTooLargeLine: a line over 2 MB stops the load with its number and
+// size; the lines before it are written, and the message says how many.
+func TestLoadTooLargeLine(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "app.yaml", oneRing)
+	big := `{"id":"big","userId":"u","pad":"` + strings.Repeat("x", 3<<20) + `"}`
+	input := `{"id":"1","userId":"a"}` + "\n" + big + "\n" + `{"id":"3","userId":"c"}` + "\n"
+	code, out, errOut := runCLI(t, input, "load", "-c", cfg, "--workers", "1", "-")
+	require.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, fmt.Sprintf("standard input line 2: document too large (%d bytes, the limit is 2 MB)", len(big)))
+	assert.Contains(t, errOut, "1 documents were written before the load stopped (2 lines read)")
+}
+
+// TestLoadJSON: --json prints the summary as one object.
+func TestLoadJSON(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "app.yaml", oneRing)
+	var lines strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&lines, `{"id":"%d","userId":"user%d"}`+"\n", i, i)
+	}
+	code, out, errOut := runCLI(t, lines.String(), "load", "-c", cfg, "--json", "-")
+	require.Equal(t, 0, code, errOut)
+	var s loadStats
+	require.NoError(t, json.Unmarshal([]byte(out), &s), out)
+	assert.Equal(t, "dbs/app", s.Database)
+	assert.EqualValues(t, 40, s.Documents)
+	assert.Equal(t, 40, s.Lines)
+	assert.Equal(t, []string{"dbs/app/colls/u0", "dbs/app/colls/u1"}, s.Created)
+	assert.Empty(t, s.Error)
+}
+
+// TestLoadUnderTerminal runs the built binary under a pseudo-terminal, as
+// a user does: loading a file shows a progress bar with the percentage of
+// its bytes; load with no PATH on a terminal says it reads standard input.
+func TestLoadUnderTerminal(t *testing.T) {
+	bin := docshardBinary(t)
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "app.yaml", oneRing)
+	var lines strings.Builder
+	for i := range 8000 {
+		fmt.Fprintf(&lines, `{"id":"%d","userId":"user%d","pad":"%0100d"}`+"\n", i, i%300, i)
+	}
+	docs := writeFile(t, dir, "docs.jsonl", lines.String())
+
+	cmd := exec.Command(bin, "load", "-c", cfg, docs)
+	tty, err := pty.Start(cmd)
+	require.NoError(t, err)
+	var screen bytes.Buffer
+	_, _ = io.Copy(&screen, tty) // until the process ends (EIO)
+	require.NoError(t, cmd.Wait())
+	_ = tty.Close()
+	out := screen.String()
+	assert.Contains(t, out, "8000 documents loaded into dbs/app")
+	assert.Regexp(t, `\d+% \|█+ *\| \([0-9.]+ [kM]?B?/[0-9.]+ MB, [0-9.]+ [kM]?B/s\) \[\d+s:\d+s\] loading: \d+ documents`, out,
+		"percentage, bytes of the file, rate, time taken and left, documents written")
+
+	cmd = exec.Command(bin, "load", "-c", cfg)
+	tty, err = pty.Start(cmd)
+	require.NoError(t, err)
+	var hint bytes.Buffer
+	deadline := time.Now().Add(10 * time.Second)
+	buf := make([]byte, 4096)
+	for !strings.Contains(hint.String(), "end with Ctrl-D") && time.Now().Before(deadline) {
+		_ = tty.SetReadDeadline(time.Now().Add(time.Second))
+		n, _ := tty.Read(buf)
+		hint.Write(buf[:n])
+	}
+	assert.Contains(t, hint.String(), "reading JSON lines from standard input (the terminal); end with Ctrl-D")
+	_, _ = tty.Write([]byte(`{"id":"t1","userId":"x"}` + "\n\x04"))
+	_ = cmd.Wait()
+	_ = tty.Close()
+}
+
+// TestLoadInterrupted: Ctrl-C (SIGINT) stops a load reading a pipe that
+// never ends; it exits 1 and says how many documents it wrote.
+func TestLoadInterrupted(t *testing.T) {
+	bin := docshardBinary(t)
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "app.yaml", oneRing)
+	cmd := exec.Command(bin, "load", "-c", cfg, "-")
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	for i := range 100 {
+		fmt.Fprintf(stdin, `{"id":"%d","userId":"user%d"}`+"\n", i, i)
+	}
+	time.Sleep(500 * time.Millisecond) // written; the pipe stays open
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 1, exit.ExitCode())
+	assert.Contains(t, stderr.String(), "interrupted")
+	assert.Contains(t, stderr.String(), "100 documents were written before the load stopped")
+	_ = stdin.Close()
+	_, err = os.Stat(filepath.Join(dir, "data"))
+	require.NoError(t, err)
+}
+
+// TestQueryMissingStore: a query on a store that does not exist says where
+// it looked, and creates nothing.
+func TestQueryMissingStore(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "app.yaml", oneRing)
+	code, _, errOut := runCLI(t, "", "query", "-c", cfg, "SELECT VALUE COUNT(1) FROM c")
+	require.Equal(t, 1, code)
+	assert.Contains(t, errOut, "collection not found (in the embedded store at "+filepath.Join(dir, "data")+", which does not exist: is store.path right?")
+	_, err := os.Stat(filepath.Join(dir, "data"))
+	assert.True(t, os.IsNotExist(err), "a read-only command creates no store")
+}

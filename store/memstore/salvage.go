@@ -1,0 +1,191 @@
+package memstore
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// SalvageReport says what Salvage copied and what it could not.
+type SalvageReport struct {
+	Collections int               // collections copied
+	Documents   int               // intact documents copied
+	Damaged     []*CorruptError   // each damaged record, collection or part of the file left behind
+	Fences      int               // fence epochs copied
+	Stopped     map[string]string // collections whose walk stopped early (a page bbolt cannot read), with why
+}
+
+// Salvage copies every intact document of the durable store in dir into a
+// new store in the directory to (which must not hold one), with its system
+// properties, LSN and collection settings, and reports every damaged
+// record it leaves behind. It reads the damaged file read-only (bbolt's
+// panics and memory faults caught), so it works where Open refuses the
+// store: a record whose checksum fails, or a collection whose pages bbolt
+// cannot read past some point (the records before it are kept). A file
+// whose meta pages are both damaged cannot be read at all: Salvage then
+// fails with the *CorruptError. It costs one pass over the file and one
+// write of what it keeps.
+func Salvage(dir, to string) (*SalvageReport, error) {
+	src := filepath.Join(dir, dbFile)
+	dst := filepath.Join(to, dbFile)
+	if err := checkFile(src); err != nil {
+		var ce *CorruptError
+		if !errors.As(err, &ce) || ce.Reason == "" || !isTruncation(ce) {
+			return nil, err
+		}
+		// Truncated: read what the file still holds.
+	}
+	if _, err := os.Stat(dst); err == nil {
+		return nil, fmt.Errorf("memstore: salvage: %s exists: salvage into a new directory", dst)
+	}
+	var db *bolt.DB
+	if err := guard(src, func() (err error) {
+		db, err = bolt.Open(src, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return nil, fmt.Errorf("memstore: %w", err)
+	}
+	out, err := bolt.Open(dst, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("memstore: salvage: %w", err)
+	}
+	rep := &SalvageReport{Stopped: map[string]string{}}
+	err = out.Update(func(w *bolt.Tx) error {
+		for _, name := range [][]byte{collectionsBucket, fencesBucket, marksBucket} {
+			if _, err := w.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		return db.View(func(r *bolt.Tx) error { return salvageTx(src, r, w, rep) })
+	})
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("memstore: salvage into %s: %w", dst, err)
+	}
+	return rep, nil
+}
+
+func isTruncation(ce *CorruptError) bool {
+	return len(ce.Reason) >= len("truncated") && ce.Reason[:len("truncated")] == "truncated"
+}
+
+// salvageTx copies from r to w what reads intact.
+func salvageTx(file string, r, w *bolt.Tx, rep *SalvageReport) error {
+	// Fences and marks: small values, copied when they read.
+	_ = guard(file, func() error {
+		if b := r.Bucket(fencesBucket); b != nil {
+			return b.ForEach(func(k, v []byte) error {
+				if len(v) == 8 {
+					rep.Fences++
+					return w.Bucket(fencesBucket).Put(k, v)
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	meta := r.Bucket(collectionsBucket)
+	if meta == nil {
+		rep.Damaged = append(rep.Damaged, &CorruptError{File: file, Reason: "no collections bucket"})
+		return nil
+	}
+	type coll struct{ link, meta []byte }
+	var colls []coll
+	if err := guard(file, func() error {
+		return meta.ForEach(func(k, v []byte) error {
+			colls = append(colls, coll{append([]byte(nil), k...), append([]byte(nil), v...)})
+			return nil
+		})
+	}); err != nil {
+		var ce *CorruptError
+		if errors.As(err, &ce) {
+			rep.Damaged = append(rep.Damaged, ce)
+		}
+	}
+	for _, c := range colls {
+		if err := salvageCollection(file, r, w, string(c.link), c.meta, rep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func salvageCollection(file string, r, w *bolt.Tx, link string, metaJSON []byte, rep *SalvageReport) error {
+	var m collMeta
+	if err := json.Unmarshal(metaJSON, &m); err != nil {
+		rep.Damaged = append(rep.Damaged, &CorruptError{File: file, Reason: fmt.Sprintf("collection %s: its metadata does not decode: %v", link, err)})
+		return nil
+	}
+	bucket := docsBucket(m.UID)
+	b := r.Bucket(bucket)
+	if b == nil {
+		rep.Damaged = append(rep.Damaged, &CorruptError{File: file, Reason: fmt.Sprintf("collection %s: its documents bucket is missing", link)})
+		return nil
+	}
+	var kept []*entry
+	werr := guard(file, func() error {
+		return b.ForEach(func(k, v []byte) error {
+			if len(k) != 8 {
+				rep.Damaged = append(rep.Damaged, &CorruptError{File: file, Collection: link, Reason: fmt.Sprintf("a record's key %x is not 8 bytes", k)})
+				return nil
+			}
+			seq := binary.BigEndian.Uint64(k)
+			e, _, err := decodeRecord(v)
+			if err != nil {
+				rep.Damaged = append(rep.Damaged, recordError(file, link, seq, e, err))
+				return nil
+			}
+			e.seq = seq
+			kept = append(kept, e)
+			return nil
+		})
+	})
+	if werr != nil {
+		rep.Stopped[link] = werr.Error()
+	}
+	// Records older than the change feed take LSNs above the others.
+	maxLSN := mark(r, bucket)
+	for _, e := range kept {
+		maxLSN = max(maxLSN, e.lsn)
+	}
+	sort.SliceStable(kept, func(i, j int) bool { return kept[i].seq < kept[j].seq })
+	nb, err := w.CreateBucket(bucket)
+	if err != nil {
+		return err
+	}
+	for _, e := range kept {
+		if e.lsn == 0 {
+			maxLSN++
+			e.lsn = maxLSN
+		}
+		if err := nb.Put(seqKey(e.seq), encodeRecord(e)); err != nil {
+			return err
+		}
+	}
+	if err := w.Bucket(collectionsBucket).Put([]byte(link), metaJSON); err != nil {
+		return err
+	}
+	if v := r.Bucket(marksBucket); v != nil {
+		if mk := v.Get(bucket); len(mk) == 8 {
+			if err := w.Bucket(marksBucket).Put(bucket, mk); err != nil {
+				return err
+			}
+		}
+	}
+	rep.Collections++
+	rep.Documents += len(kept)
+	return nil
+}
