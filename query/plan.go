@@ -270,11 +270,12 @@ func perDocument(sq *Query, sorted bool) bool {
 
 // Outer runs a Nested plan's query on the client over the merged results of
 // its FROM subquery (decoded JSON values, in the order Inner merges them,
-// after Inner's DISTINCT, OFFSET and LIMIT), handing each of the query's
-// results to yield until it returns false; Encode writes them. It costs
-// what the query costs over as many rows: a query that sorts, aggregates
-// or deduplicates holds its rows (or groups) until rows ends. ctx is
-// checked every 256 rows. It fails on a plan of another kind.
+// after Inner's DISTINCT, OFFSET and LIMIT), reading rows as it needs them
+// and handing each of the query's results to yield until it returns false;
+// Encode writes them. It costs what the query costs over as many rows: a
+// query that sorts, aggregates or deduplicates holds its rows (or groups)
+// until rows ends, within DefaultMemoryBudget (past it, a *LimitError). ctx
+// is checked every 256 rows. It fails on a plan of another kind.
 func (p *Plan) Outer(ctx context.Context, rows iter.Seq[any], yield func(v any) bool) (err error) {
 	if p.Kind != Nested {
 		return fmt.Errorf("query: Outer runs a nested plan, this one is %s", p.Kind)

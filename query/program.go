@@ -474,11 +474,7 @@ func (p *program) joinValue(fr *frame, j int, v any, in bool, emit func(*frame) 
 func (p *program) runTop(ctx context.Context, docs iter.Seq[Doc], rw *rowWriter, out func(v any, raw []byte) bool) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			if le, ok := r.(*LimitError); ok { // a budget ran out (budget.charge)
-				err = le
-				return
-			}
-			err = evalError(r)
+			err = evalError(r) // a bug, or a limit's typed error
 		}
 	}()
 	var ctxErr error

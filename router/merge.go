@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"slices"
 
 	"github.com/docshard/docshard/query"
 )
@@ -488,18 +487,26 @@ func (m *aggregateMerger) compute(ctx context.Context) error {
 // nestedMerger gives the results of a query whose FROM subquery looks
 // across collections (query.Nested): the collections' rows merge by the
 // subquery's own plan (the inner merger, with the subquery's OFFSET and
-// LIMIT applied here), and the query runs over those results on the client
-// (Plan.Outer). It holds the subquery's results and the query's until the
-// last is given; a resumed pager recomputes them and skips those already
-// given.
+// LIMIT applied here) into the subquery's results, which the query reads
+// as they come (Plan.Outer, on the client). It holds the query's results
+// until the last is given, within nestedBudget (the query's own sorting,
+// grouping and DISTINCT have the engine's budgets); a resumed pager
+// recomputes them and skips those already given.
 type nestedMerger struct {
 	noRunState
 	plan     *query.Plan
 	inner    merger
 	results  []json.RawMessage
+	held     int64 // bytes results hold, as estimated
 	pos      int
 	computed bool
 }
+
+// nestedBudget bounds the memory a nested merge's results may hold
+// (estimated: each result's bytes and a slice entry), as the engine bounds
+// its own steps (query.DefaultMemoryBudget); past it the query fails with a
+// *query.LimitError.
+var nestedBudget int64 = query.DefaultMemoryBudget
 
 func (*nestedMerger) mode() execMode   { return modeNested }
 func (*nestedMerger) byPosition() bool { return false }
@@ -524,48 +531,56 @@ func (m *nestedMerger) next(ctx context.Context) (json.RawMessage, bool, error) 
 	return m.results[m.pos-1], true, nil
 }
 
-// compute reads the subquery's results to the end and runs the query over
-// them.
+// compute runs the query over the subquery's merged results, read to the
+// end as the query asks for them.
 func (m *nestedMerger) compute(ctx context.Context) error {
-	in := m.plan.Inner
-	var rows []any
-	skip, left := in.Offset, in.Limit
-	for left != 0 {
-		raw, ok, err := m.inner.next(ctx)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		if skip > 0 {
-			skip--
-			continue
-		}
-		v, err := decodeJSON(raw)
-		if err != nil {
-			return fmt.Errorf("router: a result of the FROM subquery: %w", err)
-		}
-		rows = append(rows, v)
-		if left > 0 {
-			left--
+	var innerErr, err error
+	rows := func(yield func(any) bool) {
+		skip, left := m.plan.Inner.Offset, m.plan.Inner.Limit
+		for left != 0 {
+			raw, ok, err := m.inner.next(ctx)
+			if err != nil || !ok {
+				innerErr = err
+				return
+			}
+			if skip > 0 {
+				skip--
+				continue
+			}
+			v, err := decodeJSON(raw)
+			if err != nil {
+				innerErr = fmt.Errorf("router: a result of the FROM subquery: %w", err)
+				return
+			}
+			if left > 0 {
+				left--
+			}
+			if !yield(v) {
+				return
+			}
 		}
 	}
-	var encErr error
-	err := m.plan.Outer(ctx, slices.Values(rows), func(v any) bool {
-		b, err := m.plan.Encode(v)
-		if err != nil {
-			encErr = err
+	outerErr := m.plan.Outer(ctx, rows, func(v any) bool {
+		b, encErr := m.plan.Encode(v)
+		if encErr != nil {
+			err = fmt.Errorf("router: %w", encErr)
+			return false
+		}
+		if m.held += int64(len(b)) + 24; m.held > nestedBudget {
+			err = fmt.Errorf("router: a FROM subquery merged across collections: %w",
+				&query.LimitError{Limit: "memory held by the results of a query over a FROM subquery merged across collections (bytes, estimated)", Max: nestedBudget, Got: m.held, Pos: -1})
 			return false
 		}
 		m.results = append(m.results, b)
 		return true
 	})
-	if err == nil {
-		err = encErr
-	}
-	if err != nil {
-		return fmt.Errorf("router: the query over its FROM subquery: %w", err)
+	switch {
+	case innerErr != nil:
+		return innerErr
+	case err != nil:
+		return err
+	case outerErr != nil:
+		return fmt.Errorf("router: the query over its FROM subquery: %w", outerErr)
 	}
 	m.computed = true
 	return nil
