@@ -21,19 +21,8 @@ func TestDistinctBudget(t *testing.T) {
 	defer func(b int64) { distinctBudget = b }(distinctBudget)
 	distinctBudget = 4000
 	ctx := context.Background()
-	st := memstore.New(nil)
-	defer st.Close()
-	r, err := hashring.New([]string{"dbs/a/colls/x", "dbs/a/colls/y", "dbs/a/colls/z"}, &hashring.Options{PartitionKey: resolver.MustKeyDef("/k")})
-	require.NoError(t, err)
-	c := New(st, nil)
-	require.NoError(t, c.Register("dbs/a", r))
-	_, err = c.EnsureCollections(ctx, "dbs/a", nil)
-	require.NoError(t, err)
-	for i := range 300 {
-		_, err := c.Create(ctx, "dbs/a", fmt.Sprintf(`{"id":"%d","k":"k%d","v":"value number %d"}`, i, i, i), nil)
-		require.NoError(t, err)
-	}
-	_, err = c.Query(ctx, "dbs/a", store.Query{Text: "SELECT DISTINCT VALUE c.v FROM c"}, nil)
+	c := threeCollections(t)
+	_, err := c.Query(ctx, "dbs/a", store.Query{Text: "SELECT DISTINCT VALUE c.v FROM c"}, nil)
 	require.ErrorIs(t, err, query.ErrLimit)
 	var le *query.LimitError
 	require.ErrorAs(t, err, &le)
@@ -52,20 +41,9 @@ func TestNestedBudget(t *testing.T) {
 	defer func(b int64) { nestedBudget = b }(nestedBudget)
 	nestedBudget = 4000
 	ctx := context.Background()
-	st := memstore.New(nil)
-	defer st.Close()
-	r, err := hashring.New([]string{"dbs/a/colls/x", "dbs/a/colls/y", "dbs/a/colls/z"}, &hashring.Options{PartitionKey: resolver.MustKeyDef("/k")})
-	require.NoError(t, err)
-	c := New(st, nil)
-	require.NoError(t, c.Register("dbs/a", r))
-	_, err = c.EnsureCollections(ctx, "dbs/a", nil)
-	require.NoError(t, err)
-	for i := range 300 {
-		_, err := c.Create(ctx, "dbs/a", fmt.Sprintf(`{"id":"%d","k":"k%d","v":"value number %d"}`, i, i, i), nil)
-		require.NoError(t, err)
-	}
+	c := threeCollections(t)
 	q := store.Query{Text: "SELECT VALUE x FROM (SELECT DISTINCT VALUE c.v FROM c) AS x"}
-	_, err = c.Query(ctx, "dbs/a", q, nil)
+	_, err := c.Query(ctx, "dbs/a", q, nil)
 	require.ErrorIs(t, err, query.ErrLimit)
 	var le *query.LimitError
 	require.ErrorAs(t, err, &le)
@@ -80,4 +58,23 @@ func TestNestedBudget(t *testing.T) {
 	rows, err = c.Query(ctx, "dbs/a", q, nil)
 	require.NoError(t, err)
 	require.Len(t, rows, 300)
+}
+
+// threeCollections returns a client over three collections of an embedded
+// store holding 300 documents with distinct values of v.
+func threeCollections(t *testing.T) *Client {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	t.Cleanup(func() { st.Close() })
+	r, err := hashring.New([]string{"dbs/a/colls/x", "dbs/a/colls/y", "dbs/a/colls/z"}, &hashring.Options{PartitionKey: resolver.MustKeyDef("/k")})
+	require.NoError(t, err)
+	c := New(st, nil)
+	require.NoError(t, c.Register("dbs/a", r))
+	_, err = c.EnsureCollections(ctx, "dbs/a", nil)
+	require.NoError(t, err)
+	for i := range 300 {
+		_, err := c.Create(ctx, "dbs/a", fmt.Sprintf(`{"id":"%d","k":"k%d","v":"value number %d"}`, i, i, i), nil)
+		require.NoError(t, err)
+	}
+	return c
 }
