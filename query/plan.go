@@ -69,8 +69,9 @@ type Plan struct {
 	Query string
 	// Kind is how results merge.
 	Kind PlanKind
-	// SingleCollection is set for a query without FROM, whose answer does
-	// not depend on documents: run it on one collection only.
+	// SingleCollection is set for a query without FROM (or whose FROM
+	// subquery has none), whose answer does not depend on documents: run it
+	// on one collection only.
 	SingleCollection bool
 	// Distinct, Offset and Limit are applied by the client after merging
 	// (Limit -1: none).
@@ -121,9 +122,9 @@ func PlanFanOut(q *Query, params map[string]any) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Plan{Query: inner.Query, Kind: Nested, Limit: -1, Inner: inner, outer: prog.p, shape: prog.p.shape}, nil
+		return &Plan{Query: inner.Query, Kind: Nested, Limit: -1, Inner: inner, SingleCollection: inner.SingleCollection, outer: prog.p, shape: prog.p.shape}, nil
 	}
-	p := &Plan{Distinct: q.Distinct, Offset: prog.p.offset, Limit: prog.p.limit, SingleCollection: q.From == nil, shape: prog.p.shape}
+	p := &Plan{Distinct: q.Distinct, Offset: prog.p.offset, Limit: prog.p.limit, SingleCollection: ReadsNoDocuments(q), shape: prog.p.shape}
 	rq := *q // shallow copy: the clauses replaced below are new values
 	rq.Distinct, rq.Top, rq.Offset, rq.Limit = false, nil, nil, nil
 	widen := func() {
@@ -245,6 +246,22 @@ func fromSubquery(q *Query) (*Query, bool) {
 		return nil, false
 	}
 	return sq.Q, true
+}
+
+// ReadsNoDocuments reports whether q's rows come from no document: it has
+// no FROM, or its FROM subquery (at any depth) has none
+// (SELECT * FROM (SELECT VALUE 1) AS x). Such a query answers alike on
+// every collection, so it runs on one (Plan.SingleCollection). It costs a
+// walk down q's FROM subqueries.
+func ReadsNoDocuments(q *Query) bool {
+	for q.From != nil {
+		sq, ok := fromSubquery(q)
+		if !ok {
+			return false
+		}
+		q = sq
+	}
+	return true
 }
 
 // perDocument reports whether every result of the FROM subquery sq (and of

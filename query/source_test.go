@@ -122,6 +122,10 @@ func TestPlanSourceSubqueries(t *testing.T) {
 		{"SELECT c.id, n FROM c JOIN (SELECT VALUE COUNT(1) FROM t IN c.tags WHERE t != 'x') n ORDER BY c.id", false},
 		{"SELECT VALUE COUNT(1) FROM c JOIN (SELECT DISTINCT VALUE t FROM t IN c.tags) t", false},
 		{"SELECT t, COUNT(1) AS n FROM c JOIN c.k AS t GROUP BY t", false},
+		// Rows from no document: one collection answers.
+		{"SELECT * FROM (SELECT VALUE 1) AS x", false},
+		{"SELECT VALUE y FROM (SELECT VALUE [1, 2]) AS x JOIN y IN x", false},
+		{"SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE z FROM (SELECT VALUE 1) AS z)", false},
 	} {
 		t.Run(tc.query, func(t *testing.T) { checkFanOut(t, tc.query, docs, tc.anyOrder) })
 	}
