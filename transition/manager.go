@@ -533,6 +533,12 @@ func (m *manager) publishWait(ctx context.Context, r resolver.Resolver, newEpoch
 	for {
 		next, err := shardstate.Publish(ctx, m.st, m.state, shardstate.Change{Resolver: r, Phase: phase, NewEpoch: newEpoch, By: m.o.By})
 		var ce *shardstate.ConflictError
+		if errors.As(err, &ce) && ce.Current != nil && m.isOwnWrite(ce.Current, r, phase, newEpoch) {
+			// A retried compare-and-swap whose first attempt took effect
+			// (the store failed after writing): the state is this write.
+			m.state = ce.Current
+			break
+		}
 		if errors.As(err, &ce) && ce.Current != nil {
 			// Another writer changed the state: carry on only if it is
 			// still this reshard (a takeover by another process is not).
@@ -561,6 +567,25 @@ func (m *manager) publishWait(ctx context.Context, r resolver.Resolver, newEpoch
 	wctx, cancel := context.WithTimeout(ctx, m.o.RouterWait)
 	defer cancel()
 	return shardstate.WaitForRouters(wctx, m.st, m.db, m.state.Version, m.o.Routers)
+}
+
+// isOwnWrite reports whether cur is the version this run tried to publish
+// over m.state: the next version, by this run's name, with the same
+// resolver, phase (which names this run as owner) and epoch.
+func (m *manager) isOwnWrite(cur *shardstate.State, r resolver.Resolver, phase []byte, newEpoch bool) bool {
+	epoch := m.state.Epoch
+	if newEpoch {
+		epoch++
+	}
+	got := cur.Phase
+	if len(got) == 0 {
+		got = []byte("null") // a cleared phase
+	}
+	if cur.Version != m.state.Version+1 || cur.UpdatedBy != m.o.By || cur.Epoch != epoch || !sameJSON(got, phase) {
+		return false
+	}
+	want, err := resolver.Marshal(r)
+	return err == nil && sameJSON(cur.Resolver, want)
 }
 
 func (m *manager) step(name string) error {
