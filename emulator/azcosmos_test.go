@@ -488,6 +488,11 @@ func TestCrossPartitionQueries(t *testing.T) {
 			map[string]any{"g": 0.0, "n": 75.0}, map[string]any{"g": 1.0, "n": 75.0},
 			map[string]any{"g": 2.0, "n": 75.0}, map[string]any{"g": 3.0, "n": 75.0}}},
 		{"empty COUNT", "SELECT VALUE COUNT(1) FROM c WHERE c.n > 1000", []any{0.0}},
+		// Subqueries and paths as FROM and JOIN sources.
+		{"COUNT of a DISTINCT subquery", "SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE c.s FROM c)", []any{3.0}},
+		{"FROM subquery", "SELECT VALUE x.n FROM (SELECT c.n FROM c WHERE c.s = 'blue') AS x ORDER BY x.n DESC", desc},
+		{"JOIN subquery", "SELECT VALUE c.n FROM c JOIN (SELECT VALUE c.tag) t WHERE c.n < 6 ORDER BY c.n", []any{1.0, 3.0, 5.0}},
+		{"inferred alias", "SELECT TOP 3 VALUE n FROM c.n ORDER BY n DESC", []any{299.0, 298.0, 297.0}},
 	}
 	for _, tc := range cases {
 		for _, size := range []int32{0, 2} {

@@ -3,8 +3,7 @@ package query
 import "strings"
 
 // Clauses is a set of a query's clauses, saying where Analyze found
-// something. FROM and JOIN are not among them: their sources are paths,
-// which hold neither aggregates nor subqueries.
+// something.
 type Clauses uint8
 
 // The clauses of a query that hold expressions.
@@ -13,13 +12,16 @@ const (
 	ClauseWhere                       // WHERE
 	ClauseGroupBy                     // GROUP BY
 	ClauseOrderBy                     // ORDER BY
+	// ClauseFrom: the sources of FROM and JOIN, which hold a subquery
+	// (FROM (SELECT ...) AS x, JOIN (SELECT ...) AS x) or a path.
+	ClauseFrom
 )
 
-// String lists the clauses in query order, joined by "|", as
-// "SELECT|WHERE"; the empty set is "".
+// String lists the clauses, joined by "|", as "SELECT|WHERE"; the empty
+// set is "".
 func (c Clauses) String() string {
 	var names []string
-	for i, name := range []string{"SELECT", "WHERE", "GROUP BY", "ORDER BY"} {
+	for i, name := range []string{"SELECT", "WHERE", "GROUP BY", "ORDER BY", "FROM"} {
 		if c&(1<<i) != 0 {
 			names = append(names, name)
 		}
@@ -55,7 +57,8 @@ type Features struct {
 	NoFrom      bool // no FROM clause: SELECT 1 + 1
 	FromIn      bool // FROM x IN c.arr: one row per array element
 	// FromPath: the FROM source starts below the container (FROM
-	// c.children ch, FROM x IN c.arr), so rows are not whole documents.
+	// c.children ch, FROM x IN c.arr) or is a subquery, so rows are not
+	// whole documents.
 	FromPath bool
 	// Parameters: an @parameter appears anywhere (TOP, OFFSET and LIMIT,
 	// FROM and JOIN paths, subqueries included).
@@ -97,10 +100,10 @@ func (f *Features) scanQuery(q *Query, c Clauses) {
 		f.scan(it.X, in(ClauseSelect))
 	}
 	if q.From != nil {
-		f.scan(q.From.Source, c)
+		f.scan(q.From.Source, in(ClauseFrom))
 	}
 	for _, j := range q.Joins {
-		f.scan(j.Source, c)
+		f.scan(j.Source, in(ClauseFrom))
 	}
 	f.scan(q.Where, in(ClauseWhere))
 	for _, g := range q.GroupBy {
@@ -134,12 +137,13 @@ func (f *Features) scan(e Expr, c Clauses) {
 // GatewayCrossPartition reports whether the Cosmos DB gateway runs the
 // query across partitions without a query plan, which it does for filters
 // and projections only: no DISTINCT, TOP, OFFSET/LIMIT, ORDER BY, GROUP BY,
-// JOIN or aggregate in SELECT, and a FROM clause. An aggregate inside a
-// subquery of the SELECT list counts too (conservatively: such a query is
-// then evaluated by the client, which is always correct).
+// JOIN, subquery as the FROM source or aggregate in SELECT, and a FROM
+// clause. An aggregate inside a subquery of the SELECT list counts too
+// (conservatively: such a query is then evaluated by the client, which is
+// always correct).
 func (f Features) GatewayCrossPartition() bool {
 	return !f.Distinct && !f.Top && !f.OffsetLimit && !f.OrderBy && !f.GroupBy && !f.Join && !f.NoFrom &&
-		f.Aggregates&ClauseSelect == 0
+		f.Aggregates&ClauseSelect == 0 && f.Subqueries&ClauseFrom == 0
 }
 
 // PushableWhere reports whether the query's WHERE alone selects the

@@ -63,6 +63,15 @@ func TestAnalyze(t *testing.T) {
 		{q: "SELECT VALUE t FROM t IN c.tags WHERE t = 'x'", gateway: true},
 		{q: "SELECT ch.name FROM c.children ch WHERE ch.age > 3", gateway: true},
 		{q: "SELECT * FROM c WHERE c.a = (SELECT VALUE 1)", subqueries: "WHERE", gateway: true},
+
+		// Subqueries as FROM and JOIN sources: the client evaluates them.
+		{q: "SELECT * FROM (SELECT c.id FROM c) AS x", subqueries: "FROM"},
+		{q: "SELECT VALUE x FROM (SELECT VALUE c.id FROM c WHERE c.n > 1) AS x WHERE x > 'a'", subqueries: "FROM"},
+		{q: "SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE c.k FROM c)", aggregates: "SELECT", subqueries: "FROM", aggregated: true},
+		{q: "SELECT VALUE n FROM (SELECT VALUE COUNT(1) FROM c) AS n", aggregates: "FROM", subqueries: "FROM"},
+		{q: "SELECT c.id, t FROM c JOIN (SELECT VALUE t FROM t IN c.tags WHERE t > 'a') AS t", subqueries: "FROM"},
+		{q: "SELECT c.id FROM c JOIN c.child", gateway: false},
+		{q: "SELECT VALUE id FROM c.id WHERE id > 'a'", gateway: true},
 	}
 	for _, tc := range cases {
 		f := Analyze(mustParse(t, tc.q))
@@ -88,6 +97,10 @@ func TestAnalyzeClauses(t *testing.T) {
 		{"SELECT ch FROM c.children ch", Features{FromPath: true}},
 		{"SELECT VALUE 1", Features{NoFrom: true}},
 		{"SELECT * FROM c WHERE EXISTS(SELECT VALUE 1 FROM t IN c.tags)", Features{Where: true, Subqueries: ClauseWhere}},
+		{"SELECT * FROM (SELECT * FROM c)", Features{FromPath: true, Subqueries: ClauseFrom}},
+		{"SELECT VALUE x FROM x IN (SELECT VALUE c.tags FROM c)", Features{FromIn: true, FromPath: true, Subqueries: ClauseFrom}},
+		{"SELECT c.id FROM c JOIN (SELECT VALUE 1) AS one", Features{Join: true, Subqueries: ClauseFrom}},
+		{"SELECT VALUE id FROM c.id", Features{FromPath: true}},
 	}
 	for _, tc := range cases {
 		assert.Equal(t, tc.want, Analyze(mustParse(t, tc.q)), tc.q)
@@ -115,7 +128,7 @@ func TestAnalyzeParameters(t *testing.T) {
 
 func TestClausesString(t *testing.T) {
 	assert.Equal(t, "", Clauses(0).String())
-	assert.Equal(t, "SELECT|WHERE|GROUP BY|ORDER BY", (ClauseSelect | ClauseWhere | ClauseGroupBy | ClauseOrderBy).String())
+	assert.Equal(t, "SELECT|WHERE|GROUP BY|ORDER BY|FROM", (ClauseSelect | ClauseWhere | ClauseGroupBy | ClauseOrderBy | ClauseFrom).String())
 }
 
 // The compiler and Analyze agree on which queries aggregate.

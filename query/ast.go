@@ -27,17 +27,32 @@ type SelectItem struct {
 }
 
 // From is the FROM clause: "FROM c", "FROM root r", "FROM c.children ch",
-// or "FROM x IN c.arr" (In set: one row per array element).
+// "FROM c.id" (the alias inferred: id), "FROM x IN c.arr" (In set: one row
+// per array element), or a subquery, "FROM (SELECT VALUE c.id FROM c) AS x"
+// (one row per result; "FROM x IN (SELECT ...)" one per element of each
+// array result).
 type From struct {
-	Alias  string // the name rows are bound to
-	Source Expr   // starts at the container name
+	// Alias is the name rows are bound to: given, or inferred from a path
+	// (its last property name). It is "" where there is none to infer (a
+	// subquery, a path ending in a number index): the rows have no name.
+	Alias string
+	// Source is a path starting at the container name, or a *Subquery of
+	// Kind "FROM" whose results are the rows.
+	Source Expr
 	In     bool
 }
 
-// Join is "JOIN x IN source": the cross product with the elements of source.
+// Join is one JOIN, the cross product of each row with what its source
+// gives for that row: "JOIN x IN source" (In set: one row per element of
+// the source's array), "JOIN source [AS] x" (one row binding the source's
+// value, none when it is undefined; the alias inferred as in FROM) or a
+// correlated subquery, "JOIN (SELECT VALUE t FROM t IN c.tags) AS x" (one
+// row per result). Source is a path from an alias of the query (or of an
+// enclosing one), or a *Subquery of Kind "FROM".
 type Join struct {
 	Alias  string
 	Source Expr
+	In     bool
 }
 
 // OrderItem is one ORDER BY expression and its direction.
@@ -107,9 +122,10 @@ type (
 		Keys []string
 		Vals []Expr
 	}
-	// Subquery is EXISTS(q), ARRAY(q) or a scalar (q).
+	// Subquery is EXISTS(q), ARRAY(q), a scalar (q), or (q) as the source
+	// of FROM or JOIN.
 	Subquery struct {
-		Kind string // "EXISTS", "ARRAY" or "SCALAR"
+		Kind string // "EXISTS", "ARRAY", "SCALAR" or "FROM" (a source)
 		Q    *Query
 	}
 )

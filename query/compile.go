@@ -15,6 +15,27 @@ func compileErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrCompile, fmt.Sprintf(format, args...))
 }
 
+// ungroupedError is a grouped SELECT reading the row outside GROUP BY and
+// the aggregates: Expr is the whole property path at fault (c.userId, not
+// c), so the message names what the user wrote.
+type ungroupedError struct{ expr string }
+
+func (e *ungroupedError) Error() string {
+	return fmt.Sprintf("%v: %s must appear in GROUP BY or inside an aggregate", ErrCompile, e.expr)
+}
+
+func (e *ungroupedError) Unwrap() error { return ErrCompile }
+
+// widenUngrouped names the property path e in an ungroupedError from its
+// operand; other errors pass unchanged.
+func widenUngrouped(e Expr, err error) error {
+	var ue *ungroupedError
+	if errors.As(err, &ue) {
+		return &ungroupedError{expr: Format(e)}
+	}
+	return err
+}
+
 // numberConstants are the names Cosmos DB reads as non-finite numbers.
 var numberConstants = map[string]any{"NaN": math.NaN(), "Infinity": math.Inf(1)}
 
@@ -92,7 +113,7 @@ func (c *compiler) expr(e Expr, s *scope) (evalFn, error) {
 		return func(*frame) any { return v }, nil
 	case *Ident:
 		if _, constant := numberConstants[n.Name]; c.grouped && !c.inAgg && !constant {
-			return nil, compileErr("%s must appear in GROUP BY or inside an aggregate", n.Name)
+			return nil, &ungroupedError{expr: n.Name}
 		}
 		depth, slot, ok := s.resolve(n.Name)
 		if !ok {
@@ -115,7 +136,7 @@ func (c *compiler) expr(e Expr, s *scope) (evalFn, error) {
 	case *Member:
 		x, err := c.expr(n.X, s)
 		if err != nil {
-			return nil, err
+			return nil, widenUngrouped(e, err)
 		}
 		name := n.Name
 		return func(f *frame) any {
@@ -129,7 +150,7 @@ func (c *compiler) expr(e Expr, s *scope) (evalFn, error) {
 	case *Index:
 		fns, err := c.exprs(s, n.X, n.Index)
 		if err != nil {
-			return nil, err
+			return nil, widenUngrouped(e, err)
 		}
 		x, idx := fns[0], fns[1]
 		return func(f *frame) any { return index(x(f), idx(f)) }, nil
@@ -430,7 +451,7 @@ func (c *compiler) subquery(n *Subquery, s *scope) (evalFn, error) {
 	if c.grouped && !c.inAgg {
 		return nil, compileErr("a subquery in a grouped SELECT must be inside an aggregate")
 	}
-	sub, err := compileQuery(n.Q, c.params, c.clock, s, false)
+	sub, err := compileQuery(n.Q, c.params, c.clock, s, levelSub)
 	if err != nil {
 		return nil, err
 	}
@@ -541,19 +562,31 @@ func itemName(it SelectItem, pos int) string {
 	if it.Alias != "" {
 		return it.Alias
 	}
-	switch x := it.X.(type) {
+	if n, ok := inferredAlias(it.X); ok {
+		return n
+	}
+	return fmt.Sprintf("$%d", pos)
+}
+
+// inferredAlias is the name an expression gives what it reads when no
+// alias is written, in a SELECT item or a FROM or JOIN source: a name, or
+// a path's last property name (c.a.b: b, c["x y"]: x y); none (ok false)
+// for anything else (a subquery, a path ending in a number or parameter
+// index).
+func inferredAlias(x Expr) (name string, ok bool) {
+	switch n := x.(type) {
 	case *Member:
-		return x.Name
+		return n.Name, true
 	case *Ident:
-		return x.Name
+		return n.Name, true
 	case *Index:
-		if lit, ok := x.Index.(*Literal); ok {
+		if lit, ok := n.Index.(*Literal); ok {
 			if s, ok := lit.Value.(string); ok {
-				return s
+				return s, true
 			}
 		}
 	}
-	return fmt.Sprintf("$%d", pos)
+	return "", false
 }
 
 // itemNames names every SELECT item; unnamed expressions are $1, $2, ...

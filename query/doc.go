@@ -6,10 +6,17 @@
 // # Parsing and running (the store)
 //
 // Parse reads a query into a *Query (SELECT [DISTINCT] [TOP n] [VALUE] with
-// *, expressions, aliases and object/array constructors; FROM c [AS] x,
-// FROM x IN c.arr, JOIN x IN c.arr; WHERE; GROUP BY; ORDER BY with ASC/DESC;
-// OFFSET m LIMIT n; @parameters; EXISTS, ARRAY and scalar subqueries;
-// keywords in any case). A malformed query is a *SyntaxError with byte
+// *, expressions, aliases and object/array constructors; FROM and JOIN
+// sources as Cosmos DB's grammar has them: a path with an alias, given
+// (FROM c AS x, JOIN c.o AS o) or inferred (FROM c.id binds id), x IN a
+// path (FROM x IN c.arr, JOIN x IN c.arr), or a subquery (FROM (SELECT ...)
+// AS x, JOIN (SELECT VALUE t FROM t IN c.tags) AS t, x IN (SELECT ...));
+// WHERE; GROUP BY; ORDER BY with ASC/DESC; OFFSET m LIMIT n; @parameters;
+// EXISTS, ARRAY and scalar subqueries; keywords in any case). A FROM
+// subquery of the whole query ranges over the collection (SELECT VALUE
+// COUNT(1) FROM (SELECT DISTINCT VALUE c.k FROM c) counts distinct keys);
+// any other subquery is correlated: it ranges over the values of the row
+// that encloses it. A malformed query is a *SyntaxError with byte
 // offset, line, column, what was expected and what was found; nothing is
 // silently ignored. Compile binds parameters (Go JSON values: strings,
 // float64 or any integer type, json.Number, bool, nil, []any,
@@ -60,6 +67,9 @@
 //   - Aggregate: every partial row is added to a Merger (Plan.NewMerger,
 //     Merger.Add), which holds one accumulator set per group; Merger.Results
 //     gives the groups.
+//   - Nested: the rows merge by Plan.Inner (any kind, with its own DISTINCT,
+//     OFFSET and LIMIT) into the FROM subquery's results, and Plan.Outer
+//     runs the query over them.
 //
 // The client then applies DISTINCT (NewDistinctFilter, or DistinctKey for
 // its own set), OFFSET and LIMIT, and writes each result with Plan.Encode.
@@ -67,7 +77,14 @@
 // bounded buffering; the package's tests hold a reference merge built from
 // the same pieces and check it against one collection holding every
 // document. Shapes that cannot be merged exactly are an *UnmergeableError
-// naming the construct (errors.Is ErrUnmergeable). Partial SUM and AVG
+// naming the construct (errors.Is ErrUnmergeable). A FROM subquery whose
+// every result comes from one document runs on each collection like a
+// path, and JOIN subqueries, which read one row, merge like any source; a
+// FROM subquery that looks across documents (DISTINCT, TOP, OFFSET/LIMIT,
+// an aggregate or GROUP BY in it) makes a Nested plan: the collections run
+// the subquery's own plan (Plan.Inner), and the client merges its rows by
+// that plan and runs the query over the results (Plan.Outer), holding
+// them. Partial SUM and AVG
 // values are added in another order than on one collection, so merged sums
 // may differ in the last bits, as Cosmos DB's own cross-partition
 // aggregates do.

@@ -40,6 +40,9 @@ func TestEarlyStop(t *testing.T) {
 		{"SELECT TOP 1 VALUE c.i FROM c ORDER BY c.i DESC", []any{999.0}, 1000},
 		{"SELECT VALUE COUNT(1) FROM c", []any{1000.0}, 1000},
 		{"SELECT TOP 0 VALUE c.i FROM c", nil, 0},
+		// A FROM subquery streams: the outer TOP stops the scan.
+		{"SELECT TOP 2 VALUE x FROM (SELECT VALUE c.i FROM c WHERE c.i > 4) AS x", []any{5.0, 6.0}, 7},
+		{"SELECT VALUE x FROM (SELECT TOP 3 VALUE c.i FROM c) AS x WHERE x > 0", []any{1.0, 2.0}, 3},
 	}
 	for _, tc := range cases {
 		t.Run(tc.query, func(t *testing.T) {
@@ -69,4 +72,12 @@ func TestCancelMidScan(t *testing.T) {
 	_, err := mustProg(t, "SELECT VALUE c.id FROM c").Execute(ctx, stopping)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Less(t, read, 1000+257, "the context is checked every 256 documents")
+
+	// So is the scan of a FROM subquery.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	read = 0
+	_, err = mustProg(t, "SELECT VALUE COUNT(1) FROM (SELECT VALUE c.id FROM c) AS x").Execute(ctx, stopping)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Less(t, read, 1000+257)
 }

@@ -51,20 +51,10 @@ func formatQuery(b *strings.Builder, q *Query) {
 	}
 	if q.From != nil {
 		b.WriteString(" FROM ")
-		if q.From.In {
-			b.WriteString(q.From.Alias)
-			b.WriteString(" IN ")
-			formatExpr(b, q.From.Source)
-		} else {
-			formatExpr(b, q.From.Source)
-			b.WriteString(" AS ")
-			b.WriteString(q.From.Alias)
-		}
+		formatSource(b, q.From.Alias, q.From.Source, q.From.In)
 		for _, j := range q.Joins {
 			b.WriteString(" JOIN ")
-			b.WriteString(j.Alias)
-			b.WriteString(" IN ")
-			formatExpr(b, j.Source)
+			formatSource(b, j.Alias, j.Source, j.In)
 		}
 	}
 	if q.Where != nil {
@@ -95,10 +85,33 @@ func formatQuery(b *strings.Builder, q *Query) {
 	}
 }
 
+// formatSource writes a FROM or JOIN source: "alias IN src", or "src AS
+// alias" ("src" alone when the rows have no name).
+func formatSource(b *strings.Builder, alias string, src Expr, in bool) {
+	if in {
+		b.WriteString(alias)
+		b.WriteString(" IN ")
+		formatExpr(b, src)
+		return
+	}
+	formatExpr(b, src)
+	if alias != "" {
+		b.WriteString(" AS ")
+		b.WriteString(alias)
+	}
+}
+
 // formatTest opens a test of x (BETWEEN, IN, LIKE): x, " NOT" when
 // negated, then word.
 func formatTest(b *strings.Builder, x Expr, not bool, word string) {
-	formatPrec(b, x, precCompare)
+	switch x.(type) {
+	case *Between, *In, *Like: // a test is no operand of another without brackets
+		b.WriteByte('(')
+		formatExpr(b, x)
+		b.WriteByte(')')
+	default:
+		formatPrec(b, x, precCompare)
+	}
 	if not {
 		b.WriteString(" NOT")
 	}
@@ -122,7 +135,7 @@ func isPlainName(s string) bool {
 		return false
 	}
 	for i, r := range s {
-		if !(r == '_' || r == '$' || unicode.IsLetter(r) || (i > 0 && unicode.IsDigit(r))) {
+		if !(r == '_' || unicode.IsLetter(r) || (i > 0 && unicode.IsDigit(r))) {
 			return false
 		}
 	}
@@ -277,7 +290,7 @@ func formatPrec(b *strings.Builder, e Expr, min int) {
 		}
 		b.WriteByte('}')
 	case *Subquery:
-		if n.Kind != "SCALAR" {
+		if n.Kind != "SCALAR" && n.Kind != "FROM" {
 			b.WriteString(n.Kind)
 		}
 		b.WriteByte('(')

@@ -141,14 +141,16 @@ func lex(src string) ([]token, error) {
 	}
 }
 
+// Identifiers are letters, digits and '_', not starting with a digit; '$'
+// is no part of one (Cosmos DB refuses SELECT VALUE $42).
 func isIdentStart(s string, i int) bool {
 	r, _ := utf8.DecodeRuneInString(s[i:])
-	return r == '_' || r == '$' || unicode.IsLetter(r)
+	return r == '_' || unicode.IsLetter(r)
 }
 
 func isIdentByte(s string, i int) bool {
 	r, _ := utf8.DecodeRuneInString(s[i:])
-	return r == '_' || r == '$' || unicode.IsLetter(r) || unicode.IsDigit(r)
+	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 func describeAt(src string, i int) string {

@@ -2,6 +2,7 @@ package query
 
 import (
 	"container/heap"
+	"context"
 	"fmt"
 	"iter"
 )
@@ -24,6 +25,8 @@ import (
 //     (a heap of stream heads); each merged row is projected to its payload.
 //   - Aggregate: every partial row is combined by a Merger; the groups are
 //     yielded once all streams are read.
+//   - Nested: the streams merged by the plan's Inner plan, then Outer over
+//     those results.
 //
 // It reads a stream only as far as it needs: once LIMIT is satisfied it
 // stops reading. A malformed row ends the merge with an error (the second
@@ -137,6 +140,20 @@ func merge(p *Plan, n int, seq func(int) iter.Seq[any], pull func(int) (func() (
 			}
 		case OrderBy:
 			mergeOrdered(p, n, pull, lim, fail)
+		case Nested:
+			// The FROM subquery's results, merged by its own plan, then the
+			// query over them.
+			var rows []any
+			for v, err := range merge(p.Inner, n, seq, pull) {
+				if err != nil {
+					fail(err)
+					return
+				}
+				rows = append(rows, v)
+			}
+			if err := p.Outer(context.Background(), sliceSeq(rows, nil), func(v any) bool { return lim.emit(v, nil) }); err != nil {
+				fail(err)
+			}
 		}
 	}
 }

@@ -176,18 +176,11 @@ func (p *parser) parseQuery() (*Query, error) {
 		}
 		q.From = f
 		for p.acceptKeyword("JOIN") {
-			alias, err := p.parseName("an alias after JOIN")
+			j, err := p.parseFrom()
 			if err != nil {
 				return nil, err
 			}
-			if err := p.expectKeyword("IN"); err != nil {
-				return nil, err
-			}
-			src, err := p.parsePath()
-			if err != nil {
-				return nil, err
-			}
-			q.Joins = append(q.Joins, Join{Alias: alias, Source: src})
+			q.Joins = append(q.Joins, Join(*j))
 		}
 	}
 	if p.acceptKeyword("WHERE") {
@@ -266,18 +259,22 @@ func (p *parser) parseName(expected string) (string, error) {
 	return t.text, nil
 }
 
+// parseFrom reads a FROM or JOIN source, as Cosmos DB's grammar has them:
+// "alias IN collection" or "collection [[AS] alias]", where a collection is
+// a path from a name or a parenthesised subquery. Without an alias, a path
+// names its rows by its last property name (FROM c.children: children);
+// a subquery, or a path ending in a number index, leaves them unnamed.
 func (p *parser) parseFrom() (*From, error) {
-	// FROM alias IN path
 	if p.peek().kind == tIdent && p.peekAt(1).kind == tKeyword && p.peekAt(1).text == "IN" {
 		alias := p.next().text
 		p.next()
-		src, err := p.parsePath()
+		src, err := p.parseCollection()
 		if err != nil {
 			return nil, err
 		}
 		return &From{Alias: alias, Source: src, In: true}, nil
 	}
-	src, err := p.parsePath()
+	src, err := p.parseCollection()
 	if err != nil {
 		return nil, err
 	}
@@ -288,15 +285,22 @@ func (p *parser) parseFrom() (*From, error) {
 		}
 	} else if p.peek().kind == tIdent {
 		f.Alias = p.next().text
-	}
-	if f.Alias == "" {
-		id, ok := src.(*Ident)
-		if !ok {
-			return nil, p.errorf("an alias for the FROM source (FROM c.children AS ch)")
-		}
-		f.Alias = id.Name
+	} else {
+		f.Alias, _ = inferredAlias(src)
 	}
 	return f, nil
+}
+
+// parseCollection reads what FROM or JOIN ranges over: a path, or a
+// subquery in brackets.
+func (p *parser) parseCollection() (Expr, error) {
+	if p.acceptOp("(") {
+		if !p.isKeyword("SELECT") {
+			return nil, p.errorf("a subquery (SELECT ...) as the source")
+		}
+		return p.subquery("FROM")
+	}
+	return p.parsePath()
 }
 
 // parsePath reads name(.name | [literal])*: a source in FROM or JOIN.
@@ -427,6 +431,10 @@ func (p *parser) parseComparison() (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	// tested: l is an IN, BETWEEN or LIKE test, which Cosmos DB's grammar
+	// does not take as the operand of another test
+	// (1 BETWEEN 2 AND 3 BETWEEN 4 AND 5 is refused; brackets make it one).
+	tested := false
 	for {
 		t := p.peek()
 		if t.kind == tOp && comparisonOps[t.text] {
@@ -440,6 +448,7 @@ func (p *parser) parseComparison() (Expr, error) {
 				op = "!="
 			}
 			l = &Binary{Op: op, L: l, R: r}
+			tested = false
 			continue
 		}
 		not := false
@@ -450,6 +459,13 @@ func (p *parser) parseComparison() (Expr, error) {
 				not = true
 			}
 		}
+		if tested && (p.isKeyword("IN") || p.isKeyword("BETWEEN") || p.isKeyword("LIKE")) {
+			if not {
+				p.i--
+			}
+			return nil, p.errorf("brackets around the test before it (an IN, BETWEEN or LIKE test cannot be the operand of another)")
+		}
+		tested = true
 		switch {
 		case p.acceptKeyword("IN"):
 			if err := p.expectOp("("); err != nil {

@@ -35,6 +35,12 @@ func TestSyntaxErrors(t *testing.T) {
 		{"SELECT udf.f(1)", 1, 8, "a built-in function", "user-defined functions are not supported"},
 		{"SELECT @ FROM c", 1, 8, "a parameter name", `' '`},
 		{"SELECT 12abc", 1, 10, "an operator or white space after a number", `'a'`},
+		// Cosmos DB's grammar: an identifier is letters, digits and '_'.
+		{"SELECT VALUE $42", 1, 14, "a token", `unexpected character '$'`},
+		// A test (IN, BETWEEN, LIKE) is no operand of another without brackets.
+		{"SELECT VALUE 1 BETWEEN 2 AND 3 BETWEEN 4 AND 5", 1, 32, "brackets around the test before it", "BETWEEN"},
+		{"SELECT VALUE 1 IN (1) NOT BETWEEN 4 AND 5", 1, 23, "brackets around the test before it", "NOT"},
+		{"SELECT VALUE 'a' LIKE 'a' IN (true)", 1, 27, "brackets around the test before it", "IN"},
 	}
 	for _, tc := range cases {
 		_, err := Parse(tc.query)
@@ -66,6 +72,8 @@ func TestParseShapes(t *testing.T) {
 		"SELECT VALUE -c.a + +c.b * ~c.c || 'x' FROM c",
 		"SELECT EXISTS(SELECT VALUE 1 FROM t IN c.tags), ARRAY(SELECT t FROM t IN c.tags), (SELECT VALUE COUNT(1) FROM t IN c.tags) FROM c",
 		"SELECT 1 -- a comment\n + 2",
+		"SELECT VALUE (1 BETWEEN 2 AND 3) BETWEEN false AND true",
+		"SELECT VALUE (1 IN (1)) = true",
 	} {
 		parsed, err := Parse(q)
 		require.NoError(t, err, q)

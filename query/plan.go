@@ -1,8 +1,10 @@
 package query
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 )
 
@@ -40,14 +42,23 @@ const (
 	// partial values}); combine them with a Merger, then apply DISTINCT,
 	// OFFSET and LIMIT to its results.
 	Aggregate
+	// Nested: the query's FROM subquery depends on documents in several
+	// collections (DISTINCT, TOP, OFFSET/LIMIT, an aggregate or GROUP BY in
+	// it, as in SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE c.k FROM
+	// c)). The collections run the subquery's own plan (Plan.Inner, whose
+	// Query is Plan.Query); merge their rows by Inner, apply Inner's
+	// DISTINCT, OFFSET and LIMIT, then run the query over those results on
+	// the client with Plan.Outer. The plan's own Distinct, Offset and Limit
+	// are off: Outer applies the query's.
+	Nested
 )
 
-// String names the kind: "stream", "order-by" or "aggregate".
+// String names the kind: "stream", "order-by", "aggregate" or "nested".
 func (k PlanKind) String() string {
-	if k < Stream || k > Aggregate {
+	if k < Stream || k > Nested {
 		return fmt.Sprintf("PlanKind(%d)", int(k))
 	}
-	return [...]string{"stream", "order-by", "aggregate"}[k]
+	return [...]string{"stream", "order-by", "aggregate", "nested"}[k]
 }
 
 // Plan says what every collection runs and how the client merges. A Plan is
@@ -58,15 +69,21 @@ type Plan struct {
 	Query string
 	// Kind is how results merge.
 	Kind PlanKind
-	// SingleCollection is set for a query without FROM, whose answer does
-	// not depend on documents: run it on one collection only.
+	// SingleCollection is set for a query without FROM (or whose FROM
+	// subquery has none), whose answer does not depend on documents: run it
+	// on one collection only.
 	SingleCollection bool
 	// Distinct, Offset and Limit are applied by the client after merging
 	// (Limit -1: none).
 	Distinct bool
 	Offset   int
 	Limit    int
+	// Inner is, for a Nested plan, the plan of the FROM subquery: how the
+	// collections' rows merge into the subquery's results (itself Nested
+	// when a FROM subquery inside it is). Nil for the other kinds.
+	Inner *Plan
 
+	outer     *program // Nested: the query, run over Inner's results
 	desc      []bool
 	shape     *shape // property order of the user's results
 	aggs      []aggSpec
@@ -74,6 +91,10 @@ type Plan struct {
 	groupBy   bool
 	groupKeys int
 }
+
+// SortKeys returns how many sort keys each row of an OrderBy plan carries
+// (its ORDER BY's length); 0 for the other kinds. It costs nothing.
+func (p *Plan) SortKeys() int { return len(p.desc) }
 
 // Wrapper property names of rewritten rows.
 const (
@@ -93,7 +114,17 @@ func PlanFanOut(q *Query, params map[string]any) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Distinct: q.Distinct, Offset: prog.p.offset, Limit: prog.p.limit, SingleCollection: q.From == nil, shape: prog.p.shape}
+	if sq, ok := fromSubquery(q); ok && !perDocument(sq, prog.p.grouped || len(q.OrderBy) > 0) {
+		// Each collection would cut, deduplicate or aggregate its own
+		// documents only: merge the subquery by its own plan, then run the
+		// query over its results on the client.
+		inner, err := PlanFanOut(sq, params)
+		if err != nil {
+			return nil, err
+		}
+		return &Plan{Query: inner.Query, Kind: Nested, Limit: -1, Inner: inner, SingleCollection: inner.SingleCollection, outer: prog.p, shape: prog.p.shape}, nil
+	}
+	p := &Plan{Distinct: q.Distinct, Offset: prog.p.offset, Limit: prog.p.limit, SingleCollection: ReadsNoDocuments(q), shape: prog.p.shape}
 	rq := *q // shallow copy: the clauses replaced below are new values
 	rq.Distinct, rq.Top, rq.Offset, rq.Limit = false, nil, nil, nil
 	widen := func() {
@@ -132,7 +163,14 @@ func PlanFanOut(q *Query, params map[string]any) (*Plan, error) {
 		var payload Expr
 		switch {
 		case q.Star:
-			payload = &Ident{Name: q.From.Alias}
+			if q.From.Alias == "" {
+				// Unnamed rows (FROM (SELECT ...)): name them to return them.
+				// Nothing else can read the name: q compiled without it.
+				from := *q.From
+				from.Alias = "_row"
+				rq.From = &from
+			}
+			payload = &Ident{Name: rq.From.Alias}
 		case q.Value:
 			payload = q.Items[0].X
 			// A row whose value is undefined is no result: drop it before the
@@ -196,6 +234,93 @@ func PlanFanOut(q *Query, params map[string]any) (*Plan, error) {
 		return nil, fmt.Errorf("query: planner produced an invalid query %q: %w", p.Query, err)
 	}
 	return p, nil
+}
+
+// fromSubquery returns the subquery q's FROM reads, if it is one.
+func fromSubquery(q *Query) (*Query, bool) {
+	if q.From == nil {
+		return nil, false
+	}
+	sq, ok := q.From.Source.(*Subquery)
+	if !ok {
+		return nil, false
+	}
+	return sq.Q, true
+}
+
+// ReadsNoDocuments reports whether q's rows come from no document: it has
+// no FROM, or its FROM subquery (at any depth) has none
+// (SELECT * FROM (SELECT VALUE 1) AS x). Such a query answers alike on
+// every collection, so it runs on one (Plan.SingleCollection). It costs a
+// walk down q's FROM subqueries.
+func ReadsNoDocuments(q *Query) bool {
+	for q.From != nil {
+		sq, ok := fromSubquery(q)
+		if !ok {
+			return false
+		}
+		q = sq
+	}
+	return true
+}
+
+// perDocument reports whether every result of the FROM subquery sq (and of
+// any FROM subquery inside it) comes from one document, so the query over
+// it runs on each collection as over a path: the union of its results over
+// the collections is its result over all documents. DISTINCT, TOP,
+// OFFSET/LIMIT, aggregates and GROUP BY look across documents; ORDER BY
+// only orders them, which matters only when sorted is false (the query
+// over them neither sorts nor aggregates).
+func perDocument(sq *Query, sorted bool) bool {
+	for {
+		if aggregated(sq) || sq.Distinct || sq.Top != nil || sq.Limit != nil || (len(sq.OrderBy) > 0 && !sorted) {
+			return false
+		}
+		sorted = sorted || len(sq.OrderBy) > 0
+		next, ok := fromSubquery(sq)
+		if !ok {
+			return true
+		}
+		sq = next
+	}
+}
+
+// Outer runs a Nested plan's query on the client over the merged results of
+// its FROM subquery (decoded JSON values, in the order Inner merges them,
+// after Inner's DISTINCT, OFFSET and LIMIT), reading rows as it needs them
+// and handing each of the query's results to yield until it returns false;
+// Encode writes them. It costs what the query costs over as many rows: a
+// query that sorts, aggregates or deduplicates holds its rows (or groups)
+// until rows ends, within DefaultMemoryBudget (past it, a *LimitError). ctx
+// is checked every 256 rows. It fails on a plan of another kind.
+func (p *Plan) Outer(ctx context.Context, rows iter.Seq[any], yield func(v any) bool) (err error) {
+	if p.Kind != Nested {
+		return fmt.Errorf("query: Outer runs a nested plan, this one is %s", p.Kind)
+	}
+	pr := p.outer
+	defer func() {
+		if r := recover(); r != nil {
+			err = evalError(r)
+		}
+	}()
+	var ctxErr error
+	input := func(emit func(*frame) bool) {
+		fr := &frame{vals: make([]any, pr.nslots)}
+		n := 0
+		for v := range rows {
+			if n++; n&255 == 0 {
+				if ctxErr = ctx.Err(); ctxErr != nil {
+					return
+				}
+			}
+			if !pr.rowsOf(fr, v, emit) {
+				return
+			}
+		}
+		ctxErr = ctx.Err()
+	}
+	pr.pipeline(input, noRaw, nil, func(v any, _ []byte) bool { return yield(v) })
+	return ctxErr
 }
 
 // partialNames lists, per aggregate, the partial values a collection

@@ -57,7 +57,7 @@ func Compile(q *Query, params map[string]any) (*Program, error) {
 		}
 		norm[k] = n
 	}
-	p, err := compileQuery(q, norm, &instant{}, nil, true)
+	p, err := compileQuery(q, norm, &instant{}, nil, levelTop)
 	if err != nil {
 		return nil, err
 	}
@@ -136,14 +136,14 @@ func (pr *Program) WithMemoryBudget(n int64) *Program {
 func (pr *Program) MaxResults() int { return pr.p.limit }
 
 type program struct {
-	top      bool   // a whole query, not a subquery
 	shape    *shape // property order of the results
 	noFrom   bool
 	nslots   int
-	source   evalFn // slot 0's value(s)
+	source   evalFn   // slot 0's value(s), for a path source
+	fromSub  *program // a subquery source: its results are slot 0's value(s)
 	sourceIn bool
 	starRaw  bool // SELECT * of the whole document: emit its stored text
-	joins    []evalFn
+	joins    []joinSource
 	where    evalFn
 
 	project  evalFn  // non-grouped projection; Undefined drops the row
@@ -196,37 +196,77 @@ func rootIdent(e Expr) *Ident {
 	}
 }
 
-func compileQuery(q *Query, params map[string]any, clock *instant, outer *scope, top bool) (*program, error) {
-	p := &program{top: top, limit: -1, shape: projectionShape(q)}
+// level is where a query sits, which decides what its FROM ranges over.
+type level int
+
+const (
+	// levelSub: a subquery in an expression or a JOIN, correlated: its FROM
+	// ranges over values of the enclosing query's row.
+	levelSub level = iota
+	// levelContainer: the subquery FROM of a whole query (or of such a
+	// subquery): its FROM ranges over the container's documents.
+	levelContainer
+	// levelTop: the whole query; its FROM ranges over the container's
+	// documents.
+	levelTop
+)
+
+// joinSource is one JOIN's source, evaluated for each row so far.
+type joinSource struct {
+	val evalFn   // a path: its value
+	sub *program // a subquery: its results
+	in  bool     // JOIN x IN ...: one row per element of each array
+}
+
+func compileQuery(q *Query, params map[string]any, clock *instant, outer *scope, lvl level) (*program, error) {
+	p := &program{limit: -1, shape: projectionShape(q)}
 	c := &compiler{params: params, clock: clock}
 	s := &scope{parent: outer}
 	var err error
 	if q.From == nil {
 		p.noFrom = true
 	} else {
-		root := rootIdent(q.From.Source)
-		if root == nil {
-			return nil, compileErr("the FROM source must start with a name")
-		}
-		if top {
-			// The root of a top-level FROM is the container, whatever its name.
-			cs := &scope{names: []string{root.Name}}
-			if p.source, err = c.expr(q.From.Source, cs); err != nil {
+		if sq, ok := q.From.Source.(*Subquery); ok {
+			// A FROM subquery ranges over what its query's FROM would: the
+			// container's documents at the top, the enclosing row's values
+			// in a correlated subquery.
+			inner := levelSub
+			if lvl != levelSub {
+				inner = levelContainer
+			}
+			if p.fromSub, err = compileQuery(sq.Q, params, clock, outer, inner); err != nil {
 				return nil, err
 			}
-			_, plain := q.From.Source.(*Ident)
-			p.starRaw = plain && !q.From.In && q.Star && len(q.Joins) == 0
-		} else if p.source, err = c.expr(q.From.Source, outer); err != nil {
-			return nil, err
+		} else {
+			root := rootIdent(q.From.Source)
+			if root == nil {
+				return nil, compileErr("the FROM source must start with a name")
+			}
+			if lvl != levelSub {
+				// The root of a FROM over the container is the container, whatever its name.
+				cs := &scope{names: []string{root.Name}}
+				if p.source, err = c.expr(q.From.Source, cs); err != nil {
+					return nil, err
+				}
+				_, plain := q.From.Source.(*Ident)
+				p.starRaw = lvl == levelTop && plain && !q.From.In && q.Star && len(q.Joins) == 0
+			} else if p.source, err = c.expr(q.From.Source, outer); err != nil {
+				return nil, err
+			}
 		}
 		p.sourceIn = q.From.In
 		s.names = append(s.names, q.From.Alias)
 		for _, j := range q.Joins {
-			fn, err := c.expr(j.Source, s)
+			js := joinSource{in: j.In}
+			if sq, ok := j.Source.(*Subquery); ok {
+				js.sub, err = compileQuery(sq.Q, params, clock, s, levelSub)
+			} else {
+				js.val, err = c.expr(j.Source, s)
+			}
 			if err != nil {
 				return nil, err
 			}
-			p.joins = append(p.joins, fn)
+			p.joins = append(p.joins, js)
 			s.names = append(s.names, j.Alias)
 		}
 	}
@@ -307,7 +347,7 @@ func compileQuery(q *Query, params map[string]any, clock *instant, outer *scope,
 	if p.project, err = c.projection(q, s); err != nil {
 		return nil, err
 	}
-	if top {
+	if lvl == levelTop {
 		if p.write, err = c.projectionWriter(q, s); err != nil {
 			return nil, err
 		}
@@ -392,7 +432,29 @@ func (p *program) joinRows(fr *frame, j int, emit func(*frame) bool) bool {
 		}
 		return emit(fr)
 	}
-	arr, ok := p.joins[j](fr).([]any)
+	js := &p.joins[j]
+	if js.sub != nil {
+		more := true
+		js.sub.rows(fr, func(v any) bool {
+			more = p.joinValue(fr, j, v, js.in, emit)
+			return more
+		})
+		return more
+	}
+	return p.joinValue(fr, j, js.val(fr), js.in, emit)
+}
+
+// joinValue binds JOIN j's alias to v (with in, to each element of v when
+// it is an array) and goes on with the next JOIN; undefined binds nothing.
+func (p *program) joinValue(fr *frame, j int, v any, in bool, emit func(*frame) bool) bool {
+	if !in {
+		if isUndefined(v) {
+			return true
+		}
+		fr.vals[j+1] = v
+		return p.joinRows(fr, j+1, emit)
+	}
+	arr, ok := v.([]any)
 	if !ok {
 		return true
 	}
@@ -412,19 +474,37 @@ func (p *program) joinRows(fr *frame, j int, emit func(*frame) bool) bool {
 func (p *program) runTop(ctx context.Context, docs iter.Seq[Doc], rw *rowWriter, out func(v any, raw []byte) bool) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			if le, ok := r.(*LimitError); ok { // a budget ran out (budget.charge)
-				err = le
-				return
-			}
-			err = evalError(r)
+			err = evalError(r) // a bug, or a limit's typed error
 		}
 	}()
 	var ctxErr error
 	var curRaw []byte
-	input := func(emit func(*frame) bool) {
+	raw := func() []byte {
+		if p.starRaw {
+			return curRaw
+		}
+		return nil
+	}
+	p.pipeline(p.containerRows(ctx, docs, &ctxErr, &curRaw), raw, rw, out)
+	return ctxErr
+}
+
+// containerRows returns the input of a query whose FROM ranges over the
+// container: its rows over docs (or over the results of its FROM subquery,
+// itself run over docs). It sets *ctxErr when ctx ends the scan and
+// *curRaw to the stored text of the document being read.
+func (p *program) containerRows(ctx context.Context, docs iter.Seq[Doc], ctxErr *error, curRaw *[]byte) func(func(*frame) bool) {
+	return func(emit func(*frame) bool) {
 		fr := &frame{vals: make([]any, p.nslots)}
-		if p.noFrom {
+		switch {
+		case p.noFrom:
 			p.rowsOf(fr, nil, emit)
+			return
+		case p.fromSub != nil:
+			sub := p.fromSub
+			sub.pipeline(sub.containerRows(ctx, docs, ctxErr, curRaw), noRaw, nil, func(v any, _ []byte) bool {
+				return p.rowsOf(fr, v, emit)
+			})
 			return
 		}
 		srcFrame := &frame{vals: make([]any, 1)}
@@ -432,39 +512,37 @@ func (p *program) runTop(ctx context.Context, docs iter.Seq[Doc], rw *rowWriter,
 		for d := range docs {
 			n++
 			if n&255 == 0 {
-				if ctxErr = ctx.Err(); ctxErr != nil {
+				if *ctxErr = ctx.Err(); *ctxErr != nil {
 					return
 				}
 			}
-			curRaw = d.raw
+			*curRaw = d.raw
 			srcFrame.vals[0] = d.val
 			if !p.rowsOf(fr, p.source(srcFrame), emit) {
 				return
 			}
 		}
-		ctxErr = ctx.Err()
+		*ctxErr = ctx.Err()
 	}
-	raw := func() []byte {
-		if p.starRaw {
-			return curRaw
-		}
-		return nil
-	}
-	p.pipeline(input, raw, rw, out)
-	return ctxErr
 }
+
+// noRaw is the raw text of results that are not stored documents.
+func noRaw() []byte { return nil }
 
 // rows runs a subquery for one outer row.
 func (p *program) rows(outer *frame, yield func(any) bool) {
 	input := func(emit func(*frame) bool) {
 		fr := &frame{vals: make([]any, p.nslots), parent: outer}
-		if p.noFrom {
+		switch {
+		case p.noFrom:
 			p.rowsOf(fr, nil, emit)
-			return
+		case p.fromSub != nil:
+			p.fromSub.rows(outer, func(v any) bool { return p.rowsOf(fr, v, emit) })
+		default:
+			p.rowsOf(fr, p.source(outer), emit)
 		}
-		p.rowsOf(fr, p.source(outer), emit)
 	}
-	p.pipeline(input, func() []byte { return nil }, nil, func(v any, _ []byte) bool { return yield(v) })
+	p.pipeline(input, noRaw, nil, func(v any, _ []byte) bool { return yield(v) })
 }
 
 // pipeline projects, sorts, groups, deduplicates and limits the rows of

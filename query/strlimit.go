@@ -54,7 +54,10 @@ func checkStringLen(fn string, n int) {
 // query's error: a limit's typed error as it is, anything else (a bug in
 // the engine) as an internal error.
 func evalError(r any) error {
-	if e, ok := r.(*StringTooLongError); ok {
+	switch e := r.(type) {
+	case *StringTooLongError:
+		return e
+	case *LimitError: // a memory budget ran out (budget.charge)
 		return e
 	}
 	return fmt.Errorf("query: internal error while evaluating the query: %v", r)

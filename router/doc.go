@@ -44,8 +44,12 @@
 // deterministic), TOP and OFFSET/LIMIT are widened per collection and
 // applied once (with ORDER BY over many collections, each collection is
 // first probed for a few rows, twice an even share, and asked for the rest
-// only when the merge reaches the end of its probe), aggregates and GROUP BY combine partial results (AVG from
-// sums and counts), DISTINCT applies again after the merge. Store calls run
+// only when the merge reaches the end of its probe), aggregates and GROUP
+// BY combine partial results (AVG from sums and counts), DISTINCT applies
+// again after the merge, and a query over a FROM subquery that looks
+// across collections (COUNT of a DISTINCT subquery) merges the subquery by
+// its own plan and runs the query over its results (query.Nested). Store
+// calls run
 // in parallel up to MaxDegreeOfParallelism (the zero value means the
 // client's default, automatic unless set; 1 is serial) and read ahead
 // within MaxBufferedItemCount. A shape that cannot be merged exactly is refused
@@ -57,7 +61,7 @@
 // per collection, the store continuation of the page being read, the page
 // size it was fetched with and how many of its rows were consumed (a
 // resumed pager refetches and skips), plus the OFFSET/LIMIT still to apply;
-// aggregates, GROUP BY and DISTINCT without ORDER BY are recomputed and
+// aggregates, GROUP BY, nested plans and DISTINCT without ORDER BY are recomputed and
 // skipped by position. Tokens are versioned, compact (binary, compressed
 // when that helps, base64url), checksummed, and bound to the database, the
 // query text, its parameters, the partition key and the collections:

@@ -32,6 +32,10 @@ const (
 	// modeAggregate: aggregates and GROUP BY, computed whole; the token
 	// records how many results were given.
 	modeAggregate
+	// modeNested: a query over a FROM subquery that looks across
+	// collections (query.Nested), computed whole; the token records how
+	// many results were given.
+	modeNested
 )
 
 // merger combines the rows of one query's collections.
@@ -59,6 +63,8 @@ type merger interface {
 // newMerger returns the merger for a plan.
 func newMerger(plan *query.Plan, nkeys int, s *scheduler) merger {
 	switch {
+	case plan.Kind == query.Nested:
+		return &nestedMerger{plan: plan, inner: newMerger(plan.Inner, plan.Inner.SortKeys(), s)}
 	case plan.Kind == query.Aggregate:
 		return &aggregateMerger{s: s, plan: plan}
 	case plan.Kind == query.OrderBy:
@@ -475,6 +481,108 @@ func (m *aggregateMerger) compute(ctx context.Context) error {
 		res = kept
 	}
 	m.results, m.computed = res, true
+	return nil
+}
+
+// nestedMerger gives the results of a query whose FROM subquery looks
+// across collections (query.Nested): the collections' rows merge by the
+// subquery's own plan (the inner merger, with the subquery's OFFSET and
+// LIMIT applied here) into the subquery's results, which the query reads
+// as they come (Plan.Outer, on the client). It holds the query's results
+// until the last is given, within nestedBudget (the query's own sorting,
+// grouping and DISTINCT have the engine's budgets); a resumed pager
+// recomputes them and skips those already given.
+type nestedMerger struct {
+	noRunState
+	plan     *query.Plan
+	inner    merger
+	results  []json.RawMessage
+	held     int64 // bytes results hold, as estimated
+	pos      int
+	computed bool
+}
+
+// nestedBudget bounds the memory a nested merge's results may hold
+// (estimated: each result's bytes and a slice entry), as the engine bounds
+// its own steps (query.DefaultMemoryBudget); past it the query fails with a
+// *query.LimitError.
+var nestedBudget int64 = query.DefaultMemoryBudget
+
+func (*nestedMerger) mode() execMode   { return modeNested }
+func (*nestedMerger) byPosition() bool { return false }
+func (m *nestedMerger) done() bool     { return m.computed && m.pos >= len(m.results) }
+
+func (m *nestedMerger) decode(f *fetched, items []json.RawMessage) error {
+	return m.inner.decode(f, items)
+}
+
+func (m *nestedMerger) needed() *source { return m.inner.needed() }
+
+func (m *nestedMerger) next(ctx context.Context) (json.RawMessage, bool, error) {
+	if !m.computed {
+		if err := m.compute(ctx); err != nil {
+			return nil, false, err
+		}
+	}
+	if m.pos >= len(m.results) {
+		return nil, false, nil
+	}
+	m.pos++
+	return m.results[m.pos-1], true, nil
+}
+
+// compute runs the query over the subquery's merged results, read to the
+// end as the query asks for them.
+func (m *nestedMerger) compute(ctx context.Context) error {
+	var innerErr, err error
+	rows := func(yield func(any) bool) {
+		skip, left := m.plan.Inner.Offset, m.plan.Inner.Limit
+		for left != 0 {
+			raw, ok, err := m.inner.next(ctx)
+			if err != nil || !ok {
+				innerErr = err
+				return
+			}
+			if skip > 0 {
+				skip--
+				continue
+			}
+			v, err := decodeJSON(raw)
+			if err != nil {
+				innerErr = fmt.Errorf("router: a result of the FROM subquery: %w", err)
+				return
+			}
+			if left > 0 {
+				left--
+			}
+			if !yield(v) {
+				return
+			}
+		}
+	}
+	outerErr := m.plan.Outer(ctx, rows, func(v any) bool {
+		b, encErr := m.plan.Encode(v)
+		if encErr != nil {
+			err = fmt.Errorf("router: %w", encErr)
+			return false
+		}
+		if m.held += int64(len(b)) + 24; m.held > nestedBudget {
+			err = fmt.Errorf("router: a FROM subquery merged across collections: %w",
+				&query.LimitError{Limit: "memory held by the results of a query over a FROM subquery merged across collections (bytes, estimated)", Max: nestedBudget, Got: m.held, Pos: -1})
+			return false
+		}
+		m.results = append(m.results, b)
+		return true
+	})
+	switch {
+	case innerErr != nil:
+		return innerErr
+	case err != nil:
+		return err
+	case outerErr != nil:
+		return fmt.Errorf("router: the query over its FROM subquery: %w", outerErr)
+	}
+	m.computed = true
 	return nil
 }
 

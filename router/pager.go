@@ -237,9 +237,10 @@ func (p *Pager) bindClock(parsed *query.Query, links []string) error {
 	p.clock = time.Now().UnixNano()
 	if p.opts.Continuation != "" {
 		if len(links) > 1 {
-			// A query without FROM runs on one collection: which one
-			// depends on the plan, but its token records one either way.
-			if parsed.From == nil {
+			// A query reading no documents (no FROM) runs on one
+			// collection: which one depends on the plan, but its token
+			// records one either way.
+			if query.ReadsNoDocuments(parsed) {
 				links = links[:1]
 			}
 		}

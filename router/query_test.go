@@ -537,3 +537,45 @@ func TestQueryClockOneInstant(t *testing.T) {
 		assert.Len(t, seen, 1, "%s: one instant for the whole query, got %v", text, seen)
 	}
 }
+
+// A FROM subquery that looks across collections (COUNT of DISTINCT, a TOP
+// of the whole database) is merged by its own plan and the query runs over
+// its results on the client: the answer is one collection's, page by page
+// and resumed from a token in another client.
+func TestNestedFromSubquery(t *testing.T) {
+	c := setup(t, 4, nil, nil)
+	addUsers(t, c, 60, func(i int) string { return fmt.Sprint("u", i%9) })
+	one := setup(t, 1, nil, nil) // the same documents in one collection
+	addUsers(t, one, 60, func(i int) string { return fmt.Sprint("u", i%9) })
+	for _, text := range []string{
+		"SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE c.userId FROM c)",
+		"SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE c.age FROM c WHERE c.age > 20)",
+		"SELECT x.id, x.age FROM (SELECT TOP 7 c.id, c.age FROM c ORDER BY c.age DESC, c.id) AS x ORDER BY x.id",
+		"SELECT VALUE x FROM (SELECT DISTINCT VALUE c.userId FROM c) AS x",
+		"SELECT g.userId, g.n FROM (SELECT c.userId, COUNT(1) AS n FROM c GROUP BY c.userId) AS g WHERE g.n > 6",
+	} {
+		t.Run(text, func(t *testing.T) {
+			q := store.Query{Text: text}
+			want, err := one.Query(ctx, db, q, nil)
+			require.NoError(t, err)
+			require.NotEmpty(t, want)
+			got, err := c.Query(ctx, db, q, &router.QueryOptions{PageSize: 2})
+			require.NoError(t, err)
+			if strings.Contains(text, "ORDER BY x.id") || strings.Contains(text, "COUNT(1) FROM") {
+				assert.Equal(t, want, got)
+			} else {
+				assert.ElementsMatch(t, want, got)
+			}
+			if len(got) < 2 {
+				return
+			}
+			page := firstPage(t, c, q, &router.QueryOptions{PageSize: 1})
+			require.NotEmpty(t, page.Continuation)
+			other := router.New(c.Store(), nil)
+			require.NoError(t, other.Register(db, ring(t, 4)))
+			rest, err := other.Query(ctx, db, q, &router.QueryOptions{Continuation: page.Continuation})
+			require.NoError(t, err)
+			assert.Equal(t, got, append(page.Items, rest...), "resumed from a token: the rest, in the same order")
+		})
+	}
+}

@@ -126,6 +126,28 @@ var Corpus = []string{
 	"SELECT DISTINCT TOP 4 c.n AS n FROM c ORDER BY c.n DESC",
 	"SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags ORDER BY t",
 	"SELECT DISTINCT c.pk FROM c WHERE ARRAY_CONTAINS(@tags, c.g)",
+	// Subqueries and paths as FROM and JOIN sources, inferred aliases.
+	"SELECT * FROM (SELECT c.id, c.n FROM c WHERE c.n > @lo) AS x",
+	"SELECT VALUE x.id FROM (SELECT * FROM c) AS x ORDER BY x.n, x.id",
+	"SELECT TOP @n VALUE x FROM (SELECT VALUE c.s FROM c WHERE IS_STRING(c.s)) AS x ORDER BY x DESC",
+	"SELECT g, COUNT(1) AS n FROM (SELECT VALUE c.g FROM c) AS g GROUP BY g",
+	"SELECT VALUE pk FROM c.pk",
+	"SELECT DISTINCT VALUE x FROM c.o.x",
+	"SELECT c.id, t FROM c JOIN (SELECT VALUE t FROM t IN c.tags WHERE t != 't3') AS t",
+	"SELECT VALUE COUNT(1) FROM c JOIN (SELECT VALUE t FROM t IN c.tags WHERE t = 't1')",
+	"SELECT c.id, x FROM c JOIN c.o.x AS x ORDER BY x DESC, c.id",
+	"SELECT c.id, n FROM c JOIN (SELECT VALUE COUNT(1) FROM t IN c.tags) n ORDER BY n DESC, c.id",
+	"SELECT t AS tag, COUNT(1) AS n FROM c JOIN t IN (SELECT VALUE c.tags) GROUP BY t",
+	// FROM subqueries that look across collections: merged by their own
+	// plan, then the query runs over their results (query.Nested).
+	"SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE c.g FROM c)",
+	"SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE t FROM c JOIN t IN c.tags)",
+	"SELECT x.g, x.n FROM (SELECT c.g, COUNT(1) AS n FROM c GROUP BY c.g) AS x WHERE x.n > 10",
+	"SELECT VALUE MAX(x.n) FROM (SELECT c.s, COUNT(1) AS n FROM c GROUP BY c.s) AS x",
+	"SELECT c.id, c.n FROM (SELECT TOP @n * FROM c ORDER BY c.n DESC, c.id) AS c ORDER BY c.id",
+	"SELECT VALUE x.id FROM (SELECT c.id FROM c ORDER BY c.pk, c.id OFFSET @off LIMIT @lim) AS x",
+	"SELECT TOP 5 VALUE x FROM (SELECT DISTINCT VALUE c.s FROM c) AS x ORDER BY x DESC",
+	"SELECT VALUE n FROM (SELECT VALUE AVG(c.o.x) FROM c WHERE c.b = true) AS n",
 }
 
 // CorpusParams are the parameters the Corpus uses.
@@ -376,9 +398,20 @@ func (h *harness) shapeOf(q store.Query) shape {
 	require.NoError(h.t, err, q.Text)
 	plan, err := query.PlanFanOut(parsed, paramMap(q))
 	require.NoError(h.t, err, "the oracle only generates mergeable queries: %s", q.Text)
+	kind := plan.Kind
+	if kind == query.Nested { // the query's own shape, over its FROM subquery's results
+		switch {
+		case query.Analyze(parsed).Aggregated:
+			kind = query.Aggregate
+		case len(parsed.OrderBy) > 0:
+			kind = query.OrderBy
+		default:
+			kind = query.Stream
+		}
+	}
 	s := shape{
-		ordered:  plan.Kind == query.OrderBy,
-		grouped:  plan.Kind == query.Aggregate,
+		ordered:  kind == query.OrderBy,
+		grouped:  kind == query.Aggregate,
 		limited:  parsed.Top != nil || parsed.Limit != nil,
 		distinct: parsed.Distinct,
 	}
@@ -687,6 +720,24 @@ func (g *gen) count(n int) string {
 	return fmt.Sprint(n)
 }
 
+// join is a JOIN binding t to the tags of a document (or to the first
+// one), in each form of Cosmos DB's grammar: x IN a path or a subquery, a
+// correlated subquery, a path.
+func (g *gen) join() string {
+	return pick(g.rng, " JOIN t IN c.tags", " JOIN (SELECT VALUE t FROM t IN c.tags) AS t",
+		" JOIN (SELECT VALUE t FROM t IN c.tags WHERE t != 't3') t", " JOIN t IN (SELECT VALUE c.tags)",
+		" JOIN c.tags[0] AS t")
+}
+
+// rows is a FROM clause whose rows, named c, are documents again, by a
+// subquery: one row per document (which merges like the documents), or some
+// of them, chosen across collections (a query.Nested plan).
+func (g *gen) rows() string {
+	return pick(g.rng, " FROM (SELECT * FROM c) AS c", " FROM (SELECT VALUE r FROM root r WHERE IS_DEFINED(r.pk)) c",
+		" FROM (SELECT VALUE x FROM (SELECT * FROM c) AS x) AS c",
+		" FROM (SELECT TOP 150 * FROM c ORDER BY c.id DESC) AS c", " FROM (SELECT * FROM c ORDER BY c.n, c.id OFFSET 20 LIMIT 300) AS c")
+}
+
 func (g *gen) predicate(depth int) string {
 	rng := g.rng
 	if depth < 2 && rng.IntN(3) == 0 {
@@ -723,7 +774,10 @@ func (g *gen) predicate(depth int) string {
 // its parameters, combining projections (*, VALUE, objects, JOIN), WHERE
 // (with parameters), ORDER BY (one to three keys over mixed types,
 // ASC/DESC), TOP, OFFSET/LIMIT (literals or parameters), DISTINCT, VALUE
-// and object aggregates, GROUP BY with aggregates, and the date and time,
+// and object aggregates, GROUP BY with aggregates, JOIN and FROM sources in
+// every form (x IN a path or subquery, a correlated subquery, a path, a
+// FROM subquery giving one row per document or some documents chosen
+// across collections), and the date and time,
 // clock, spatial and string-building functions (the clock only where no
 // document's date is near now, so one collection and the fan-out agree
 // whenever they run). Every query it returns can be merged.
@@ -741,7 +795,9 @@ func (g *gen) query() string {
 	}
 	from := " FROM c"
 	if rng.IntN(12) == 0 {
-		from = " FROM c JOIN t IN c.tags"
+		from = " FROM c" + g.join()
+	} else if rng.IntN(12) == 0 {
+		from = g.rows()
 	}
 	aggs := []string{"COUNT(1)", "COUNT(c.n)", "SUM(c.n)", "AVG(c.n)", "MIN(c.n)", "MAX(c.s)", "MIN(c.g)", "MAX(c.g)", "AVG(c.o.x)", "SUM(c.o.x)", "MAX(c.b)"}
 	switch rng.IntN(10) {
@@ -767,7 +823,7 @@ func (g *gen) query() string {
 		}
 		return fmt.Sprintf("SELECT %s%s%s AS k, COUNT(1) AS n, %s AS x%s%s GROUP BY %s%s", distinct, top, key, pick(rng, aggs...), from, where, key, tail)
 	case 3:
-		return fmt.Sprintf("SELECT c.id, t FROM c JOIN t IN c.tags%s", where)
+		return fmt.Sprintf("SELECT c.id, t FROM c%s%s", g.join(), where)
 	}
 	var b strings.Builder
 	b.WriteString("SELECT ")
@@ -810,7 +866,11 @@ func (g *gen) query() string {
 	default:
 		b.WriteString(pick(rng, "c.id, c.n", "c.id, c.s, c.g", "c.n AS num, c.tags", "c.id, c.o.x AS x, c.b", "c.s, c.id"))
 	}
-	b.WriteString(" FROM c")
+	if rng.IntN(8) == 0 {
+		b.WriteString(g.rows())
+	} else {
+		b.WriteString(" FROM c")
+	}
 	b.WriteString(where)
 	if len(order) > 0 {
 		b.WriteString(" ORDER BY ")

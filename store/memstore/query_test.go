@@ -384,6 +384,12 @@ func TestStreamedPages(t *testing.T) {
 		{`SELECT TOP 30 c.id FROM c`, false, nil, 0},
 		{`SELECT c.id FROM c OFFSET 5 LIMIT 900`, false, nil, 0},
 		{`SELECT c.n, COUNT(1) AS k FROM c GROUP BY c.n`, false, nil, 0},
+		// Subqueries and paths as sources: one row per document streams.
+		{`SELECT * FROM (SELECT c.id, c.n FROM c WHERE c.n > 3) AS x`, true, nil, 0},
+		{`SELECT c.id, t FROM c JOIN (SELECT VALUE t FROM t IN c.tags WHERE t != "t3") AS t`, true, nil, 0},
+		{`SELECT VALUE n FROM c.n`, true, nil, 0},
+		{`SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE c.n FROM c)`, false, nil, 0},
+		{`SELECT * FROM (SELECT TOP 30 c.id FROM c) AS x`, false, nil, 0},
 	}, []pagingConfig{
 		{7, 1 << 20, nil}, {-1, 1 << 20, nil}, {-1, 900, nil}, {0, 1 << 20, nil}, {50, 300, "p2"}, {3, 1, nil},
 		{700, 1 << 20, nil}, {2000, 30_000, "p1"}, {128, 1 << 20, nil}, // pages across runs of documents
