@@ -227,6 +227,9 @@ func reshard(ctx context.Context, st store.Store, dbLink string, next resolver.R
 	stop := m.heartbeat(ctx)
 	err = m.run(ctx)
 	stop()
+	if errors.Is(err, store.ErrFenced) {
+		err = m.whyFenced(ctx, err)
+	}
 	if err != nil {
 		m.log.Warn("reshard stopped", "db", m.db, "error", err)
 		m.release()
@@ -567,6 +570,26 @@ func (m *manager) publishWait(ctx context.Context, r resolver.Resolver, newEpoch
 	wctx, cancel := context.WithTimeout(ctx, m.o.RouterWait)
 	defer cancel()
 	return shardstate.WaitForRouters(wctx, m.st, m.db, m.state.Version, m.o.Routers)
+}
+
+// whyFenced explains a write of this run that the store refused as fenced:
+// when another run owns the reshard now (it took it over after this one's
+// heartbeat lapsed) or has finished it, the error is ErrTakenOver.
+func (m *manager) whyFenced(ctx context.Context, err error) error {
+	s, lerr := shardstate.Load(ctx, m.raw, m.db)
+	if lerr != nil {
+		return err
+	}
+	rec, rerr := recordOf(s)
+	switch {
+	case rerr != nil:
+		return err
+	case rec == nil:
+		return fmt.Errorf("%w, and finished it (this run's write was fenced: %w)", ErrTakenOver, err)
+	case rec.Owner != m.owner:
+		return fmt.Errorf("%w: %s runs it now (this run's write was fenced: %w)", ErrTakenOver, rec.Owner, err)
+	}
+	return err
 }
 
 // isOwnWrite reports whether cur is the version this run tried to publish
