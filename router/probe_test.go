@@ -18,15 +18,34 @@ import (
 // recording records the text of every query call, by collection.
 type recording struct {
 	store.Store
-	mu    sync.Mutex
-	calls map[string][]string
+	mu       sync.Mutex
+	calls    map[string][]string
+	inflight sync.WaitGroup
 }
 
 func (s *recording) Query(ctx context.Context, l string, q store.Query, o *store.QueryOptions) (*store.Page, error) {
 	s.mu.Lock()
 	s.calls[l] = append(s.calls[l], q.Text)
+	s.inflight.Add(1)
 	s.mu.Unlock()
+	defer s.inflight.Done()
 	return s.Store.Query(ctx, l, q, o)
+}
+
+// reset forgets the calls recorded so far, once the calls in flight (a
+// pager given up after a page may still have fetches on their way) end.
+func (s *recording) reset() {
+	s.inflight.Wait()
+	s.mu.Lock()
+	s.calls = map[string][]string{}
+	s.mu.Unlock()
+}
+
+// recorded returns the calls recorded since the last reset.
+func (s *recording) recorded() map[string][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
 }
 
 // TestTopProbesCollections: an ORDER BY with TOP (or OFFSET/LIMIT) over
@@ -36,7 +55,7 @@ func (s *recording) Query(ctx context.Context, l string, q store.Query, o *store
 func TestTopProbesCollections(t *testing.T) {
 	const n = 64
 	mem := newMem(t)
-	rec := &recording{Store: mem}
+	rec := &recording{Store: mem, calls: map[string][]string{}}
 	wide := setup(t, n, rec, nil)
 	one := router.New(mem, nil)
 	require.NoError(t, one.Register("dbs/one", ringOf(t, []string{"dbs/one/colls/all"})))
@@ -66,7 +85,7 @@ func TestTopProbesCollections(t *testing.T) {
 			q := store.Query{Text: tc.text}
 			want, err := one.Query(ctx, "dbs/one", q, nil)
 			require.NoError(t, err)
-			rec.calls = map[string][]string{}
+			rec.reset()
 			got, err := wide.Query(ctx, db, q, nil)
 			require.NoError(t, err)
 			assert.Equal(t, texts(want), texts(got))
@@ -74,7 +93,8 @@ func TestTopProbesCollections(t *testing.T) {
 			plan, err := query.PlanFanOut(must(query.Parse(tc.text)), nil)
 			require.NoError(t, err)
 			full := 0
-			for l, calls := range rec.calls {
+			byColl := rec.recorded()
+			for l, calls := range byColl {
 				require.NotEmpty(t, calls, l)
 				assert.NotEqual(t, plan.Query, calls[0], "%s: the first call is a probe", l)
 				for _, c := range calls[1:] { // the full query's pages
@@ -84,7 +104,7 @@ func TestTopProbesCollections(t *testing.T) {
 					full++
 				}
 			}
-			assert.Len(t, rec.calls, n)
+			assert.Len(t, byColl, n)
 			assert.LessOrEqual(t, full, tc.followUps)
 
 			// Page by page, each page from a new pager resuming the
