@@ -3,6 +3,8 @@ package transition_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -87,7 +89,7 @@ func BenchmarkReshard(b *testing.B) {
 		})
 		step, copyRate := copyWindow()
 		b.StartTimer()
-		prog, err := transition.Reshard(ctx, st, db, three, &transition.ReshardOptions{Parallelism: par, Step: step})
+		prog, err := transition.Reshard(ctx, st, db, three, &transition.ReshardOptions{Parallelism: par, Step: step, Logger: quiet})
 		b.StopTimer()
 		close(stop)
 		wg.Wait()
@@ -120,7 +122,7 @@ func BenchmarkReshardRate(b *testing.B) {
 		_, f := seedRouted(b, st, ring(b, 2), n, par, 0)
 		step, copyRate := copyWindow()
 		b.StartTimer()
-		prog, err := transition.Reshard(context.Background(), st, db, ring(b, 3), &transition.ReshardOptions{Parallelism: par, Rate: limit, Step: step})
+		prog, err := transition.Reshard(context.Background(), st, db, ring(b, 3), &transition.ReshardOptions{Parallelism: par, Rate: limit, Step: step, Logger: quiet})
 		b.StopTimer()
 		require.NoError(b, err)
 		b.ReportMetric(copyRate(prog), "copied/s")
@@ -172,3 +174,6 @@ func copyWindow() (step func(string) error, rate func(*transition.Progress) floa
 			return float64(p.Copied) / end.Sub(start).Seconds()
 		}
 }
+
+// quiet is the benchmarks' logger: their output stays the figures.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
