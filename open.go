@@ -112,26 +112,7 @@ func OpenConfig(ctx context.Context, cfg *config.Config, opts *Options) (*Client
 // register puts every database of the configuration on the client.
 func (c *Client) register(ctx context.Context, o Options) error {
 	for _, db := range c.cfg.Databases {
-		follow := o.State == StateFollow
-		if o.State == StateAuto {
-			_, err := shardstate.Load(ctx, c.store, db.Link)
-			switch {
-			case err == nil:
-				follow = true
-			case errors.Is(err, shardstate.ErrNoState):
-			default:
-				return fmt.Errorf("docshard: %s: reading the shared state: %w", db.Link, err)
-			}
-		}
-		if follow {
-			fo := store.OptionsOf(o.Follow)
-			fo.Seed = db.Resolver
-			f, err := c.Follow(ctx, db.Link, &fo)
-			if err != nil {
-				return fmt.Errorf("docshard: %s: %w", db.Link, err)
-			}
-			c.followers[db.Link] = f
-		} else if err := c.Register(db.Link, db.Resolver); err != nil {
+		if err := c.registerOne(ctx, o, db); err != nil {
 			return err
 		}
 		if o.EnsureCollections {
@@ -141,6 +122,30 @@ func (c *Client) register(ctx context.Context, o Options) error {
 		}
 	}
 	return nil
+}
+
+// registerOne routes one database: by its followed shared state, or by the
+// configuration's resolver. Under StateAuto, Follow without a seed finds
+// out whether the state exists (ErrNoState when not) in the read it makes
+// anyway.
+func (c *Client) registerOne(ctx context.Context, o Options, db config.Database) error {
+	if o.State == StateIgnore {
+		return c.Register(db.Link, db.Resolver)
+	}
+	fo := store.OptionsOf(o.Follow)
+	fo.Seed = nil
+	if o.State == StateFollow {
+		fo.Seed = db.Resolver
+	}
+	f, err := c.Follow(ctx, db.Link, &fo)
+	switch {
+	case err == nil:
+		c.followers[db.Link] = f
+		return nil
+	case o.State == StateAuto && errors.Is(err, shardstate.ErrNoState):
+		return c.Register(db.Link, db.Resolver)
+	}
+	return fmt.Errorf("docshard: %s: %w", db.Link, err)
 }
 
 // Store returns the store the client routes to (the client does not own

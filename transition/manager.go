@@ -882,7 +882,11 @@ func (m *manager) checkpoint(ctx context.Context, change func()) error {
 // copyMove); a copy equal to it already (a catch-up by time reads
 // documents again) is left alone, which costs a read and saves a write.
 func (m *manager) catchUpOne(ctx context.Context, source string, doc []byte, count *atomic.Int64) (bool, error) {
-	return m.copyMoving(ctx, source, doc, count, true)
+	mv, err := m.moving(source, doc)
+	if err != nil || mv.target == "" {
+		return false, err
+	}
+	return m.copyMove(ctx, source, doc, mv, count, true)
 }
 
 // move is where a moving document goes: its next collection (empty when
@@ -906,14 +910,6 @@ func (m *manager) moving(source string, doc []byte) (move, error) {
 		return move{}, nil
 	}
 	return move{target: target, sk: partitionkey.CollectionKey(key)}, nil
-}
-
-func (m *manager) copyMoving(ctx context.Context, source string, doc []byte, count *atomic.Int64, skipEqual bool) (bool, error) {
-	mv, err := m.moving(source, doc)
-	if err != nil || mv.target == "" {
-		return false, err
-	}
-	return m.copyMove(ctx, source, doc, mv, count, skipEqual)
 }
 
 // copyMove writes the copy of a moving document to its next collection.
@@ -1122,17 +1118,11 @@ func (m *manager) cleanup(ctx context.Context) error {
 }
 
 func (m *manager) cleanOne(ctx context.Context, source string, doc []byte) error {
-	key, err := m.from.PartitionKey(doc)
-	if err != nil {
-		return fmt.Errorf("transition: a document in %s: %w", source, err)
-	}
-	target, err := m.to.ResolveForCreate(key)
-	if err != nil {
+	mv, err := m.moving(source, doc)
+	if err != nil || mv.target == "" {
 		return err
 	}
-	if link.Same(target, source) {
-		return nil
-	}
+	target, sk := mv.target, mv.sk
 	var meta struct {
 		ID   string `json:"id"`
 		ETag string `json:"_etag"`
@@ -1141,7 +1131,6 @@ func (m *manager) cleanOne(ctx context.Context, source string, doc []byte) error
 	if err := json.Unmarshal(doc, &meta); err != nil {
 		return fmt.Errorf("transition: a document in %s: %w", source, err)
 	}
-	sk := partitionkey.CollectionKey(key)
 	copyDoc, err := m.st.Read(ctx, target, meta.ID, &store.ReadOptions{PartitionKey: sk})
 	switch {
 	case errors.Is(err, store.ErrNotFound):

@@ -14,7 +14,6 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/docshard/docshard/managed"
 	"github.com/docshard/docshard/resolver"
@@ -59,7 +58,7 @@ Ctrl-C; either way it prints how many documents were written before.`,
 				if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 					in.size = fi.Size()
 				}
-			} else if f, ok := g.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			} else if isTerminal(g.stdin) {
 				fmt.Fprintln(g.stderr, "docshard: reading JSON lines from standard input (the terminal); end with Ctrl-D, or give load a PATH")
 			}
 			st, err := openStore(cfg, g.stderr, false)
@@ -191,10 +190,9 @@ func loadBar(stderr io.Writer, in loadInput) *progressbar.ProgressBar {
 		return nil
 	}
 	opts := []progressbar.Option{progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("loading"),
-		progressbar.OptionThrottle(barThrottle), progressbar.OptionClearOnFinish(), progressbar.OptionShowDescriptionAtLineEnd()}
+		progressbar.OptionThrottle(barThrottle), progressbar.OptionShowDescriptionAtLineEnd()}
 	if in.size > 0 {
-		opts = append(opts, progressbar.OptionShowBytes(true), progressbar.OptionShowCount(), progressbar.OptionSetWidth(30), progressbar.OptionSetPredictTime(true),
-			progressbar.OptionShowElapsedTimeOnFinish())
+		opts = append(opts, progressbar.OptionShowBytes(true), progressbar.OptionShowCount(), progressbar.OptionSetWidth(30), progressbar.OptionSetPredictTime(true))
 		return progressbar.NewOptions64(in.size, opts...)
 	}
 	opts = append(opts, progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("docs"))

@@ -97,10 +97,11 @@ the current resolver with nothing lost. Progress goes to stderr, a summary to st
 	return cmd
 }
 
-// isTerminal reports whether w is a terminal (where a progress bar can
-// redraw itself).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// isTerminal reports whether stream (stdin, stdout or stderr) is a
+// terminal: where a progress bar can redraw itself, or where input waits
+// on a person.
+func isTerminal(stream any) bool {
+	f, ok := stream.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
