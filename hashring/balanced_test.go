@@ -199,3 +199,16 @@ func TestBalancedLookupMatchesShares(t *testing.T) {
 		assert.InDelta(t, 1, r.Ring().Shares()[0]*float64(n), 0.1, "n=%d", n)
 	}
 }
+
+// TestBalancedWork: the decoder's work estimate counts the points a
+// balanced ring is built with when virtualNodes is not given (256 per
+// collection), not the plain ring's 16.
+func TestBalancedWork(t *testing.T) {
+	def := []byte(`{"kind":"hash","strategy":"balanced","collections":["dbs/a/colls/x","dbs/a/colls/y"]}`)
+	if got, want := work(def), int64(2*DefaultVirtualNodesBalanced); got != want {
+		t.Fatalf("work = %d, want %d", got, want)
+	}
+	if got, want := work([]byte(`{"kind":"hash","collections":["dbs/a/colls/x"]}`)), int64(DefaultVirtualNodes); got != want {
+		t.Fatalf("work = %d, want %d", got, want)
+	}
+}

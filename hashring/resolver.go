@@ -188,13 +188,7 @@ func New(links []string, opts *Options) (*Resolver, error) {
 		g.hk, g.gen, g.size = hashCustom, gen, gen.Size()
 	}
 	if r.vnodes == 0 {
-		r.vnodes = DefaultVirtualNodes
-		if isLegacyFlavour(r.hash) {
-			r.vnodes = DefaultVirtualNodesLegacy
-		}
-		if r.strategy == StrategyBalanced {
-			r.vnodes = DefaultVirtualNodesBalanced
-		}
+		r.vnodes = defaultVirtualNodes(r.hash, r.strategy)
 	}
 	if r.vnodes < 1 || r.vnodes > MaxVirtualNodes {
 		return nil, resolver.Invalid("virtualNodes", r.vnodes, fmt.Sprintf("want 1 to %d", MaxVirtualNodes))
@@ -482,10 +476,7 @@ func work(data []byte) int64 {
 	}
 	v := int64(s.VirtualNodes)
 	if v <= 0 {
-		v = DefaultVirtualNodes
-		if isLegacyFlavour(s.Hash) {
-			v = DefaultVirtualNodesLegacy
-		}
+		v = int64(defaultVirtualNodes(s.Hash, s.Strategy))
 	}
 	points := int64(len(s.Collections)) * min(v, MaxVirtualNodes)
 	if s.Strategy != StrategyBounded {
@@ -496,4 +487,18 @@ func work(data []byte) int64 {
 		p = DefaultPartitionCount
 	}
 	return points + min(p, MaxPartitionCount)*points/boundedWorkUnit
+}
+
+// defaultVirtualNodes is the number of points per collection when the
+// definition gives none: the balanced strategy's, a legacy flavour's, or
+// the ring's default. New builds with it and the decoder's work estimate
+// counts with it, so the two cannot disagree.
+func defaultVirtualNodes(hash, strategy string) int {
+	switch {
+	case strategy == StrategyBalanced:
+		return DefaultVirtualNodesBalanced
+	case isLegacyFlavour(hash):
+		return DefaultVirtualNodesLegacy
+	}
+	return DefaultVirtualNodes
 }

@@ -203,10 +203,7 @@ func loadBar(stderr io.Writer, in loadInput) *progressbar.ProgressBar {
 // writers, and returns what it did: on an error or a cancelled ctx, the
 // documents written before it.
 func loadLines(ctx context.Context, c *router.Client, dbLink string, in loadInput, workers int, create bool, stderr io.Writer) (loadStats, error) {
-	stats := loadStats{Database: dbLink}
-	if err := intFlag("workers", int64(workers), 1, maxWorkers); err != nil {
-		return stats, err
-	}
+	stats := loadStats{Database: dbLink} // workers: checked with the flags
 	bar := loadBar(stderr, in)
 	start := time.Now()
 	ctx, cancel := context.WithCancel(ctx)

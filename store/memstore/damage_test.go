@@ -238,6 +238,8 @@ func TestSalvage(t *testing.T) {
 		require.NoError(t, err)
 		t.Logf("kept %d of 2000; stopped: %v; damaged: %d", rep.Documents, rep.Stopped, len(rep.Damaged))
 		assert.Less(t, rep.Documents, 2000)
+		assert.Positive(t, rep.Documents, "the intact half is kept")
+		assert.True(t, len(rep.Stopped) > 0 || len(rep.Damaged) > 0, "the damage is reported")
 		s, err := Open(to, nil)
 		require.NoError(t, err)
 		info, err := s.CollectionInfo(ctx, damageColl)

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -73,13 +73,14 @@ func Salvage(dir, to string) (*SalvageReport, error) {
 		err = cerr
 	}
 	if err != nil {
+		_ = os.Remove(dst) // a failed salvage leaves no half store to refuse the next try
 		return nil, fmt.Errorf("memstore: salvage into %s: %w", dst, err)
 	}
 	return rep, nil
 }
 
 func isTruncation(ce *CorruptError) bool {
-	return len(ce.Reason) >= len("truncated") && ce.Reason[:len("truncated")] == "truncated"
+	return strings.HasPrefix(ce.Reason, "truncated")
 }
 
 // salvageTx copies from r to w what reads intact.
@@ -97,7 +98,14 @@ func salvageTx(file string, r, w *bolt.Tx, rep *SalvageReport) error {
 		}
 		return nil
 	})
-	meta := r.Bucket(collectionsBucket)
+	var meta *bolt.Bucket
+	if err := guard(file, func() error { meta = r.Bucket(collectionsBucket); return nil }); err != nil {
+		var ce *CorruptError
+		if errors.As(err, &ce) {
+			rep.Damaged = append(rep.Damaged, ce)
+		}
+		return nil
+	}
 	if meta == nil {
 		rep.Damaged = append(rep.Damaged, &CorruptError{File: file, Reason: "no collections bucket"})
 		return nil
@@ -130,7 +138,25 @@ func salvageCollection(file string, r, w *bolt.Tx, link string, metaJSON []byte,
 		return nil
 	}
 	bucket := docsBucket(m.UID)
-	b := r.Bucket(bucket)
+	// Every read of the damaged file runs under guard: a page past its end
+	// is an error here, not a signal.
+	var b *bolt.Bucket
+	var lastMark uint64
+	var markVal []byte
+	if err := guard(file, func() error {
+		if b = r.Bucket(bucket); b != nil {
+			lastMark = mark(r, bucket)
+		}
+		if v := r.Bucket(marksBucket); v != nil {
+			if mk := v.Get(bucket); len(mk) == 8 {
+				markVal = append([]byte(nil), mk...)
+			}
+		}
+		return nil
+	}); err != nil {
+		rep.Stopped[link] = err.Error()
+		return nil
+	}
 	if b == nil {
 		rep.Damaged = append(rep.Damaged, &CorruptError{File: file, Reason: fmt.Sprintf("collection %s: its documents bucket is missing", link)})
 		return nil
@@ -157,11 +183,10 @@ func salvageCollection(file string, r, w *bolt.Tx, link string, metaJSON []byte,
 		rep.Stopped[link] = werr.Error()
 	}
 	// Records older than the change feed take LSNs above the others.
-	maxLSN := mark(r, bucket)
+	maxLSN := lastMark
 	for _, e := range kept {
 		maxLSN = max(maxLSN, e.lsn)
 	}
-	sort.SliceStable(kept, func(i, j int) bool { return kept[i].seq < kept[j].seq })
 	nb, err := w.CreateBucket(bucket)
 	if err != nil {
 		return err
@@ -178,11 +203,9 @@ func salvageCollection(file string, r, w *bolt.Tx, link string, metaJSON []byte,
 	if err := w.Bucket(collectionsBucket).Put([]byte(link), metaJSON); err != nil {
 		return err
 	}
-	if v := r.Bucket(marksBucket); v != nil {
-		if mk := v.Get(bucket); len(mk) == 8 {
-			if err := w.Bucket(marksBucket).Put(bucket, mk); err != nil {
-				return err
-			}
+	if markVal != nil {
+		if err := w.Bucket(marksBucket).Put(bucket, markVal); err != nil {
+			return err
 		}
 	}
 	rep.Collections++
