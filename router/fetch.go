@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
@@ -391,7 +392,11 @@ func (s *scheduler) probeFor(limit int) {
 	}
 	s.probe = store.Query{Text: query.FormatQuery(q), Parameters: s.sq.Parameters}
 	s.probeK = k
+	view, _ := s.st.(*ownedView)
 	for _, src := range s.srcs {
-		src.probing = true
+		// A collection shared during a reshard is evaluated whole by the
+		// router (ownedView), its results cached by query text: a probe
+		// there would evaluate it twice and save nothing.
+		src.probing = view == nil || !view.shared[strings.Trim(src.link, "/")]
 	}
 }

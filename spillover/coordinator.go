@@ -275,8 +275,9 @@ func (c *Coordinator) Observe(l, op string, _ time.Duration, err error) {
 		return
 	}
 	switch op {
-	case "read", "query", "feed", "collection info":
-		return
+	case "create", "upsert", "replace": // the router's writes
+	default:
+		return // reads, queries, feeds, collection calls: usage is not the cause
 	}
 	select {
 	case c.kick <- struct{}{}:

@@ -289,8 +289,24 @@ func TestObserveChecksSoon(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a throttled write did not lead to a check")
 	}
-	// A failed read asks for nothing.
-	coord.Observe(db+"/colls/log1", "read", 0, &store.Error{Kind: store.ErrThrottled})
+	// A failed read, feed or collection call asks for nothing: no check,
+	// so no opening follows, though log1 is past its fill point again.
+	st.mu.Lock()
+	st.on = false
+	st.mu.Unlock()
+	require.Eventually(t, func() bool { return f.Version() > 1 }, 5*time.Second, 10*time.Millisecond)
+	for i := range 10 {
+		_, err := c.Create(ctx, db, map[string]any{"id": fmt.Sprint("again-", i)}, nil)
+		require.NoError(t, err)
+	}
+	for _, op := range []string{"read", "query", "read feed", "read collection", "create collection"} {
+		coord.Observe(db+"/colls/log1", op, 0, &store.Error{Kind: store.ErrThrottled})
+	}
+	select {
+	case l := <-opened:
+		t.Fatalf("a failed read led to a check, which opened %s", l)
+	case <-time.After(300 * time.Millisecond):
+	}
 }
 
 // TestMeasuredRanges: with a range key, sealed collections get bounds and
