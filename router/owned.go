@@ -2,11 +2,9 @@ package router
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -122,15 +120,14 @@ func (v *ownedView) Query(ctx context.Context, l string, q store.Query, opts *st
 }
 
 // ownedHash binds a token to the collection, the query, its parameters and
-// the partition key.
+// the partition key: the router's own token binding (binding), which
+// length-prefixes each part and normalises the parameters.
 func ownedHash(l string, q store.Query, key any) (string, error) {
-	h := sha256.New()
-	params, err := json.Marshal(q.Parameters)
+	b, err := binding(l, q, keyText(key))
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s", l, q.Text, params, keyText(key))
-	return hex.EncodeToString(h.Sum(nil)[:12]), nil
+	return hex.EncodeToString(b[:]), nil
 }
 
 // evaluate reads the documents of l the query may need, keeps those l
