@@ -22,6 +22,8 @@ type Proc struct {
 	// Lines are the child's stdout lines; closed when it ends. Up to 65,536
 	// are buffered, so a child never blocks on a parent that reads late.
 	Lines <-chan string
+
+	eof chan struct{} // closed when stdout has been read to its end
 }
 
 // Start runs the test binary's test named test (an exact name) as a child,
@@ -45,24 +47,28 @@ func Start(t testing.TB, test string, env ...string) *Proc {
 		t.Fatal(err)
 	}
 	lines := make(chan string, 1<<16)
+	eof := make(chan struct{})
 	go func() {
+		defer close(eof)
 		defer close(lines)
 		s := bufio.NewScanner(stdout)
 		for s.Scan() {
 			lines <- s.Text()
 		}
 	}()
-	p := &Proc{Cmd: cmd, Stdin: stdin, Lines: lines}
+	p := &Proc{Cmd: cmd, Stdin: stdin, Lines: lines, eof: eof}
 	t.Cleanup(func() {
 		_ = stdin.Close()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-eof:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			select {
+			case <-eof:
+			case <-time.After(5 * time.Second): // a reader blocked on a full Lines nobody reads
+			}
 		}
+		_ = cmd.Wait()
 	})
 	return p
 }
@@ -76,7 +82,10 @@ func (p *Proc) Send(t testing.TB, line string) {
 }
 
 // Kill kills the child at once (SIGKILL on Unix) and waits for it to end.
+// Every line it wrote before it died is read first: Wait closes the pipe,
+// and must not run before the reader is done with it (os/exec).
 func (p *Proc) Kill() {
 	_ = p.Cmd.Process.Kill()
+	<-p.eof
 	_ = p.Cmd.Wait()
 }
