@@ -295,6 +295,9 @@ func TestObserveChecksSoon(t *testing.T) {
 	st.on = false
 	st.mu.Unlock()
 	require.Eventually(t, func() bool { return f.Version() > 1 }, 5*time.Second, 10*time.Millisecond)
+	// The throttled create was tried twice, so a second kick may still be
+	// pending: let its check run while log1 is empty, before filling it.
+	time.Sleep(200 * time.Millisecond)
 	for i := range 10 {
 		_, err := c.Create(ctx, db, map[string]any{"id": fmt.Sprint("again-", i)}, nil)
 		require.NoError(t, err)
