@@ -1,6 +1,7 @@
 package hashring
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -34,14 +35,19 @@ const (
 	// of points per collection. Fewer points leave more collections to be
 	// reweighted, which moves more keys when a collection is added or
 	// removed (at 10,000 collections, 128 points move 1.5-1.7× the ideal
-	// share, 256 points 1.0-1.3×); more cost memory (about 24 bytes a point)
-	// and build time.
+	// share, 256 points 1.0-1.3×); more cost memory (about 8 bytes a point
+	// in the packed table, more while it is built) and build time.
 	DefaultVirtualNodesBalanced = 256
 	// BalancedTolerance is how far from the mean a collection's share may
 	// be before the balanced strategy reweights it: 8%, so the largest
 	// collection holds at most 1.08× the mean and the smallest at least
 	// 0.92×.
-	BalancedTolerance = 0.08
+	BalancedTolerance = balancedBandNum / balancedBandDen
+	// balancedBandNum / balancedBandDen is BalancedTolerance as the
+	// weights' integer arithmetic applies it: the band around the mean T is
+	// floor(T / balancedBandDen) × balancedBandNum.
+	balancedBandNum = 2.0
+	balancedBandDen = 25
 	// balancedRounds bounds the reweighting rounds; placements that have
 	// not settled by then keep the last round's weights (none seen in
 	// tests: 1 to 6 rounds from 10 to 10,000 collections).
@@ -72,28 +78,40 @@ func (g *Ring) balancedChain() chain {
 			hi, _ := g.position([]byte(l))
 			return digestOf(splitMix64(hi), 0)
 		},
-		next: func(p Digest) Digest { return digestOf(splitMix64(digestOf64(p)), 0) },
+		next: func(p Digest) Digest { return digestOf(splitMix64(binary.BigEndian.Uint64(p[:8])), 0) },
 	}
 }
 
-func digestOf64(d Digest) uint64 {
-	return uint64(d[0])<<56 | uint64(d[1])<<48 | uint64(d[2])<<40 | uint64(d[3])<<32 |
-		uint64(d[4])<<24 | uint64(d[5])<<16 | uint64(d[6])<<8 | uint64(d[7])
-}
-
 // buildBalanced places vnodes points per link, tunes the weights, and
-// replaces the points with the boundaries of what each collection owns, so
-// lookups, Shares and Moved read it as a ring. Cost: a sort of n×vnodes
-// points and a pass over them per round (1 to 6 rounds); 0.46–0.56 s for
-// 10,000 collections of 256 points as measured (BenchmarkBalancedFigures). Errors are *resolver.ConfigError.
+// replaces the points with the boundaries of what each collection owns,
+// packed with an index (pack), so lookups, Shares and Moved read it as a
+// ring. Cost: a sort of n×vnodes points and a pass over them per round (1
+// to 6 rounds); 0.46–0.56 s for 10,000 collections of 256 points as
+// measured (BenchmarkBalancedFigures). Errors are *resolver.ConfigError.
 func (g *Ring) buildBalanced(vnodes int) error {
 	if err := g.build(g.balancedChain(), vnodes); err != nil {
 		return err
 	}
-	n := len(g.links)
-	if n == 1 {
-		g.hi, g.owner = g.hi[:1], g.owner[:1]
-		return nil
+	hi, owner := g.balancedBoundaries()
+	g.hi, g.owner = hi, owner
+	for l, s := range g.Shares() {
+		if s == 0 {
+			return resolver.Invalid(fmt.Sprintf("collections[%d]", l), g.links[l], "the balanced strategy left this collection no share of the hash space")
+		}
+	}
+	g.pack(hi, owner)
+	g.hi, g.owner = nil, nil
+	return nil
+}
+
+// balancedBoundaries returns the sorted boundaries of what each collection
+// owns (a boundary owns the places after the previous one up to and
+// including itself) and their owners, from the points in g.hi and g.owner
+// and the tuned weights: steps 2 and 4 of
+// docs/design.md#the-balanced-strategy.
+func (g *Ring) balancedBoundaries() ([]uint64, []int32) {
+	if len(g.links) == 1 {
+		return g.hi[:1:1], g.owner[:1:1]
 	}
 	w := g.balancedWeights()
 	pts, own := g.hi, g.owner
@@ -146,15 +164,7 @@ func (g *Ring) buildBalanced(vnodes int) error {
 			k++
 		}
 	}
-	hi, owner = hi[:max(k, 1)], owner[:max(k, 1)]
-	g.hi, g.owner = slices.Clip(hi), slices.Clip(owner)
-	g.buildIndex()
-	for l, s := range g.Shares() {
-		if s == 0 {
-			return resolver.Invalid(fmt.Sprintf("collections[%d]", l), g.links[l], "the balanced strategy left this collection no share of the hash space")
-		}
-	}
-	return nil
+	return slices.Clip(hi[:max(k, 1)]), slices.Clip(owner[:max(k, 1)])
 }
 
 // split returns the part of an arc of the given length owned by the
@@ -178,7 +188,7 @@ func (g *Ring) balancedWeights() []uint64 {
 		w[i] = balancedStartWeight
 	}
 	mean, _ := bits.Div64(1, 0, uint64(n)) // 2^64 / n, n >= 2
-	band := mean / 25 * 2                  // BalancedTolerance
+	band := mean / balancedBandDen * balancedBandNum
 	lo, hi := mean-band, mean+band
 	shares := make([]uint64, n)
 	pts, own := g.hi, g.owner
@@ -227,20 +237,103 @@ func addSat(a, b uint64) uint64 {
 	return s
 }
 
-// buildIndex fills g.index: for each value t of a position's top indexBits
-// bits, the first boundary at or after t's range, so a lookup searches a
-// few boundaries instead of the whole ring.
-func (g *Ring) buildIndex() {
-	m := len(g.hi)
-	b := max(bits.Len(uint(m))-1, 1)
-	g.indexShift = uint8(64 - b)
+// bucketBits bounds the balanced table's buckets: at most about
+// 2^bucketBits boundaries each on average, fewer when the owner bits need
+// more buckets (at the default 256 points: 2^ownerBits buckets of 128 to
+// 256). Larger buckets mean a smaller index, which the lookups measured
+// faster (BenchmarkLookupMany: 1.2x at 10,000 collections from 8 to 256),
+// until the search from the guessed place walks too far. A variable so
+// that tests can try other sizes.
+var bucketBits = 8
+
+// pack stores sorted boundaries and their owners as the balanced table,
+// in three arrays. With b index bits and s owner bits (b >= s), a
+// boundary's position splits into its top b bits (the bucket, which the
+// index gives), the next 32-s bits (the fragment) and the remaining 32+s-b
+// bits (the rest). hot[i] is boundary i's fragment over its owner's index
+// (fragment<<s | owner), rest[i] its rest, and index[t] the first boundary
+// whose top b bits are t or more (index[2^b] = len(hi)). A lookup reads the
+// index and about one cache line of hot; rest only when the key's fragment
+// equals a boundary's (about one lookup in 2^(32-s)/2). Memory: 8 bytes a
+// boundary and 4 a bucket of about 2^bucketBits.
+func (g *Ring) pack(hi []uint64, owner []int32) {
+	m := len(hi)
+	s := bits.Len(uint(len(g.links) - 1))
+	b := max(bits.Len(uint(m))-bucketBits, s, 1)
+	r := 32 + s - b
+	g.tableBits, g.ownerBits = uint8(b), uint8(s)
+	g.hot = make([]uint32, m)
+	g.rest = make([]uint32, m)
+	for i, at := range hi {
+		g.hot[i] = uint32(at<<b>>(32+s))<<s | uint32(owner[i])
+		g.rest[i] = uint32(at & (1<<r - 1))
+	}
 	g.index = make([]uint32, 1<<b+1)
 	k := 0
 	for t := range 1 << b {
-		for k < m && g.hi[k]>>g.indexShift < uint64(t) {
+		for k < m && hi[k]>>(64-b) < uint64(t) {
 			k++
 		}
 		g.index[t] = uint32(k)
 	}
 	g.index[1<<b] = uint32(m)
+}
+
+// locateBalanced returns the owner of position x in the balanced table:
+// the owner of the first boundary at or after x, wrapping to the first.
+// The search starts where x's place in its bucket puts it (boundaries are
+// spread evenly), steps to the first boundary whose fragment is x's or
+// more, and compares rests past boundaries whose fragment equals x's; a
+// bucket with none at or after x sends it to the next bucket's first. Cost:
+// the index (2^-bucketBits entries a boundary, mostly cached) and about
+// one cache line of hot, against about log2(boundaries) reads for a binary
+// search over positions.
+func (g *Ring) locateBalanced(x uint64) int {
+	b, s := g.tableBits, g.ownerBits
+	t := x >> (64 - b)
+	i, j := g.index[t], g.index[t+1]
+	f := uint32(x << b >> (32 + s))
+	k := f << s // a word below k has a smaller fragment
+	if i < j {
+		// x's place in the bucket, as a fraction of the bucket's range,
+		// times its boundaries: within a few of the answer.
+		q, _ := bits.Mul64(x<<b, uint64(j-i))
+		p := i + uint32(q)
+		if g.hot[p] < k {
+			for p++; p < j && g.hot[p] < k; p++ {
+			}
+		} else {
+			for p > i && g.hot[p-1] >= k {
+				p--
+			}
+		}
+		i = p
+	}
+	if i < j && g.hot[i]>>s == f {
+		rest := uint32(x & (1<<(32+s-b) - 1))
+		for i < j && g.hot[i]>>s == f && g.rest[i] < rest {
+			i++
+		}
+	}
+	if int(i) == len(g.hot) {
+		i = 0
+	}
+	return int(g.hot[i] & (1<<s - 1))
+}
+
+// unpack returns the balanced table's boundary positions and owners, as
+// pack took them. It allocates 12 bytes a boundary.
+func (g *Ring) unpack() (hi []uint64, owner []int32) {
+	b, s := g.tableBits, g.ownerBits
+	r := 32 + s - b
+	hi = make([]uint64, len(g.hot))
+	owner = make([]int32, len(g.hot))
+	for t := range len(g.index) - 1 {
+		for i := g.index[t]; i < g.index[t+1]; i++ {
+			w := g.hot[i]
+			hi[i] = uint64(t)<<(64-b) | uint64(w>>s)<<r | uint64(g.rest[i])
+			owner[i] = int32(w & (1<<s - 1))
+		}
+	}
+	return hi, owner
 }

@@ -158,45 +158,160 @@ func percents(shares []float64) []string {
 	return out
 }
 
-// TestBalancedLookupMatchesShares checks the index against the boundaries:
-// sampled keys land in proportion to the exact shares, and every boundary
-// position is owned as a plain search over the boundaries says.
-func TestBalancedLookupMatchesShares(t *testing.T) {
-	r, err := New(links("c", 50), &Options{Strategy: StrategyBalanced, VirtualNodes: 32})
-	require.NoError(t, err)
-	g := r.Ring()
-	for i, at := range g.hi {
-		for _, x := range []uint64{at - 1, at, at + 1} {
-			j, _ := slices.BinarySearch(g.hi, x)
-			if j == len(g.hi) {
-				j = 0
+// referenceBalanced is the balanced strategy computed the slow way, from
+// its definition (docs/design.md#the-balanced-strategy, steps 1 to 3): the
+// points and tuned weights of a ring like g; a position's owner found from
+// the arc of points holding it and the side of the arc's cut it lies on;
+// and from that the table the first version of the package stored (sorted
+// boundaries, 12 bytes each, searched by binary search). The packed table
+// must place every position as it does: data placed by a resolver stays
+// put.
+type referenceBalanced struct {
+	pts    []uint64 // the points, sorted
+	own    []int32  // each point's owner
+	w      []uint64 // the tuned weights
+	hi     []uint64 // the boundaries, sorted
+	owner  []int32  // each boundary's owner
+	shares []float64
+}
+
+func newReferenceBalanced(t testing.TB, g *Ring, vnodes int) referenceBalanced {
+	ref := &Ring{links: g.links, hk: g.hk, gen: g.gen, size: g.size, kind: kindDigest}
+	require.NoError(t, ref.build(ref.balancedChain(), vnodes))
+	r := referenceBalanced{pts: ref.hi, own: ref.owner}
+	if len(g.links) == 1 {
+		r.hi, r.owner, r.shares = r.pts[:1], r.own[:1], []float64{1}
+		return r
+	}
+	r.w = ref.balancedWeights()
+	// Ownership changes only just after a point or a cut: every interval
+	// (previous candidate, candidate] has the candidate's owner. The
+	// boundaries are the candidates whose owner differs from the next
+	// one's.
+	m := len(r.pts)
+	candidates := slices.Clone(r.pts)
+	for i := range m {
+		j := (i + m - 1) % m
+		a, b := r.own[j], r.own[i]
+		if length := r.pts[i] - r.pts[j]; length > 0 && a != b {
+			if cut := split(length, r.w[a], r.w[b]); cut > 0 {
+				candidates = append(candidates, r.pts[j]+cut)
 			}
-			require.Equal(t, int(g.owner[j]), g.locate(x, 0), "boundary %d, position %x", i, x)
 		}
 	}
-	// Against the definition: the owner of a position is found from the
-	// points and weights directly (the arc's two ends and its cut).
-	ref := &Ring{links: g.links, hk: g.hk, kind: kindDigest}
-	require.NoError(t, ref.build(ref.balancedChain(), 32))
-	w := ref.balancedWeights()
-	for k := range 100000 {
-		x := splitMix64(uint64(k))
-		i, _ := slices.BinarySearch(ref.hi, x)
-		if i == len(ref.hi) {
-			i = 0
+	slices.Sort(candidates)
+	candidates = slices.Compact(candidates)
+	for k, c := range candidates {
+		o := r.define(c)
+		if o != r.define(candidates[(k+1)%len(candidates)]) {
+			r.hi, r.owner = append(r.hi, c), append(r.owner, int32(o))
 		}
-		j := (i + len(ref.hi) - 1) % len(ref.hi)
-		a, b := ref.owner[j], ref.owner[i]
-		want := b
-		if x-ref.hi[j] <= split(ref.hi[i]-ref.hi[j], w[a], w[b]) {
-			want = a
-		}
-		require.Equal(t, int(want), g.locate(x, 0), "position %x", x)
 	}
-	for _, n := range []int{1, 2} {
-		r, err := New(links("c", n), &Options{Strategy: StrategyBalanced})
-		require.NoError(t, err)
-		assert.InDelta(t, 1, r.Ring().Shares()[0]*float64(n), 0.1, "n=%d", n)
+	// Exact shares from the boundaries' arcs (several links own parts of
+	// the circle, so no sum reaches 2^64).
+	sums := make([]uint64, len(g.links))
+	for i := range r.hi {
+		sums[r.owner[i]] += r.hi[i] - r.hi[(i+len(r.hi)-1)%len(r.hi)]
+	}
+	for _, s := range sums {
+		r.shares = append(r.shares, float64(s)/(1<<64))
+	}
+	return r
+}
+
+// define is the placement by its definition (step 2): the arc (point i-1,
+// point i] holding x, where the first of equal points ends the arc, and
+// which side of the arc's cut x lies on.
+func (r referenceBalanced) define(x uint64) int {
+	if r.w == nil {
+		return 0
+	}
+	i, _ := slices.BinarySearch(r.pts, x)
+	if i == len(r.pts) {
+		i = 0
+	}
+	j := (i + len(r.pts) - 1) % len(r.pts)
+	a, b := r.own[j], r.own[i]
+	if a != b && x-r.pts[j] <= split(r.pts[i]-r.pts[j], r.w[a], r.w[b]) {
+		return int(a)
+	}
+	return int(b)
+}
+
+// locate is the first version's lookup: the owner of the first boundary at
+// or after x, wrapping to the first.
+func (r referenceBalanced) locate(x uint64) int {
+	i, _ := slices.BinarySearch(r.hi, x)
+	if i == len(r.hi) {
+		i = 0
+	}
+	return int(r.owner[i])
+}
+
+// TestBalancedTableMatchesReference: the packed table places every
+// position as the first version's table did and as the definition says —
+// at every boundary and its two neighbours, at 0 and 2^64-1, and at 20,000
+// random positions — for 1 to 1,000 collections (10,000 with
+// DOCSHARD_BIG=1), 1 to 256 points each, both flavours, and small rings also with buckets of 1 and 8 boundaries
+// on average; its points and exact shares are the reference's too. TestBalancedPlacementIsPinned
+// fixes the reference itself.
+func TestBalancedTableMatchesReference(t *testing.T) {
+	saved := bucketBits
+	t.Cleanup(func() { bucketBits = saved })
+	type config struct{ n, vnodes int }
+	configs := []config{{1, 1}, {1, 256}, {2, 1}, {2, 3}, {3, 256}, {10, 1}, {10, 32}, {100, 7}, {100, 256}, {1000, 16}, {1000, 256}}
+	if os.Getenv("DOCSHARD_BIG") != "" {
+		configs = append(configs, config{10000, 256})
+	}
+	for _, c := range configs {
+		for _, hash := range []string{FlavourMD5, FlavourXXHash} {
+			if hash != FlavourMD5 && c.n*c.vnodes > 100000 {
+				continue // the large rings once: seconds under -race
+			}
+			sizes := []int{saved}
+			if c.n*c.vnodes <= 10000 {
+				sizes = append(sizes, 0, 3) // a bucket of one or eight on average
+			}
+			for _, bb := range sizes {
+				t.Run(fmt.Sprintf("%s/n=%d/v=%d/bucket=%d", hash, c.n, c.vnodes, 1<<bb), func(t *testing.T) {
+					bucketBits = bb
+					opts := &Options{Strategy: StrategyBalanced, Hash: hash, VirtualNodes: c.vnodes}
+					r, err := New(links("c", c.n), opts)
+					require.NoError(t, err)
+					g := r.Ring()
+					ref := newReferenceBalanced(t, g, c.vnodes)
+					require.Equal(t, len(ref.hi), g.Len())
+					hi, owner := g.unpack()
+					require.Equal(t, ref.hi, hi, "boundaries")
+					require.Equal(t, ref.owner, owner, "owners")
+					assert.Equal(t, ref.shares, g.Shares())
+					check := func(x uint64) {
+						want := ref.locate(x)
+						if got := g.locate(x, 0); got != want {
+							require.Failf(t, "placement moved", "position %#x: owner %d, the reference %d", x, got, want)
+						}
+						if d := ref.define(x); d != want {
+							require.Failf(t, "reference disagrees with the definition", "position %#x: table %d, definition %d", x, want, d)
+						}
+					}
+					check(0)
+					check(^uint64(0))
+					for _, at := range ref.hi {
+						check(at - 1)
+						check(at)
+						check(at + 1)
+					}
+					for _, at := range ref.pts {
+						check(at)
+					}
+					x := uint64(c.n*1000 + c.vnodes)
+					for range 20000 {
+						x = splitMix64(x)
+						check(x)
+					}
+				})
+			}
+		}
 	}
 }
 

@@ -56,11 +56,13 @@ type Ring struct {
 	// hi and lo are nil and owner has one entry per partition.
 	hi, lo []uint64
 	owner  []int32
-	// index (balanced strategy only) maps a position's top bits to the
-	// first point at or after them: index[hi>>indexShift] .. index[+1]
-	// bound the search.
-	index      []uint32
-	indexShift uint8
+	// The balanced strategy keeps its boundaries packed instead (hi, lo
+	// and owner are nil): an index from a position's top tableBits bits to
+	// the first boundary at or after them, and per boundary the next bits
+	// of its position over its owner's index (ownerBits wide) in hot, the
+	// rest of its position in rest (see pack).
+	hot, rest, index     []uint32
+	tableBits, ownerBits uint8
 }
 
 type ringKind uint8
@@ -93,7 +95,21 @@ func (g *Ring) Links() []string { return slices.Clone(g.links) }
 
 // Len returns the number of points on the ring (for the bounded strategy,
 // the number of partitions).
-func (g *Ring) Len() int { return len(g.owner) }
+func (g *Ring) Len() int {
+	if g.hot != nil {
+		return len(g.hot)
+	}
+	return len(g.owner)
+}
+
+// boundaries returns the ring's point positions (high halves) and owners:
+// the ring's own arrays, or the balanced table unpacked (allocated).
+func (g *Ring) boundaries() (hi []uint64, owner []int32) {
+	if g.hot != nil {
+		return g.unpack()
+	}
+	return g.hi, g.owner
+}
 
 // Owner returns the index in Links of the collection owning key: a string, a
 // number (placed by its RFC 8785 text) or a composite key (by its canonical
@@ -150,9 +166,10 @@ func (g *Ring) Points() []Point {
 	if g.kind == kindBounded {
 		return nil
 	}
-	out := make([]Point, len(g.hi))
-	for i := range g.hi {
-		out[i] = Point{At: digestOf(g.hi[i], g.loAt(i)), Link: int(g.owner[i])}
+	hi, owner := g.boundaries()
+	out := make([]Point, len(hi))
+	for i := range hi {
+		out[i] = Point{At: digestOf(hi[i], g.loAt(i)), Link: int(owner[i])}
 	}
 	return out
 }
@@ -173,11 +190,12 @@ func (g *Ring) Partitions() []int {
 // Shares returns, for each link (indexed as Links), the exact fraction of
 // the hash space it owns: the expected share of uniformly hashed keys,
 // without sampling. The fractions sum to 1 (within rounding). Cost: one pass
-// over the points.
+// over the points (for the balanced strategy, over its boundaries, unpacked
+// into 12 bytes each first).
 func (g *Ring) Shares() []float64 {
 	out := make([]float64, len(g.links))
-	n := len(g.owner)
 	if g.kind == kindBounded {
+		n := len(g.owner)
 		held := make([]int, len(g.links))
 		for _, o := range g.owner {
 			held[o]++
@@ -190,18 +208,20 @@ func (g *Ring) Shares() []float64 {
 	// Sum each link's arcs exactly, in 128-bit integers.
 	type u128 struct{ hi, lo uint64 }
 	sums := make([]u128, len(g.links))
+	at, owner := g.boundaries()
+	n := len(at)
 	for i := range n {
 		var hi, lo uint64
 		if g.kind == kindDigest {
 			// Point i owns (point i-1, point i]; point 0 wraps from the last.
 			j := (i + n - 1) % n
-			hi, lo = sub128(g.hi[i], g.loAt(i), g.hi[j], g.loAt(j))
+			hi, lo = sub128(at[i], g.loAt(i), at[j], g.loAt(j))
 		} else {
 			// Point i owns [point i, point i+1); the last wraps to the first.
 			j := (i + 1) % n
-			hi, lo = sub128(g.hi[j], g.loAt(j), g.hi[i], g.loAt(i))
+			hi, lo = sub128(at[j], g.loAt(j), at[i], g.loAt(i))
 		}
-		s := &sums[g.owner[i]]
+		s := &sums[owner[i]]
 		var carry uint64
 		s.lo, carry = bits.Add64(s.lo, lo, 0)
 		s.hi, _ = bits.Add64(s.hi, hi, carry)
@@ -250,10 +270,11 @@ func Moved(a, b *Ring) (float64, error) {
 	// Between two consecutive boundaries (the points of both rings) each
 	// ring has one owner; measure the arcs where they differ.
 	type pos struct{ hi, lo uint64 }
-	bounds := make([]pos, 0, len(a.hi)+len(b.hi))
+	bounds := make([]pos, 0, a.Len()+b.Len())
 	for _, g := range []*Ring{a, b} {
-		for i := range g.hi {
-			bounds = append(bounds, pos{g.hi[i], g.loAt(i)})
+		hi, _ := g.boundaries()
+		for i := range hi {
+			bounds = append(bounds, pos{hi[i], g.loAt(i)})
 		}
 	}
 	slices.SortFunc(bounds, func(x, y pos) int {
@@ -375,17 +396,8 @@ func (g *Ring) locate(hi, lo uint64) int {
 		}
 		return int(g.owner[i-1])
 	}
-	if g.index != nil {
-		// Balanced: 64-bit positions, a bucket of one or two boundaries.
-		t := hi >> g.indexShift
-		i, j := int(g.index[t]), int(g.index[t+1])
-		for i < j && g.hi[i] < hi {
-			i++
-		}
-		if i == len(g.hi) {
-			i = 0
-		}
-		return int(g.owner[i])
+	if g.hot != nil {
+		return g.locateBalanced(hi) // 64-bit positions
 	}
 	// The first point >= (hi, lo): search the high halves, then step over
 	// points with an equal high half and a smaller low half (2^-64 rare).
