@@ -237,36 +237,42 @@ func addSat(a, b uint64) uint64 {
 	return s
 }
 
-// bucketBits bounds the balanced table's buckets: at most about
-// 2^bucketBits boundaries each on average, fewer when the owner bits need
-// more buckets (at the default 256 points: 2^ownerBits buckets of 128 to
-// 256). Larger buckets mean a smaller index, which the lookups measured
-// faster (BenchmarkLookupMany: 1.2x at 10,000 collections from 8 to 256),
-// until the search from the guessed place walks too far. A variable so
-// that tests can try other sizes.
-var bucketBits = 8
+// bucketBits sets the balanced table's buckets: about 2^bucketBits
+// boundaries each on average (512 to 1,024). Fewer, larger buckets keep
+// the index small enough to stay in the nearest caches, which measured
+// faster than shorter searches in a larger index (BenchmarkLookupMany at
+// 10,000 collections: buckets of 128 to 256, a 64 KB index, about 5%
+// slower). A variable so that tests can try other sizes.
+var bucketBits = 10
 
-// pack stores sorted boundaries and their owners as the balanced table,
-// in three arrays. With b index bits and s owner bits (b >= s), a
-// boundary's position splits into its top b bits (the bucket, which the
-// index gives), the next 32-s bits (the fragment) and the remaining 32+s-b
-// bits (the rest). hot[i] is boundary i's fragment over its owner's index
-// (fragment<<s | owner), rest[i] its rest, and index[t] the first boundary
-// whose top b bits are t or more (index[2^b] = len(hi)). A lookup reads the
-// index and about one cache line of hot; rest only when the key's fragment
-// equals a boundary's (about one lookup in 2^(32-s)/2). Memory: 8 bytes a
-// boundary and 4 a bucket of about 2^bucketBits.
+// pack stores sorted boundaries and their owners as the balanced table.
+// With b index bits and s owner bits, a boundary's position splits into
+// its top b bits (its bucket), the next 32-s bits (its fragment) and the
+// remaining 32+s-b bits (its rest): hot[i] is boundary i's fragment over
+// its owner's index (fragment<<s | owner); rest[i] the low 32 bits of its
+// rest and, when b < s, mid[i] the s-b bits above them (b >= s-8, so they
+// fit in a byte); index[t] the first boundary whose top b bits are t or
+// more (index[2^b] = len(hi)). A lookup reads the index (4 bytes a bucket:
+// 16 KB at 10,000 collections) and about one cache line of hot; rest and
+// mid only when the key's fragment equals a boundary's (about one lookup in
+// 2^(32-s-bucketBits); one in 400 at 10,000 collections). Memory: 8 or 9
+// bytes a boundary.
 func (g *Ring) pack(hi []uint64, owner []int32) {
 	m := len(hi)
 	s := bits.Len(uint(len(g.links) - 1))
-	b := max(bits.Len(uint(m))-bucketBits, s, 1)
-	r := 32 + s - b
+	b := max(bits.Len(uint(m))-bucketBits, s-8, 1)
 	g.tableBits, g.ownerBits = uint8(b), uint8(s)
 	g.hot = make([]uint32, m)
 	g.rest = make([]uint32, m)
+	if b < s {
+		g.mid = make([]uint8, m)
+	}
 	for i, at := range hi {
 		g.hot[i] = uint32(at<<b>>(32+s))<<s | uint32(owner[i])
-		g.rest[i] = uint32(at & (1<<r - 1))
+		g.rest[i] = uint32(at & (1<<min(32+s-b, 32) - 1))
+		if g.mid != nil {
+			g.mid[i] = uint8(at>>32) & (1<<(s-b) - 1)
+		}
 	}
 	g.index = make([]uint32, 1<<b+1)
 	k := 0
@@ -279,15 +285,23 @@ func (g *Ring) pack(hi []uint64, owner []int32) {
 	g.index[1<<b] = uint32(m)
 }
 
+// restAt returns the rest of boundary i's position (see pack).
+func (g *Ring) restAt(i uint32) uint64 {
+	r := uint64(g.rest[i])
+	if g.mid != nil {
+		r |= uint64(g.mid[i]) << 32
+	}
+	return r
+}
+
 // locateBalanced returns the owner of position x in the balanced table:
 // the owner of the first boundary at or after x, wrapping to the first.
 // The search starts where x's place in its bucket puts it (boundaries are
 // spread evenly), steps to the first boundary whose fragment is x's or
 // more, and compares rests past boundaries whose fragment equals x's; a
 // bucket with none at or after x sends it to the next bucket's first. Cost:
-// the index (2^-bucketBits entries a boundary, mostly cached) and about
-// one cache line of hot, against about log2(boundaries) reads for a binary
-// search over positions.
+// the index (mostly cached) and about one cache line of hot, against about
+// log2(boundaries) reads for a binary search over positions.
 func (g *Ring) locateBalanced(x uint64) int {
 	b, s := g.tableBits, g.ownerBits
 	t := x >> (64 - b)
@@ -296,7 +310,7 @@ func (g *Ring) locateBalanced(x uint64) int {
 	k := f << s // a word below k has a smaller fragment
 	if i < j {
 		// x's place in the bucket, as a fraction of the bucket's range,
-		// times its boundaries: within a few of the answer.
+		// times its boundaries: within a few dozen of the answer.
 		q, _ := bits.Mul64(x<<b, uint64(j-i))
 		p := i + uint32(q)
 		if g.hot[p] < k {
@@ -310,8 +324,8 @@ func (g *Ring) locateBalanced(x uint64) int {
 		i = p
 	}
 	if i < j && g.hot[i]>>s == f {
-		rest := uint32(x & (1<<(32+s-b) - 1))
-		for i < j && g.hot[i]>>s == f && g.rest[i] < rest {
+		rest := x & (1<<(32+s-b) - 1)
+		for i < j && g.hot[i]>>s == f && g.restAt(i) < rest {
 			i++
 		}
 	}
@@ -325,13 +339,12 @@ func (g *Ring) locateBalanced(x uint64) int {
 // pack took them. It allocates 12 bytes a boundary.
 func (g *Ring) unpack() (hi []uint64, owner []int32) {
 	b, s := g.tableBits, g.ownerBits
-	r := 32 + s - b
 	hi = make([]uint64, len(g.hot))
 	owner = make([]int32, len(g.hot))
 	for t := range len(g.index) - 1 {
 		for i := g.index[t]; i < g.index[t+1]; i++ {
 			w := g.hot[i]
-			hi[i] = uint64(t)<<(64-b) | uint64(w>>s)<<r | uint64(g.rest[i])
+			hi[i] = uint64(t)<<(64-b) | uint64(w>>s)<<(32+s-b) | g.restAt(i)
 			owner[i] = int32(w & (1<<s - 1))
 		}
 	}

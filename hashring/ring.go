@@ -60,8 +60,9 @@ type Ring struct {
 	// and owner are nil): an index from a position's top tableBits bits to
 	// the first boundary at or after them, and per boundary the next bits
 	// of its position over its owner's index (ownerBits wide) in hot, the
-	// rest of its position in rest (see pack).
+	// rest of its position in rest and mid (see pack).
 	hot, rest, index     []uint32
+	mid                  []uint8
 	tableBits, ownerBits uint8
 }
 
