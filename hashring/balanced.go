@@ -239,10 +239,11 @@ func addSat(a, b uint64) uint64 {
 
 // bucketBits sets the balanced table's buckets: about 2^bucketBits
 // boundaries each on average (512 to 1,024). Fewer, larger buckets keep
-// the index small enough to stay in the nearest caches, which measured
-// faster than shorter searches in a larger index (BenchmarkLookupMany at
-// 10,000 collections: buckets of 128 to 256, a 64 KB index, about 5%
-// slower). A variable so that tests can try other sizes.
+// the index small enough to stay in the nearest caches; at 10,000
+// collections this measured 2-6% faster than buckets of 128 to 256 (a 64
+// KB index and shorter searches) in three interleaved comparisons, within
+// a busy host's noise, and buckets of 8 to 64 were 7-23% slower. A
+// variable so that tests can try other sizes.
 var bucketBits = 10
 
 // pack stores sorted boundaries and their owners as the balanced table.
@@ -254,9 +255,9 @@ var bucketBits = 10
 // fit in a byte); index[t] the first boundary whose top b bits are t or
 // more (index[2^b] = len(hi)). A lookup reads the index (4 bytes a bucket:
 // 16 KB at 10,000 collections) and about one cache line of hot; rest and
-// mid only when the key's fragment equals a boundary's (about one lookup in
-// 2^(32-s-bucketBits); one in 400 at 10,000 collections). Memory: 8 or 9
-// bytes a boundary.
+// mid only when the key's fragment equals a boundary's (a bucket's
+// boundaries over 2^(32-s) of lookups: one in 400 at 10,000 collections).
+// Memory: 8 or 9 bytes a boundary.
 func (g *Ring) pack(hi []uint64, owner []int32) {
 	m := len(hi)
 	s := bits.Len(uint(len(g.links) - 1))

@@ -30,10 +30,10 @@
 // collection within 8% of the mean at any size and moves close to the
 // ideal share when collections change: 256 points per collection, each arc
 // between two points split between its two collections in proportion to
-// weights tuned at build time; its table is packed into about 8 bytes a
-// point (20 MB at 10,000 collections) and searched from an index on the
-// top bits of a key's position, and it takes half a second to build at
-// 10,000 collections. Ring.Shares and Moved compute a ring's balance and
+// weights tuned at build time; its table is packed into about 9 bytes a
+// point (23 MB at 10,000 collections) and searched from an index on the
+// top bits of a key's position, and it takes half a second of CPU to build
+// at 10,000 collections. Ring.Shares and Moved compute a ring's balance and
 // the keys a change moves exactly, without sampling.
 //
 // A Resolver and its Ring are immutable and safe for concurrent use; lookups

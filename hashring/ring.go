@@ -95,7 +95,8 @@ type Point struct {
 func (g *Ring) Links() []string { return slices.Clone(g.links) }
 
 // Len returns the number of points on the ring (for the bounded strategy,
-// the number of partitions).
+// the number of partitions; for the balanced strategy, the boundaries of
+// its table, which Points returns).
 func (g *Ring) Len() int {
 	if g.hot != nil {
 		return len(g.hot)
