@@ -162,7 +162,7 @@ func New(st store.Store, opts *Options) *Client {
 	if c.opts.RouteCacheSize == 0 {
 		c.opts.RouteCacheSize = 4096
 	}
-	c.st = &retryStore{Store: st, policy: c.opts.Retry, hooks: &c.opts.Hooks}
+	c.st = newRetryStore(st, c.opts.Retry, &c.opts.Hooks)
 	c.dbs.Store(newRegistry(map[string]*dbEntry{}))
 	return c
 }
@@ -176,7 +176,13 @@ func dbKey(dbLink string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("router: database link %q: %w", dbLink, err)
 	}
-	return "dbs/" + db, nil
+	if key := "dbs/" + db; key != dbLink {
+		return key, nil
+	}
+	// Already canonical: keep the caller's string, so a caller passing
+	// the same one (a constant) is matched by entry without comparing
+	// bytes.
+	return dbLink, nil
 }
 
 // Register sets the resolver of a database, replacing any earlier one
