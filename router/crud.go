@@ -132,9 +132,14 @@ func (c *Client) findIn(ctx context.Context, links []string, id string, ro *stor
 // the resolver's placement and the read options, one allocation, for a
 // string key read once).
 func (c *Client) Read(ctx context.Context, dbLink, id string, key any) (*store.Document, error) {
-	e, err := c.entry(dbLink)
-	if err != nil {
-		return nil, err
+	// entry, its first case written out: the hottest call saves a call.
+	reg := c.dbs.Load()
+	e := reg.only
+	if e == nil || e.link != dbLink {
+		var err error
+		if e, err = c.findEntry(reg, dbLink); err != nil {
+			return nil, err
+		}
 	}
 	rt, links, err := e.pl.forRead(key)
 	if err != nil {
