@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docshard/docshard/internal/proctest"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/router/routertest"
@@ -293,14 +294,14 @@ func BenchmarkFanOut128(b *testing.B) {
 	q := store.Query{Text: text}
 	cpu := func(b *testing.B, run func()) {
 		run() // the store decodes documents on their first query
-		start, ok := processCPU()
+		start, ok := proctest.CPU()
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			run()
 		}
 		b.StopTimer()
-		if end, ok2 := processCPU(); ok && ok2 {
+		if end, ok2 := proctest.CPU(); ok && ok2 {
 			b.ReportMetric(float64((end-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 		}
 	}
