@@ -10,15 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docshard/docshard/internal/proctest"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/router"
+	"github.com/docshard/docshard/router/routertest"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/memstore"
 )
 
 // The figures reported for the router come from these benchmarks:
 //
-//	go test -run '^$' -bench 'PointOps' -benchmem -count 5 ./router
+//	go test -run '^$' -bench 'PointOps' -benchmem -count 8 ./router
 //	go test -run '^$' -bench 'FanOut32' -benchmem ./router
 //	go test -run '^$' -bench 'OrderBy100K' -benchmem -benchtime 3x ./router
 //	go test -run '^$' -bench 'FanOut128' -benchmem -count 6 ./router
@@ -29,11 +31,14 @@ func benchDoc(i int) []byte {
 
 // BenchmarkPointOps compares point operations through the router with the
 // same calls on the store directly (the caller knowing the collection).
+// The reads are routertest.BenchPointReads (as on the Cosmos DB backend):
 // "hot" repeats one key, as a partition key shared by many documents is;
-// "cold" cycles through 20,000 keys, more than the route cache holds, and
-// is also compared with a caller that places each key itself
-// (store+placement: the ring's hash, then the store's read). "router-alone"
-// runs the router over a store that answers at once: the router's own cost.
+// "cold" cycles through 20,000 keys, more than the route cache's 4,096
+// entries hold, and is also compared with a caller that places each key
+// itself (store+placement: the ring's hash, then the store's read); the
+// router-vs-* sub-benchmarks time the two sides in alternating blocks and
+// report the median ratio. "router-alone" runs the router over a store
+// that answers at once: the router's own cost.
 func BenchmarkPointOps(b *testing.B) {
 	st := memstore.New(nil)
 	defer st.Close()
@@ -50,55 +55,7 @@ func BenchmarkPointOps(b *testing.B) {
 		keys[i], ids[i] = fmt.Sprint("user-", i), strconv.Itoa(i)
 		targets[i], _ = r.ResolveForCreate(keys[i])
 	}
-	b.Run("read/hot/store", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			if _, err := st.Read(ctx, targets[4242], ids[4242], &store.ReadOptions{PartitionKey: keys[4242]}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("read/hot/router", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			if _, err := c.Read(ctx, db, ids[4242], keys[4242]); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("read/cold/store", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			j := (i * 7919) % n
-			if _, err := st.Read(ctx, targets[j], ids[j], &store.ReadOptions{PartitionKey: keys[j]}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	// What a caller that places keys itself must do for a key it has not
-	// seen: hash it onto the ring (the same resolver), then read.
-	b.Run("read/cold/store+placement", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			j := (i * 7919) % n
-			l, err := r.ResolveForCreate(keys[j])
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := st.Read(ctx, l, ids[j], &store.ReadOptions{PartitionKey: keys[j]}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("read/cold/router", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			j := (i * 7919) % n
-			if _, err := c.Read(ctx, db, ids[j], keys[j]); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	routertest.BenchPointReads(b, routertest.PointReads{Store: st, Client: c, DB: db, Resolver: r, Keys: keys, IDs: ids, Hot: 4242})
 	nc := router.New(st, &router.Options{RouteCacheSize: -1})
 	if err := nc.Register(db, r); err != nil {
 		b.Fatal(err)
@@ -337,14 +294,14 @@ func BenchmarkFanOut128(b *testing.B) {
 	q := store.Query{Text: text}
 	cpu := func(b *testing.B, run func()) {
 		run() // the store decodes documents on their first query
-		start, ok := processCPU()
+		start, ok := proctest.CPU()
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			run()
 		}
 		b.StopTimer()
-		if end, ok2 := processCPU(); ok && ok2 {
+		if end, ok2 := proctest.CPU(); ok && ok2 {
 			b.ReportMetric(float64((end-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 		}
 	}

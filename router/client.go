@@ -125,12 +125,16 @@ type Client struct {
 type registry struct {
 	byLink map[string]*dbEntry
 	list   []*dbEntry // the same entries: a few are found faster by a scan than by hashing
+	only   *dbEntry   // the one entry when there is one: entry's inlined case
 }
 
 func newRegistry(m map[string]*dbEntry) *registry {
 	r := &registry{byLink: m}
 	for _, e := range m {
 		r.list = append(r.list, e)
+	}
+	if len(r.list) == 1 {
+		r.only = r.list[0]
 	}
 	return r
 }
@@ -162,7 +166,7 @@ func New(st store.Store, opts *Options) *Client {
 	if c.opts.RouteCacheSize == 0 {
 		c.opts.RouteCacheSize = 4096
 	}
-	c.st = &retryStore{Store: st, policy: c.opts.Retry, hooks: &c.opts.Hooks}
+	c.st = newRetryStore(st, c.opts.Retry, &c.opts.Hooks)
 	c.dbs.Store(newRegistry(map[string]*dbEntry{}))
 	return c
 }
@@ -176,7 +180,13 @@ func dbKey(dbLink string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("router: database link %q: %w", dbLink, err)
 	}
-	return "dbs/" + db, nil
+	if key := "dbs/" + db; key != dbLink {
+		return key, nil
+	}
+	// Already canonical: keep the caller's string, so a caller passing
+	// the same one (a constant) is matched by entry without comparing
+	// bytes.
+	return dbLink, nil
 }
 
 // Register sets the resolver of a database, replacing any earlier one
@@ -276,8 +286,18 @@ func (c *Client) Resolver(dbLink string) (resolver.Resolver, error) {
 
 // entry returns a database's registration. The canonical "dbs/{db}" form
 // needs no parsing, and a few registrations are scanned rather than hashed.
+// The commonest case, the one registration named as registered, is small
+// enough for the compiler to inline into every call.
 func (c *Client) entry(dbLink string) (*dbEntry, error) {
 	reg := c.dbs.Load()
+	if e := reg.only; e != nil && e.link == dbLink {
+		return e, nil
+	}
+	return c.findEntry(reg, dbLink)
+}
+
+// findEntry is entry past its first case.
+func (c *Client) findEntry(reg *registry, dbLink string) (*dbEntry, error) {
 	if len(reg.list) <= 8 {
 		for _, e := range reg.list {
 			if e.link == dbLink {

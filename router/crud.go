@@ -107,7 +107,7 @@ func (c *Client) find(ctx context.Context, rt *route, id string) (string, *store
 func (c *Client) findIn(ctx context.Context, links []string, id string, ro *store.ReadOptions) (string, *store.Document, error) {
 	var last error
 	for _, l := range links {
-		d, err := c.st.Read(ctx, l, id, ro)
+		d, err := c.st.read(ctx, l, id, ro)
 		if err == nil {
 			return l, d, nil
 		}
@@ -132,9 +132,14 @@ func (c *Client) findIn(ctx context.Context, links []string, id string, ro *stor
 // the resolver's placement and the read options, one allocation, for a
 // string key read once).
 func (c *Client) Read(ctx context.Context, dbLink, id string, key any) (*store.Document, error) {
-	e, err := c.entry(dbLink)
-	if err != nil {
-		return nil, err
+	// entry, its first case written out: the hottest call saves a call.
+	reg := c.dbs.Load()
+	e := reg.only
+	if e == nil || e.link != dbLink {
+		var err error
+		if e, err = c.findEntry(reg, dbLink); err != nil {
+			return nil, err
+		}
 	}
 	rt, links, err := e.pl.forRead(key)
 	if err != nil {
@@ -143,6 +148,11 @@ func (c *Client) Read(ctx context.Context, dbLink, id string, key any) (*store.D
 	if rt == nil {
 		_, d, err := c.findIn(ctx, links, id, &store.ReadOptions{PartitionKey: partitionkey.CollectionKey(key)})
 		return d, err
+	}
+	if len(rt.links) == 1 {
+		// The common case, one place to look: findIn's loop would return
+		// the store's answer as it is.
+		return c.st.read(ctx, rt.links[0], id, &rt.ro)
 	}
 	_, d, err := c.find(ctx, rt, id)
 	return d, err

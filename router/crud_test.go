@@ -745,3 +745,36 @@ func TestRouterNeverModifiesResolverSlices(t *testing.T) {
 		assert.Equal(t, want, got, "the links of key %s", k)
 	}
 }
+
+// TestReadFindsTheDatabase reads through each way the router finds a
+// registration: the one registration named as registered (the inlined
+// case), another spelling of it, one of several, and an unknown one.
+func TestReadFindsTheDatabase(t *testing.T) {
+	c := setup(t, 2, nil, nil)
+	_, err := c.Create(ctx, db, user{ID: "1", UserID: "a"}, nil)
+	require.NoError(t, err)
+	dynamic := strings.Join([]string{"dbs", "app"}, "/") // equal bytes, another string
+	read := func(link string) error { _, err := c.Read(ctx, link, "1", "a"); return err }
+	for _, tc := range []struct {
+		link string
+		want error
+	}{{db, nil}, {dynamic, nil}, {"/dbs/app/", nil}, {"dbs/other", router.ErrUnknownDatabase}, {"not a link", nil}} {
+		err := read(tc.link)
+		switch {
+		case tc.link == "not a link":
+			assert.Error(t, err, tc.link)
+		case tc.want == nil:
+			assert.NoError(t, err, tc.link)
+		default:
+			assert.ErrorIs(t, err, tc.want, tc.link)
+		}
+	}
+	require.NoError(t, c.Register("dbs/other", ringOf(t, []string{"dbs/other/colls/c0", "dbs/other/colls/c1"})))
+	_, err = c.EnsureCollections(ctx, "dbs/other", nil)
+	require.NoError(t, err)
+	assert.NoError(t, read(db), "one of two registrations")
+	assert.ErrorIs(t, read("dbs/other"), store.ErrNotFound, "the other database has no such document")
+	c.Unregister("dbs/other")
+	c.Unregister(db)
+	assert.ErrorIs(t, read(db), router.ErrUnknownDatabase, "nothing registered")
+}

@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"container/heap"
+	"fmt"
 	"hash/maphash"
 	"math"
 	"sort"
@@ -47,16 +48,20 @@ var keySeed = maphash.MakeSeed()
 func keyHash(pk string) uint64 { return maphash.String(keySeed, pk) }
 
 // decoded returns the document as the query engine reads it, decoding it
-// on first use.
+// on first use. Concurrent first uses decode it once each and agree on the
+// first one stored, so every query sees the same maps (lazy projection
+// finds documents by their map).
 func (e *entry) decoded() (*query.Doc, error) {
 	if d := e.doc.Load(); d != nil {
 		return d, nil
 	}
 	d, err := query.NewDoc(e.body)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("document %q: %w", e.id, err)
 	}
-	e.doc.Store(&d)
+	if !e.doc.CompareAndSwap(nil, &d) {
+		return e.doc.Load(), nil
+	}
 	return &d, nil
 }
 
@@ -93,23 +98,28 @@ type collection struct {
 	fence      atomic.Pointer[dbFence] // its database's, once a stamped write needed it
 }
 
-// snapshot is the collection's documents in feed order, decoded, as of a
-// version: queries share it while the collection does not change, so a
-// query over an unchanged collection scans one contiguous array. Expired
-// documents stay in it until the next purge; queries skip them by time.
+// snapshot is the collection's documents in feed order as of a version:
+// queries share it while the collection does not change, so a query over
+// an unchanged collection scans one contiguous array. Expired documents
+// stay in it until the next purge; queries skip them by time. A document
+// is decoded when the first query that reads it needs it (see
+// snapshot.decode), so a query scoped to one key decodes only that key's
+// documents.
 type snapshot struct {
 	version uint64
 	items   []snapItem
 
-	idxOnce sync.Once
-	idx     map[unsafe.Pointer]int32 // see index
+	idx atomic.Pointer[map[unsafe.Pointer]int32] // see index
 }
 
+// snapItem is one document of a snapshot, 32 bytes: what a scan reads to
+// decide whether the document is in scope (its key is compared only when
+// the hashes match), and its decoded form once a query has decoded it.
 type snapItem struct {
-	doc      *query.Doc
+	decoded  atomic.Pointer[query.Doc] // e's decoded form: one hop less for a scan
+	e        *entry
 	expireAt int64
 	pkHash   uint64
-	pk       string
 }
 
 func newCollection(link, uid string, spec store.CollectionSpec, path partitionkey.Path) *collection {

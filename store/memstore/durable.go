@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -269,31 +270,23 @@ func (s *Store) loadCollection(tx *bolt.Tx, file, link string, metaJSON []byte, 
 	if b == nil {
 		return &CorruptError{File: file, Reason: fmt.Sprintf("collection %s: its documents bucket is missing", link)}
 	}
+	ents, old, err := decodeRecords(b, file, link)
+	if err != nil {
+		return err
+	}
 	var live, expired, upgraded []*entry
+	live = make([]*entry, 0, len(ents))
 	maxSeq, maxLSN := uint64(0), mark(tx, bucket)
-	err = b.ForEach(func(k, v []byte) error {
-		if len(k) != 8 {
-			return &CorruptError{File: file, Collection: link, Reason: fmt.Sprintf("a record's key %x is not 8 bytes", k)}
-		}
-		seq := binary.BigEndian.Uint64(k)
-		e, old, err := decodeRecord(v)
-		if err != nil {
-			return recordError(file, link, seq, e, err)
-		}
-		e.seq = seq
+	for i, e := range ents {
 		maxSeq, maxLSN = max(maxSeq, e.seq), max(maxLSN, e.lsn)
 		switch {
 		case e.expireAt <= now:
 			expired = append(expired, e)
-			return nil
-		case old:
+			continue
+		case old[i]:
 			upgraded = append(upgraded, e)
 		}
 		live = append(live, e)
-		return nil
-	})
-	if err != nil {
-		return err
 	}
 	// Records older than the change feed have no LSN: they take the next
 	// ones in the order of their last write, then of creation.
@@ -308,6 +301,8 @@ func (s *Store) loadCollection(tx *bolt.Tx, file, link string, metaJSON []byte, 
 		maxLSN++
 		e.lsn = maxLSN
 	}
+	c.byID = make(map[string]*entry, len(live))
+	c.order = make([]*entry, 0, len(live))
 	for _, e := range live {
 		if c.find(e.id, e.pk) != nil {
 			return &CorruptError{File: file, Collection: link, ID: e.id, Key: e.seq, Reason: fmt.Sprintf("the document (key %s) is stored twice", e.pk)}
@@ -339,6 +334,55 @@ func (s *Store) loadCollection(tx *bolt.Tx, file, link string, metaJSON []byte, 
 	c.lsns.last.Store(maxLSN)
 	s.colls[link] = c
 	return nil
+}
+
+// decodeRecords reads every record of a collection's bucket, in key (seq)
+// order. The records are decoded (checksum, fields, a copy of the body) in
+// parallel, GOMAXPROCS goroutines over the bucket's bytes, which stay
+// mapped while the transaction is open; the first bad record in key order
+// is the error.
+func decodeRecords(b *bolt.Bucket, file, link string) (ents []*entry, old []bool, err error) {
+	type rec struct {
+		seq uint64
+		v   []byte
+	}
+	var recs []rec
+	err = b.ForEach(func(k, v []byte) error {
+		if len(k) != 8 {
+			return &CorruptError{File: file, Collection: link, Reason: fmt.Sprintf("a record's key %x is not 8 bytes", k)}
+		}
+		recs = append(recs, rec{binary.BigEndian.Uint64(k), v})
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	ents, old = make([]*entry, len(recs)), make([]bool, len(recs))
+	errs := make([]error, len(recs))
+	decode := func(from, to int) {
+		for i := from; i < to; i++ {
+			e, older, err := decodeRecord(recs[i].v)
+			if err != nil {
+				errs[i] = recordError(file, link, recs[i].seq, e, err)
+				return
+			}
+			e.seq = recs[i].seq
+			ents[i], old[i] = e, older
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), 1+len(recs)/1024)
+	chunk := (len(recs) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() { decode(min(w*chunk, len(recs)), min((w+1)*chunk, len(recs))) })
+	}
+	wg.Wait()
+	for _, err := range errs { // a worker stops at its first error
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return ents, old, nil
 }
 
 // mark returns the collection's mark: the highest LSN of a record deleted
@@ -537,7 +581,8 @@ func decodeRecord(rec []byte) (e *entry, old bool, err error) {
 		}
 	}
 	e.pkHash = keyHash(e.pk)
-	e.body = append([]byte(nil), r...)
+	e.body = make([]byte, len(r))
+	copy(e.body, r) // make+copy: the compiler skips zeroing (append([]byte(nil), r...) clears)
 	return e, old, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math/bits"
 	"runtime"
 	"sort"
@@ -131,8 +130,11 @@ func (h *fnv128a) hex() string {
 // was evicted (Options.Cursors) re-runs the query and resumes at the same
 // offset, which is exact unless documents changed in between. Compiled
 // queries are cached by text (parameters are bound per run). Documents are
-// decoded on their first query and kept decoded (the first query after
-// many writes pays for decoding them, spread over GOMAXPROCS goroutines).
+// decoded on the first query that reads them and kept decoded (the first
+// query after many writes pays for decoding them, spread over GOMAXPROCS
+// goroutines); a query scoped to a key decodes only the key's documents,
+// and one that does not read documents (query.Program.ReadsDocuments)
+// decodes none.
 // Tokens are bound to the collection, text, parameters and key: another
 // query's token is an error wrapping store.ErrBadRequest.
 func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.QueryOptions) (*store.Page, error) {
@@ -224,13 +226,15 @@ func queryErr(op, l string, err error) error {
 func (s *Store) run(ctx context.Context, c *collection, pl *plan, scoped bool, pk string, size int) (*resultSet, error) {
 	now := s.clock().Unix()
 	s.purge(c, now)
-	sn, err := c.snapshot()
-	if err != nil {
-		return nil, err
-	}
+	sn := c.snapshot()
 	sc := scope{now: now, scoped: scoped, pk: pk, pkHash: keyHash(pk)}
 	if pl.streams {
 		return &resultSet{stream: newStream(pl.prog, sn, sc)}, nil
+	}
+	if pl.prog.ReadsDocuments() {
+		if err := sc.decode(sn.items); err != nil {
+			return nil, err
+		}
 	}
 	docs := sc.docs(sn.items)
 	if most := pl.prog.MaxResults(); pl.keys != nil && size >= 0 && (most < 0 || most > size) {
@@ -258,86 +262,116 @@ type scope struct {
 // hasKey reports whether it is in a scoped query's scope: not expired,
 // with the key.
 func (sc *scope) hasKey(it *snapItem) bool {
-	return it.pkHash == sc.pkHash && it.expireAt > sc.now && it.pk == sc.pk
+	return it.pkHash == sc.pkHash && it.expireAt > sc.now && it.e.pk == sc.pk
 }
 
-// docs returns the documents of items in scope, in order.
+// docs returns the documents of items in scope, in order: decoded ones
+// as they are, the others as query.RawDocs, which a query that reads them
+// decodes again on every run (so queries that read documents decode them
+// first: scope.decode).
 func (sc scope) docs(items []snapItem) func(func(query.Doc) bool) {
 	return func(yield func(query.Doc) bool) {
 		if !sc.scoped {
 			for i := range items {
-				if it := &items[i]; it.expireAt > sc.now && !yield(*it.doc) {
+				if it := &items[i]; it.expireAt > sc.now && !yield(it.doc()) {
 					return
 				}
 			}
 			return
 		}
 		for i := range items {
-			if it := &items[i]; sc.hasKey(it) && !yield(*it.doc) {
+			if it := &items[i]; sc.hasKey(it) && !yield(it.doc()) {
 				return
 			}
 		}
 	}
 }
 
-// snapshot returns the collection's current snapshot, building it (and
-// decoding the documents no query has read yet) when the collection has
-// changed since the last one. Concurrent queries may build one each; the
-// newest is kept.
-func (c *collection) snapshot() (*snapshot, error) {
+// doc is the item's document as the engine reads it: decoded if a query
+// has decoded it, else a query.RawDoc.
+func (it *snapItem) doc() query.Doc {
+	if d := it.decoded.Load(); d != nil {
+		return *d
+	}
+	return query.RawDoc(it.e.body)
+}
+
+// in reports whether it is in scope.
+func (sc *scope) in(it *snapItem) bool {
+	if sc.scoped {
+		return sc.hasKey(it)
+	}
+	return it.expireAt > sc.now
+}
+
+// snapshot returns the collection's current snapshot, building it when the
+// collection has changed since the last one. Concurrent queries may build
+// one each; the newest is kept. It decodes nothing.
+func (c *collection) snapshot() *snapshot {
 	if sn := c.snap.Load(); sn != nil && sn.version == c.version.Load() {
-		return sn, nil
+		return sn
 	}
 	c.mu.RLock()
 	v := c.version.Load()
-	es := make([]*entry, 0, len(c.order)-c.dead)
-	var missing []*entry
+	sn := &snapshot{version: v, items: make([]snapItem, 0, len(c.order)-c.dead)}
 	for _, e := range c.order {
 		if e.dead {
 			continue
 		}
-		es = append(es, e)
-		if e.doc.Load() == nil {
-			missing = append(missing, e)
+		sn.items = append(sn.items, snapItem{e: e, expireAt: e.expireAt, pkHash: e.pkHash})
+		if d := e.doc.Load(); d != nil {
+			sn.items[len(sn.items)-1].decoded.Store(d)
 		}
 	}
 	c.mu.RUnlock()
-	if err := decodeAll(missing); err != nil {
-		return nil, err
-	}
-	sn := &snapshot{version: v, items: make([]snapItem, len(es))}
-	for i, e := range es {
-		sn.items[i] = snapItem{doc: e.doc.Load(), expireAt: e.expireAt, pkHash: e.pkHash, pk: e.pk}
-	}
 	for {
 		cur := c.snap.Load()
 		if cur != nil && cur.version >= v || c.snap.CompareAndSwap(cur, sn) {
-			return sn, nil
+			return sn
 		}
 	}
 }
 
-// decodeAll decodes entries for the query engine, in parallel when there
-// are many.
-func decodeAll(es []*entry) error {
-	workers := min(runtime.GOMAXPROCS(0), 1+len(es)/256)
+// decode decodes the documents of items in sc's scope that no query has
+// read yet: a document is decoded once, by the first query that reads it,
+// and kept decoded beside its text. Many are decoded in parallel, spread
+// over GOMAXPROCS goroutines.
+func (sc *scope) decode(items []snapItem) error {
+	var missing []*snapItem
+	for i := range items {
+		if it := &items[i]; it.decoded.Load() == nil && sc.in(it) {
+			missing = append(missing, it)
+		}
+	}
+	return decodeAll(missing)
+}
+
+// decodeAll decodes snapshot items, in parallel when there are many.
+func decodeAll(its []*snapItem) error {
+	one := func(it *snapItem) error {
+		d, err := it.e.decoded()
+		if err == nil {
+			it.decoded.Store(d)
+		}
+		return err
+	}
+	workers := min(runtime.GOMAXPROCS(0), 1+len(its)/256)
 	if workers <= 1 {
-		for _, e := range es {
-			if _, err := e.decoded(); err != nil {
-				return fmt.Errorf("document %q: %w", e.id, err)
+		for _, it := range its {
+			if err := one(it); err != nil {
+				return err
 			}
 		}
 		return nil
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, workers)
-	chunk := (len(es) + workers - 1) / workers
+	chunk := (len(its) + workers - 1) / workers
 	for w := range workers {
-		part := es[min(w*chunk, len(es)):min((w+1)*chunk, len(es))]
+		part := its[min(w*chunk, len(its)):min((w+1)*chunk, len(its))]
 		wg.Go(func() {
-			for _, e := range part {
-				if _, err := e.decoded(); err != nil {
-					errs[w] = fmt.Errorf("document %q: %w", e.id, err)
+			for _, it := range part {
+				if errs[w] = one(it); errs[w] != nil {
 					return
 				}
 			}

@@ -63,7 +63,7 @@ func (r *resultSet) next(ctx context.Context, start, size, defSize, maxBytes int
 func docsAt(items []snapItem, pos []int32) func(func(query.Doc) bool) {
 	return func(yield func(query.Doc) bool) {
 		for _, p := range pos {
-			if !yield(*items[p].doc) {
+			if !yield(items[p].doc()) {
 				return
 			}
 		}
@@ -155,13 +155,14 @@ func runLazy(ctx context.Context, sn *snapshot, pl *plan, docs func(func(query.D
 	if err != nil {
 		return nil, false, err
 	}
-	idx := sn.index()
-	if idx == nil {
-		return nil, false, nil
-	}
+	idx, rebuilt := sn.index(false), false
 	pos := make([]int32, len(vals))
 	for i, v := range vals {
 		p, ok := idx[mapPointer(v)]
+		if !ok && !rebuilt {
+			idx, rebuilt = sn.index(true), true
+			p, ok = idx[mapPointer(v)]
+		}
 		if !ok {
 			return nil, false, nil
 		}
@@ -180,22 +181,29 @@ func mapPointer(v any) unsafe.Pointer {
 	return reflect.ValueOf(m).UnsafePointer()
 }
 
-// index maps each document's decoded map to its position in the
-// snapshot, built on first use; nil when two positions share a map (never
-// expected; lazy projection is then off for the snapshot).
-func (sn *snapshot) index() map[unsafe.Pointer]int32 {
-	sn.idxOnce.Do(func() {
-		idx := make(map[unsafe.Pointer]int32, len(sn.items))
-		for i := range sn.items {
-			p := mapPointer(sn.items[i].doc.Value())
-			if _, dup := idx[p]; dup || p == nil {
-				return
-			}
-			idx[p] = int32(i)
+// index maps each decoded document's map to its position in the
+// snapshot; nil when two positions share a map (never expected; lazy
+// projection is then off). It is built on first use and again when a
+// lookup misses (documents decoded since by queries of other scopes), and
+// costs a map entry per decoded document.
+func (sn *snapshot) index(rebuild bool) map[unsafe.Pointer]int32 {
+	if idx := sn.idx.Load(); idx != nil && !rebuild {
+		return *idx
+	}
+	idx := make(map[unsafe.Pointer]int32, len(sn.items))
+	for i := range sn.items {
+		d := sn.items[i].decoded.Load()
+		if d == nil {
+			continue
 		}
-		sn.idx = idx
-	})
-	return sn.idx
+		p := mapPointer(d.Value())
+		if _, dup := idx[p]; dup || p == nil {
+			return nil
+		}
+		idx[p] = int32(i)
+	}
+	sn.idx.Store(&idx)
+	return idx
 }
 
 // stream reads a query whose rows come from single documents (see
@@ -317,6 +325,11 @@ func (s *stream) fill(ctx context.Context) (done bool, err error) {
 	} else {
 		end = min(from+s.run, len(items))
 		docs = sc.docs(items[from:end])
+	}
+	if s.prog.ReadsDocuments() {
+		if err := sc.decode(items[from:end]); err != nil {
+			return false, err
+		}
 	}
 	s.next, s.run = end, max(s.run, min(2*s.run, streamMaxRun))
 	rows, err := s.prog.Execute(ctx, docs)
