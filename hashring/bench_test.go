@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/docshard/docshard/internal/proctest"
 	"github.com/docshard/docshard/resolver"
 )
 
@@ -131,14 +132,14 @@ func BenchmarkBuild(b *testing.B) {
 		ls := links("c", tc.n)
 		b.Run(fmt.Sprintf("%s/%d", tc.name, tc.n), func(b *testing.B) {
 			b.ReportAllocs()
-			cpu, ok := cpuNanos()
+			cpu, ok := proctest.CPU()
 			for b.Loop() {
 				if _, err := New(ls, tc.opts); err != nil {
 					b.Fatal(err)
 				}
 			}
-			if end, ok2 := cpuNanos(); ok && ok2 {
-				b.ReportMetric(float64(end-cpu)/1e6/float64(b.N), "cpu-ms/op")
+			if end, ok2 := proctest.CPU(); ok && ok2 {
+				b.ReportMetric(float64((end-cpu).Milliseconds())/float64(b.N), "cpu-ms/op")
 			}
 		})
 	}
@@ -240,13 +241,13 @@ func BenchmarkLookupMany(b *testing.B) {
 			b.Run(fmt.Sprintf("%d/%s", n, tc.name), func(b *testing.B) {
 				b.ReportAllocs()
 				i := 0
-				cpu, ok := cpuNanos()
+				cpu, ok := proctest.CPU()
 				for b.Loop() {
 					sinkLink, _ = r.ResolveForCreate(keys[i&(len(keys)-1)])
 					i++
 				}
-				if end, ok2 := cpuNanos(); ok && ok2 {
-					b.ReportMetric(float64(end-cpu)/float64(b.N), "cpu-ns/op")
+				if end, ok2 := proctest.CPU(); ok && ok2 {
+					b.ReportMetric(float64((end-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 				}
 				b.ReportMetric(float64(tableBytes(r.Ring()))/1e6, "table-MB")
 			})
