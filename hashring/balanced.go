@@ -35,7 +35,7 @@ const (
 	// of points per collection. Fewer points leave more collections to be
 	// reweighted, which moves more keys when a collection is added or
 	// removed (at 10,000 collections, 128 points move 1.5-1.7× the ideal
-	// share, 256 points 1.0-1.3×); more cost memory (about 8 bytes a point
+	// share, 256 points 1.0-1.3×); more cost memory (about 9 bytes a point
 	// in the packed table, more while it is built) and build time.
 	DefaultVirtualNodesBalanced = 256
 	// BalancedTolerance is how far from the mean a collection's share may
