@@ -249,12 +249,14 @@ func (r referenceBalanced) locate(x uint64) int {
 }
 
 // TestBalancedTableMatchesReference: the packed table places every
-// position as the first version's table did and as the definition says —
-// at every boundary and its two neighbours, at 0 and 2^64-1, and at 20,000
+// position as the reference's unpacked table searched by binary search
+// (the first version's lookup) and as the definition itself says — at
+// every boundary and its two neighbours, every point, 0, 2^64-1 and 20,000
 // random positions — for 1 to 1,000 collections (10,000 with
-// DOCSHARD_BIG=1), 1 to 256 points each, both flavours, and small rings also with buckets of 1 and 8 boundaries
-// on average; its points and exact shares are the reference's too. TestBalancedPlacementIsPinned
-// fixes the reference itself.
+// DOCSHARD_BIG=1), 1 to 256 points each, both flavours, and small rings
+// also with buckets of 1 and 8 boundaries on average; its boundaries,
+// owners and exact shares are the reference's too.
+// TestBalancedPlacementIsPinned fixes the placement itself.
 func TestBalancedTableMatchesReference(t *testing.T) {
 	saved := bucketBits
 	t.Cleanup(func() { bucketBits = saved })
