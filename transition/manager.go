@@ -36,6 +36,11 @@ const (
 // resolver than the one asked for; finish that reshard or abort it first.
 var ErrReshardInProgress = errors.New("transition: another reshard is in progress")
 
+// ErrOtherChange: another kind of long-running change (a spillover
+// opening its next collection) holds the database's phase; a reshard
+// neither starts nor overwrites it, and can be asked again once it ends.
+var ErrOtherChange = errors.New("transition: another change is under way")
+
 // ErrTakenOver: another process took the reshard over (this one was
 // thought dead: it wrote no heartbeat for the owner TTL); this one stops.
 var ErrTakenOver = errors.New("transition: another process took the reshard over")
@@ -368,6 +373,15 @@ func newManager(st store.Store, dbLink string, opts *ReshardOptions) (*manager, 
 func recordOf(s *shardstate.State) (*record, error) {
 	if len(s.Phase) == 0 {
 		return nil, nil
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(s.Phase, &keys); err != nil {
+		return nil, fmt.Errorf("transition: the phase of %s version %d is not a JSON object: %w", s.Database, s.Version, err)
+	}
+	for k := range keys {
+		if k != "reshard" { // another change's: never take it for "no reshard" and overwrite it
+			return nil, fmt.Errorf("%w: %s version %d records phase %q; the reshard waits for it to end", ErrOtherChange, s.Database, s.Version, k)
+		}
 	}
 	var p phaseDoc
 	if err := json.Unmarshal(s.Phase, &p); err != nil {

@@ -552,3 +552,25 @@ func TestReshardLogs(t *testing.T) {
 		assert.Contains(t, out, `msg="reshard step" db=dbs/app step=`+step+" ")
 	}
 }
+
+// TestReshardLeavesOtherPhases: a phase another change recorded (a
+// spillover opening its next collection) is neither taken for "no reshard"
+// nor overwritten: the reshard refuses with ErrOtherChange and the state
+// stays as it was.
+func TestReshardLeavesOtherPhases(t *testing.T) {
+	ctx := context.Background()
+	st, _, _ := seeded(t, ring(t, 2), 50)
+	cur, err := shardstate.Load(ctx, st, db)
+	require.NoError(t, err)
+	phase := json.RawMessage(`{"spillover":{"pending":"dbs/app/colls/c2"}}`)
+	held, err := shardstate.Publish(ctx, st, cur, shardstate.Change{Phase: phase, By: "spillover"})
+	require.NoError(t, err)
+
+	_, err = transition.Reshard(ctx, st, db, ring(t, 3), nil)
+	require.ErrorIs(t, err, transition.ErrOtherChange)
+	assert.Contains(t, err.Error(), `"spillover"`)
+	now, err := shardstate.Load(ctx, st, db)
+	require.NoError(t, err)
+	assert.Equal(t, held.Version, now.Version, "nothing published")
+	assert.JSONEq(t, string(phase), string(now.Phase))
+}

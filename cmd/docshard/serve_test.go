@@ -65,7 +65,7 @@ var (
 )
 
 // docshardBinary builds the command once per test binary.
-func docshardBinary(t *testing.T) string {
+func docshardBinary(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "docshard-bin-")

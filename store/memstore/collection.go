@@ -96,6 +96,7 @@ type collection struct {
 	version    atomic.Uint64 // changes (under mu) whenever order does
 	snap       atomic.Pointer[snapshot]
 	fence      atomic.Pointer[dbFence] // its database's, once a stamped write needed it
+	lazy       *lazyLoad               // a read-only store's load, to run on first use; nil when loaded
 }
 
 // snapshot is the collection's documents in feed order as of a version:

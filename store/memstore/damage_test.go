@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -253,4 +254,62 @@ func TestSalvage(t *testing.T) {
 		_, err := Salvage(d, filepath.Join(t.TempDir(), "saved"))
 		require.ErrorIs(t, err, ErrCorrupt)
 	})
+}
+
+// TestReadOnlyLoadsOnFirstUse: a read-only store loads a collection's
+// documents on its first use, so a damaged collection does not keep the
+// others from being read; its damage is reported, typed, when it is used;
+// many first uses at once load it once; and a use after Close fails
+// cleanly.
+func TestReadOnlyLoadsOnFirstUse(t *testing.T) {
+	dir := damageStore(t, 50)
+	ctx := context.Background()
+	w, err := Open(dir, nil)
+	require.NoError(t, err)
+	const good = "dbs/d/colls/good"
+	require.NoError(t, w.CreateCollection(ctx, good, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	for i := range 30 {
+		_, err := w.Create(ctx, good, fmt.Appendf(nil, `{"id":"g%d","pk":"p%d"}`, i, i%3), nil)
+		require.NoError(t, err)
+	}
+	require.NoError(t, w.Close())
+	raw, err := os.ReadFile(dbPath(dir))
+	require.NoError(t, err)
+	raw = bytes.ReplaceAll(raw, []byte("MARK000017"), []byte("MARK100017"))
+	require.NoError(t, os.WriteFile(dbPath(dir), raw, 0o600))
+
+	r, err := Open(dir, &Options{ReadOnly: true})
+	require.NoError(t, err, "nothing is loaded yet")
+	var wg sync.WaitGroup
+	counts := make([]string, 8)
+	for i := range counts {
+		wg.Go(func() {
+			page, err := r.Query(ctx, good, store.Query{Text: `SELECT VALUE COUNT(1) FROM c`}, nil)
+			if assert.NoError(t, err) {
+				counts[i] = string(page.Items[0])
+			}
+		})
+	}
+	wg.Wait()
+	for _, n := range counts {
+		assert.Equal(t, "30", n)
+	}
+	colls, err := r.ListCollections(ctx, "dbs/d")
+	require.NoError(t, err)
+	assert.Equal(t, []string{damageColl, good}, colls)
+
+	_, err = r.Read(ctx, damageColl, "doc3", &store.ReadOptions{PartitionKey: "k3"})
+	require.ErrorIs(t, err, store.ErrUnavailable)
+	var ce *CorruptError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "doc17", ce.ID)
+	_, err = r.CollectionInfo(ctx, damageColl)
+	require.ErrorAs(t, err, &ce, "the damage stays reported")
+
+	r2, err := Open(dir, &Options{ReadOnly: true})
+	require.NoError(t, err)
+	require.NoError(t, r2.Close())
+	_, err = r2.Read(ctx, good, "g1", &store.ReadOptions{PartitionKey: "p1"})
+	require.Error(t, err, "a collection first used after Close is not loaded")
+	require.NoError(t, r.Close())
 }

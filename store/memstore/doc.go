@@ -130,7 +130,11 @@
 // roughly the stored text, plus the decoded form of documents that have
 // been queried (see Queries), plus the file's page cache. Open reads the
 // file once, checking and copying its records on GOMAXPROCS goroutines
-// (BenchmarkOpen200K).
+// (BenchmarkOpen200K). A read-only store (Options.ReadOnly, what the
+// command line's reading commands use) loads each collection on its first
+// use instead, so a command that reads one collection of many pays for that
+// one; a damaged collection is then reported, as a *CorruptError wrapped in
+// store.ErrUnavailable, by the calls that use it rather than by Open.
 //
 // # Costs
 //

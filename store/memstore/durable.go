@@ -232,7 +232,7 @@ func (s *Store) openDisk(dir string) error {
 			return nil
 		}
 		return meta.ForEach(func(k, v []byte) error {
-			return s.loadCollection(tx, path, string(k), v, now)
+			return s.loadCollection(db, tx, path, string(k), v, now)
 		})
 	}
 	err = guard(path, func() error {
@@ -255,7 +255,12 @@ func (s *Store) openDisk(dir string) error {
 	return nil
 }
 
-func (s *Store) loadCollection(tx *bolt.Tx, file, link string, metaJSON []byte, now int64) error {
+// loadCollection adds the collection link to s. A writable store loads
+// its documents at once, in tx (which drops expired records and rewrites
+// old ones); a read-only store loads them on the collection's first use
+// (collection.loaded), in a read transaction of its own, so a command
+// that reads one collection of many loads only that one.
+func (s *Store) loadCollection(db *bolt.DB, tx *bolt.Tx, file, link string, metaJSON []byte, now int64) error {
 	var m collMeta
 	if err := json.Unmarshal(metaJSON, &m); err != nil {
 		return &CorruptError{File: file, Reason: fmt.Sprintf("collection %s: its metadata does not decode: %v", link, err)}
@@ -265,7 +270,43 @@ func (s *Store) loadCollection(tx *bolt.Tx, file, link string, metaJSON []byte, 
 		return &CorruptError{File: file, Reason: fmt.Sprintf("collection %s: %v", link, err)}
 	}
 	c := newCollection(link, m.UID, m.Spec, path)
-	bucket := docsBucket(m.UID)
+	if tx.Bucket(docsBucket(m.UID)) == nil {
+		return &CorruptError{File: file, Reason: fmt.Sprintf("collection %s: its documents bucket is missing", link)}
+	}
+	s.colls[link] = c
+	if tx.Writable() {
+		return fillCollection(tx, file, c, now)
+	}
+	c.lazy = &lazyLoad{fill: func() error {
+		return guard(file, func() error {
+			return db.View(func(tx *bolt.Tx) error { return fillCollection(tx, file, c, s.clock().Unix()) })
+		})
+	}}
+	return nil
+}
+
+// lazyLoad is a read-only collection's load, run on its first use.
+type lazyLoad struct {
+	once sync.Once
+	err  error
+	fill func() error
+}
+
+// loaded loads the collection's documents if that is still to do (a
+// read-only store's; see loadCollection) and reports why it could not.
+func (c *collection) loaded() error {
+	if l := c.lazy; l != nil {
+		l.once.Do(func() { l.err = l.fill() })
+		return l.err
+	}
+	return nil
+}
+
+// fillCollection reads the records of c's bucket into c. In a writable tx
+// it also deletes expired records and writes old ones again in the
+// current version; read-only, they stay on disk as they are.
+func fillCollection(tx *bolt.Tx, file string, c *collection, now int64) error {
+	link, bucket := c.link, docsBucket(c.uid)
 	b := tx.Bucket(bucket)
 	if b == nil {
 		return &CorruptError{File: file, Reason: fmt.Sprintf("collection %s: its documents bucket is missing", link)}
@@ -312,7 +353,6 @@ func (s *Store) loadCollection(tx *bolt.Tx, file, link string, metaJSON []byte, 
 	if !tx.Writable() { // read-only: expired documents stay on disk, old records as they are
 		c.nextSeq.Store(maxSeq + 1)
 		c.lsns.last.Store(maxLSN)
-		s.colls[link] = c
 		return nil
 	}
 	gone := uint64(0)
@@ -332,7 +372,6 @@ func (s *Store) loadCollection(tx *bolt.Tx, file, link string, metaJSON []byte, 
 	}
 	c.nextSeq.Store(maxSeq + 1)
 	c.lsns.last.Store(maxLSN)
-	s.colls[link] = c
 	return nil
 }
 

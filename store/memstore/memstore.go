@@ -57,7 +57,9 @@ type Options struct {
 	// that another process holds for writing still waits LockTimeout, then
 	// fails with ErrLocked). Nothing is created, expired documents stay in
 	// the file (they are hidden as usual), and every write fails with
-	// store.ErrBadRequest wrapping ErrReadOnly. Ignored in memory.
+	// store.ErrBadRequest wrapping ErrReadOnly. A collection's documents
+	// are loaded on its first use, not by Open (see the package's
+	// Durability section). Ignored in memory.
 	ReadOnly bool
 }
 
@@ -194,6 +196,9 @@ func (s *Store) collection(ctx context.Context, op, l string) (*collection, erro
 	s.mu.RUnlock()
 	if c == nil {
 		return nil, &store.Error{Kind: store.ErrCollectionNotFound, Op: op, Link: l}
+	}
+	if err := c.loaded(); err != nil {
+		return nil, &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, Message: "its documents cannot be loaded", Err: err}
 	}
 	return c, nil
 }
