@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"reflect"
 	"slices"
 
 	"github.com/docshard/docshard/internal/jsontext"
@@ -180,6 +181,7 @@ type program struct {
 	budget int64 // memory budget of each grouping, DISTINCT or sort; 0: DefaultMemoryBudget
 
 	readsDocs bool // see readsDocuments
+	docSlot   bool // slot 0 holds a stored document (FROM over the container, no path or IN)
 
 	grouped bool
 	groupBy []evalFn
@@ -275,6 +277,7 @@ func compileQuery(q *Query, params map[string]any, clock *instant, outer *scope,
 				}
 				_, plain := q.From.Source.(*Ident)
 				p.starRaw = lvl == levelTop && plain && !q.From.In && q.Star && len(q.Joins) == 0
+				p.docSlot = plain && !q.From.In
 			} else if p.source, err = c.expr(q.From.Source, outer); err != nil {
 				return nil, err
 			}
@@ -702,7 +705,17 @@ func (p *program) pipeline(input func(func(*frame) bool), raw func() []byte, rw 
 				r.raw = raw()
 			}
 			if !full {
-				mem.charge(int64(len(r.raw)) + sizeOf(r.val) + sizeOf(scratch) + sortRowBytes)
+				// What the row holds of its own: written JSON, or a built
+				// value. A stored document it returns whole (SELECT *,
+				// SELECT VALUE c) is shared with the store, not held.
+				held := sizeOf(scratch) + sortRowBytes
+				switch {
+				case rw != nil:
+					held += int64(len(r.raw))
+				case r.raw == nil && !p.isStoredDoc(fr, r.val):
+					held += sizeOf(r.val)
+				}
+				mem.charge(held)
 			}
 			if full {
 				r.keys = append(h.rows[0].keys[:0], scratch...)
@@ -723,6 +736,18 @@ func (p *program) pipeline(input func(func(*frame) bool), raw func() []byte, rw 
 			}
 		}
 	}
+}
+
+// isStoredDoc reports whether v is the stored document the row was read
+// from (the projection returned it whole), which the row shares rather
+// than holds.
+func (p *program) isStoredDoc(fr *frame, v any) bool {
+	if !p.docSlot {
+		return false
+	}
+	m, ok := v.(map[string]any)
+	d, ok2 := fr.vals[0].(map[string]any)
+	return ok && ok2 && m != nil && reflect.ValueOf(m).UnsafePointer() == reflect.ValueOf(d).UnsafePointer()
 }
 
 // limiter applies DISTINCT, OFFSET and LIMIT to a stream of results.

@@ -82,3 +82,34 @@ func TestRawDoc(t *testing.T) {
 	_, err = run(filter, true)
 	assert.ErrorContains(t, err, "a document is a JSON object, got array")
 }
+
+// TestSortSharesStoredDocuments: an ORDER BY that returns whole stored
+// documents (SELECT *, SELECT VALUE c) charges its memory budget for the
+// sort keys only, since the documents are the store's; one that builds
+// its results is charged for them. (A paged ORDER BY over 100,000 1 KB
+// documents hit the 128 MB default budget before.)
+func TestSortSharesStoredDocuments(t *testing.T) {
+	var docs []Doc
+	for i := range 200 {
+		d, err := NewDoc(fmt.Appendf(nil, `{"id":"%d","n":%d,"pad":"%0900d"}`, i, i%17, i))
+		require.NoError(t, err)
+		docs = append(docs, d)
+	}
+	run := func(text string) error {
+		prog, err := Prepare(text, nil)
+		require.NoError(t, err)
+		_, err = prog.WithMemoryBudget(64<<10).Values(context.Background(), func(yield func(Doc) bool) {
+			for _, d := range docs {
+				if !yield(d) {
+					return
+				}
+			}
+		})
+		return err
+	}
+	require.NoError(t, run(`SELECT VALUE c FROM c ORDER BY c.n`), "200 documents of 1 KB, shared")
+	require.NoError(t, run(`SELECT * FROM c ORDER BY c.n, c.id`))
+	var le *LimitError
+	require.ErrorAs(t, run(`SELECT VALUE {"p": c.pad, "n": c.n} FROM c ORDER BY c.n`), &le, "built results are held")
+	require.ErrorAs(t, run(`SELECT VALUE c.pad FROM c ORDER BY c.n`), &le)
+}
