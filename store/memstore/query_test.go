@@ -490,3 +490,48 @@ func TestQueryStringLimit(t *testing.T) {
 	require.Len(t, page.Items, 1)
 	assert.JSONEq(t, `"ac"`, string(page.Items[0]))
 }
+
+// TestQueryDecodesOnlyWhatItReads: a query that never looks inside its
+// documents decodes none of them, one scoped to a key decodes that key's
+// only, and the answers are the same as over decoded documents.
+func TestQueryDecodesOnlyWhatItReads(t *testing.T) {
+	ctx := t.Context()
+	s := New(nil)
+	l := "dbs/d/colls/c"
+	require.NoError(t, s.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	for i := range 300 {
+		_, err := s.Create(ctx, l, fmt.Appendf(nil, `{"id":"%d","pk":"k%d","n":%d}`, i, i%3, i), nil)
+		require.NoError(t, err)
+	}
+	decoded := func() map[string]int {
+		out := map[string]int{}
+		for _, e := range s.colls[l].order {
+			if e.doc.Load() != nil {
+				out[e.pk]++
+			}
+		}
+		return out
+	}
+	query := func(text string, key any) string {
+		opts := &store.QueryOptions{PageSize: -1}
+		if key != nil {
+			opts.PartitionKey = key
+		}
+		page, err := s.Query(ctx, l, store.Query{Text: text}, opts)
+		require.NoError(t, err, text)
+		require.Len(t, page.Items, 1, text)
+		return string(page.Items[0])
+	}
+	assert.Equal(t, "300", query(`SELECT VALUE COUNT(1) FROM c`, nil))
+	assert.Empty(t, decoded(), "COUNT(1) reads no document")
+	assert.Equal(t, "50", query(`SELECT VALUE COUNT(1) FROM c WHERE c.n >= 150`, "k1"))
+	keyText, err := partitionkey.IdentityText("k1")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{keyText: 100}, decoded(), "only k1's documents")
+	assert.Equal(t, "150", query(`SELECT VALUE COUNT(1) FROM c WHERE c.n >= 150`, nil))
+	assert.Len(t, decoded(), 3, "an unscoped filter decodes every document")
+	for _, n := range decoded() {
+		assert.Equal(t, 100, n)
+	}
+	assert.Equal(t, "300", query(`SELECT VALUE COUNT(1) FROM c`, nil), "the same answer over decoded documents")
+}
