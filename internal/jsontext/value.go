@@ -1,8 +1,10 @@
 package jsontext
 
 import (
+	"hash/maphash"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -14,8 +16,9 @@ import (
 // AppendUnescaped says, a number a float64 cannot hold is an error, and
 // nesting is bounded by MaxDepth.
 //
-// Strings without escapes that are valid UTF-8, member names included,
-// share data's memory instead of copying it, so data must never be modified
+// Strings without escapes that are valid UTF-8 share data's memory instead
+// of copying it (short member names are interned instead: one copy for
+// every document), so data must never be modified
 // while the value is in use. That is the point: a stored document's decoded
 // form then costs its maps, slices and boxes, not a second copy of its
 // text, and decoding runs several times faster than encoding/json's
@@ -95,7 +98,7 @@ func (d *decoder) decodeValue(depth int) (any, error) {
 		}
 		mark, err := d.items(depth, func() (string, bool, error) {
 			name, ok, err := members.Next()
-			return sharedString(name), ok, err
+			return memberName(name), ok, err
 		})
 		if err != nil {
 			return nil, err
@@ -148,6 +151,42 @@ func (d *decoder) pop(mark int) {
 	clear(d.vals[mark:])
 	d.names, d.vals = d.names[:mark], d.vals[:mark]
 }
+
+// memberName is a member name's decoded string: an interned copy when it
+// is short and plain, so that the maps of many documents share one copy of
+// each name. Sharing the document's text would cost no memory either, but
+// a map lookup compares the names it probes byte by byte, and names in the
+// documents' texts are scattered over the heap, one cache miss each, where
+// interned ones stay in cache (a fan-out's ORDER BY spent 38% of its time
+// comparing names in document text).
+func memberName(q Quoted) string {
+	if q.Escaped || len(q.Body) == 0 || len(q.Body) > maxInterned {
+		return sharedString(q)
+	}
+	slot := &interned[maphash.Bytes(internSeed, q.Body)&(internSlots-1)]
+	if p := slot.Load(); p != nil && *p == string(q.Body) {
+		return *p
+	}
+	if !utf8.Valid(q.Body) {
+		return sharedString(q)
+	}
+	name := string(q.Body)
+	slot.Store(&name)
+	return name
+}
+
+// The intern table of member names: direct-mapped, a name taking the slot
+// its hash picks (and a clashing name the slot's place), so it is bounded
+// and costs a hash and a compare a name.
+const (
+	maxInterned = 32
+	internSlots = 4096
+)
+
+var (
+	internSeed = maphash.MakeSeed()
+	interned   [internSlots]atomic.Pointer[string]
+)
 
 // sharedString is q's decoded value, sharing the text's memory when the
 // body is its own value (no escape, valid UTF-8).

@@ -78,8 +78,9 @@ func FuzzDecodeShared(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) { agreesWithEncodingJSON(t, b) })
 }
 
-// TestDecodeSharedShares: a plain string and a member name view the text;
-// an escaped one is a copy.
+// TestDecodeSharedShares: a plain string views the text, an escaped one
+// is a copy, and a short member name is one interned copy shared by every
+// document.
 func TestDecodeSharedShares(t *testing.T) {
 	data := []byte(`{"plain":"hello","esc":"a\nb"}`)
 	v, err := DecodeShared(data)
@@ -92,9 +93,22 @@ func TestDecodeSharedShares(t *testing.T) {
 	}
 	assert.True(t, inData(m["plain"].(string)))
 	assert.False(t, inData(m["esc"].(string)))
+	v2, err := DecodeShared([]byte(`{"plain":1}`))
+	require.NoError(t, err)
 	for k := range m {
-		assert.True(t, inData(k), k)
+		assert.False(t, inData(k), k)
 	}
+	for k := range v2.(map[string]any) {
+		for k1 := range m {
+			if k1 == k {
+				assert.Equal(t, unsafe.StringData(k1), unsafe.StringData(k), "one copy of %q", k)
+			}
+		}
+	}
+	long := strings.Repeat("n", 40)
+	v3, err := DecodeShared([]byte(`{"` + long + `":1}`))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{long: 1.0}, v3, "a long name is not interned, and decodes the same")
 }
 
 func TestDecodeSharedErrors(t *testing.T) {

@@ -110,7 +110,8 @@ type snapshot struct {
 	version uint64
 	items   []snapItem
 
-	idx atomic.Pointer[map[unsafe.Pointer]int32] // see index
+	idx        atomic.Pointer[map[unsafe.Pointer]int32] // see index
+	allDecoded atomic.Bool                              // every item decoded: queries skip the decoding pass
 }
 
 // snapItem is one document of a snapshot, 32 bytes: what a scan reads to

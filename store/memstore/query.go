@@ -231,9 +231,12 @@ func (s *Store) run(ctx context.Context, c *collection, pl *plan, scoped bool, p
 	if pl.streams {
 		return &resultSet{stream: newStream(pl.prog, sn, sc)}, nil
 	}
-	if pl.prog.ReadsDocuments() {
+	if pl.prog.ReadsDocuments() && !sn.allDecoded.Load() {
 		if err := sc.decode(sn.items); err != nil {
 			return nil, err
+		}
+		if !sc.scoped {
+			sn.allDecoded.Store(true) // later queries skip the pass
 		}
 	}
 	docs := sc.docs(sn.items)
