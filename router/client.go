@@ -286,8 +286,10 @@ func (c *Client) Resolver(dbLink string) (resolver.Resolver, error) {
 
 // entry returns a database's registration. The canonical "dbs/{db}" form
 // needs no parsing, and a few registrations are scanned rather than hashed.
-// The commonest case, the one registration named as registered, is small
-// enough for the compiler to inline into every call.
+// The commonest case, the one registration named as registered, comes
+// first; entry is over the compiler's inlining budget, so Read, the
+// hottest call, writes that case out itself (a call less: hot reads
+// 1.102 → 1.080× the store's, p = 0.002).
 func (c *Client) entry(dbLink string) (*dbEntry, error) {
 	reg := c.dbs.Load()
 	if e := reg.only; e != nil && e.link == dbLink {
