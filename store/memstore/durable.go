@@ -397,31 +397,45 @@ func decodeRecords(b *bolt.Bucket, file, link string) (ents []*entry, old []bool
 		return nil, nil, err
 	}
 	ents, old = make([]*entry, len(recs)), make([]bool, len(recs))
-	errs := make([]error, len(recs))
-	decode := func(from, to int) {
-		for i := from; i < to; i++ {
+	err = inParallel(len(recs), 1024, func(lo, hi int) error {
+		for i := lo; i < hi; i++ {
 			e, older, err := decodeRecord(recs[i].v)
 			if err != nil {
-				errs[i] = recordError(file, link, recs[i].seq, e, err)
-				return
+				return recordError(file, link, recs[i].seq, e, err)
 			}
 			e.seq = recs[i].seq
 			ents[i], old[i] = e, older
 		}
-	}
-	workers := min(runtime.GOMAXPROCS(0), 1+len(recs)/1024)
-	chunk := (len(recs) + workers - 1) / workers
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() { decode(min(w*chunk, len(recs)), min((w+1)*chunk, len(recs))) })
-	}
-	wg.Wait()
-	for _, err := range errs { // a worker stops at its first error
-		if err != nil {
-			return nil, nil, err
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return ents, old, nil
+}
+
+// inParallel runs fn over [0, n) split into contiguous parts, one a
+// goroutine: GOMAXPROCS of them when each gets at least per items, fewer
+// for less (one, on the caller's goroutine, for under per). Each part stops
+// at its first error, and the first error in order is returned.
+func inParallel(n, per int, fn func(lo, hi int) error) error {
+	workers := min(runtime.GOMAXPROCS(0), 1+n/per)
+	if workers <= 1 {
+		return fn(0, n)
+	}
+	errs := make([]error, workers)
+	chunk := (n + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() { errs[w] = fn(min(w*chunk, n), min((w+1)*chunk, n)) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // mark returns the collection's mark: the highest LSN of a record deleted

@@ -7,10 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"math/bits"
-	"runtime"
 	"sort"
 	"strconv"
-	"sync"
 
 	"github.com/docshard/docshard/internal/cursor"
 	"github.com/docshard/docshard/query"
@@ -351,37 +349,16 @@ func (sc *scope) decode(items []snapItem) error {
 
 // decodeAll decodes snapshot items, in parallel when there are many.
 func decodeAll(its []*snapItem) error {
-	one := func(it *snapItem) error {
-		d, err := it.e.decoded()
-		if err == nil {
-			it.decoded.Store(d)
-		}
-		return err
-	}
-	workers := min(runtime.GOMAXPROCS(0), 1+len(its)/256)
-	if workers <= 1 {
-		for _, it := range its {
-			if err := one(it); err != nil {
+	return inParallel(len(its), 256, func(lo, hi int) error {
+		for _, it := range its[lo:hi] {
+			d, err := it.e.decoded()
+			if err != nil {
 				return err
 			}
+			it.decoded.Store(d)
 		}
 		return nil
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, workers)
-	chunk := (len(its) + workers - 1) / workers
-	for w := range workers {
-		part := its[min(w*chunk, len(its)):min((w+1)*chunk, len(its))]
-		wg.Go(func() {
-			for _, it := range part {
-				if errs[w] = one(it); errs[w] != nil {
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	})
 }
 
 // ReadFeed walks a collection in feed order; see store.Feeder. The order
