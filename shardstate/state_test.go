@@ -272,3 +272,24 @@ func testLoadOrInit(t *testing.T, st store.Store) {
 		assert.Equal(t, got[0].Resolver, s.Resolver, "every caller gets the one seed that won")
 	}
 }
+
+// TestInitStateCollectionPath: the state collection goes through the one
+// conflict rule: partitioned by another path it is a *store.KeyPathError;
+// by KeyPath spelt another way it is used.
+func TestInitStateCollectionPath(t *testing.T) {
+	ctx := context.Background()
+	coll := db + "/colls/" + shardstate.CollectionID
+	st := memstore.New(nil)
+	defer st.Close()
+	require.NoError(t, st.CreateCollection(ctx, coll, &store.CollectionSpec{PartitionKeyPath: "/id"}))
+	_, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
+	var kpe *store.KeyPathError
+	require.ErrorAs(t, err, &kpe)
+	assert.Equal(t, store.KeyPathError{Collection: coll, Want: shardstate.KeyPath, Found: "/id"}, *kpe)
+
+	st2 := memstore.New(nil)
+	defer st2.Close()
+	require.NoError(t, st2.CreateCollection(ctx, coll, &store.CollectionSpec{PartitionKeyPath: `/"kind"`}))
+	_, err = shardstate.Init(ctx, st2, db, ring(t, 2), nil)
+	require.NoError(t, err)
+}
