@@ -58,16 +58,13 @@ the current resolver with nothing lost. Progress goes to stderr, a summary to st
 			if err != nil {
 				return err
 			}
-			cur, err := shardstate.LoadOrInit(ctx, st, db.Link, db.Resolver, nil)
+			// The file's resolver seeds the state the first time.
+			cur, err := docshard.RouteDatabase(ctx, nil, st, *db, docshard.StateFollow, nil)
 			if err != nil {
 				return err
 			}
 			if dryRun {
-				r, err := cur.Decode()
-				if err != nil {
-					return err
-				}
-				report, err := comparePlacement(r, next, randomKeys(100000, 1))
+				report, err := comparePlacement(cur.Resolver, next, randomKeys(100000, 1))
 				if err != nil {
 					return err
 				}
