@@ -368,14 +368,15 @@ func (c *Client) EnsureCollections(ctx context.Context, dbLink string, spec *sto
 }
 
 // WantedCollections returns what EnsureCollections makes exist for
-// resolver r of database dbLink and template spec (nil: defaults): a
-// resolver.Provisioner's Provision, its template completed by spec's path;
-// else every collection r.ResolveForRead(nil) names, from spec,
-// partitioned by r's partition-key path (the first path of a composite
-// key; a resolver that is no resolver.KeyDefiner, or has an empty one,
-// needs the path in spec). A spec partitioned by another path than r's is
-// a *store.KeyPathError naming the template. The transition manager uses
-// it for the next resolver's collections. Cost: ResolveForRead(nil) or
+// resolver r of database dbLink and template spec (nil: defaults): for a
+// resolver.Provisioner, its Provision (its collections, its template and
+// key path; spec's TTL and indexing policy are not used); else every
+// collection r.ResolveForRead(nil) names, from spec, partitioned by r's
+// partition-key path (the first path of a composite key; a resolver that
+// is no resolver.KeyDefiner, or has an empty one, needs the path in spec).
+// A spec partitioned by another path than r's is a *store.KeyPathError
+// with no collection (the template's). The transition manager uses it for
+// the next resolver's collections. Cost: ResolveForRead(nil) or
 // Provision, and a path parse.
 func WantedCollections(dbLink string, r resolver.Resolver, spec *store.CollectionSpec) (store.Wanted, error) {
 	var w store.Wanted
@@ -421,7 +422,7 @@ func WantedCollections(dbLink string, r resolver.Resolver, spec *store.Collectio
 			return w, fmt.Errorf("router: the template's partition-key path: %w", err)
 		}
 		if !same {
-			return w, fmt.Errorf("router: the template of %s: %w", dbLink, &store.KeyPathError{Collection: "(the template)", Want: path, Found: sp})
+			return w, fmt.Errorf("router: the template of %s: %w", dbLink, &store.KeyPathError{Want: path, Found: sp})
 		}
 	}
 	w.Spec.PartitionKeyPath = path

@@ -361,6 +361,10 @@ func TestEnsureCollections(t *testing.T) {
 
 	_, err = c.EnsureCollections(ctx, db, &store.CollectionSpec{PartitionKeyPath: "/tenant"})
 	assert.ErrorIs(t, err, router.ErrKeyPathMismatch, "a template partitioned by another path")
+	var tpe *store.KeyPathError
+	require.ErrorAs(t, err, &tpe)
+	assert.Equal(t, store.KeyPathError{Want: "/userId", Found: "/tenant"}, *tpe, "no collection: the template's")
+	assert.Contains(t, err.Error(), "the template's partition-key path /tenant is not the resolver's key /userId")
 	require.NoError(t, st.CreateCollection(ctx, "dbs/app/colls/u5", &store.CollectionSpec{PartitionKeyPath: "/id"}))
 	require.NoError(t, c.Register(db, ring(t, 6)))
 	_, err = c.EnsureCollections(ctx, db, nil)

@@ -15,16 +15,21 @@ import (
 var ErrKeyPathMismatch = errors.New("collection partitioned by another path than the one wanted")
 
 // KeyPathError: collection Collection exists partitioned by Found, not by
-// Want (either path as written; empty means "/id"). It wraps
-// ErrKeyPathMismatch.
+// Want (either path as written; empty means "/id"); an empty Collection
+// means a template that names Found where Want is the resolver's key. It
+// wraps ErrKeyPathMismatch.
 type KeyPathError struct {
-	Collection string // the collection link
+	Collection string // the collection link; empty: the template
 	Want       string // the partition-key path wanted
 	Found      string // the path it is partitioned by
 }
 
 // Error implements error, naming the collection, both paths and what to do.
 func (e *KeyPathError) Error() string {
+	if e.Collection == "" {
+		return fmt.Sprintf("the template's partition-key path %s is not the resolver's key %s: leave it out, or make it %s",
+			showPath(e.Found), showPath(e.Want), showPath(e.Want))
+	}
 	return fmt.Sprintf("collection %s exists partitioned by %s, not by %s: keyed reads would miss its documents; "+
 		"remove or rename it, or route by a partition key of %s", e.Collection, showPath(e.Found), showPath(e.Want), showPath(e.Found))
 }
