@@ -13,7 +13,7 @@ import (
 	memoryexecutor "github.com/pikami/cosmium/query_executors/memory_executor"
 )
 
-// The speed figures of the README come from these benchmarks:
+// The speed figures of docs/performance.md come from these benchmarks:
 //
 //	go test -run '^$' -bench 'Filter|OrderByTop' -benchmem ./query
 //

@@ -141,8 +141,8 @@ Ctrl-C; either way it prints how many documents were written before.`,
 
 // defaultLoadWorkers is load's default --workers: on the durable
 // embedded store, whose commits take every write waiting at the time,
-// loads ran several times faster with 128 writers than with 8 (see the
-// README's performance table).
+// loads ran several times faster with 128 writers than with 8 (see
+// docs/cli.md, "Why 128 load workers").
 const defaultLoadWorkers = 128
 
 // spilloverLoadWorkers is the default --workers for a spillover database,
