@@ -13,11 +13,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/emulator"
 	"github.com/docshard/docshard/internal/redact"
 	"github.com/docshard/docshard/store"
@@ -207,4 +209,27 @@ func Context(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// Backend opens the cosmos backend (package cosmos) on the emulator at
+// endpoint, with its key: the store a service reaches docshard serve
+// through. Its calls are HTTP requests to the server.
+func Backend(ctx context.Context, endpoint string) (store.Store, error) {
+	return cosmos.Open(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: endpoint, Key: Key}})
+}
+
+// EndpointEnv is the environment variable through which a test's child
+// process (internal/proctest) learns the endpoint of the parent's server:
+// the parent passes EndpointEnv+"="+srv.Endpoint to proctest.Start, and
+// the child calls ChildBackend.
+const EndpointEnv = "DOCSHARD_EMULATOR_ENDPOINT"
+
+// ChildBackend opens the cosmos backend on the server whose endpoint the
+// parent process passed in EndpointEnv.
+func ChildBackend(ctx context.Context) (store.Store, error) {
+	endpoint := os.Getenv(EndpointEnv)
+	if endpoint == "" {
+		return nil, fmt.Errorf("emulatortest: %s is not set: the parent passes it to proctest.Start", EndpointEnv)
+	}
+	return Backend(ctx, endpoint)
 }
