@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/resolver/resolvertest"
 )
 
 func TestKeys(t *testing.T) {
@@ -168,11 +169,7 @@ func TestConstructorErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(tc.links, &tc.opts)
-			require.Error(t, err)
-			assert.ErrorIs(t, err, resolver.ErrInvalid)
-			var ce *resolver.ConfigError
-			require.True(t, errors.As(err, &ce), "%T %v", err, err)
-			assert.Equal(t, tc.field, ce.Field, "%v", err)
+			resolvertest.ConfigError(t, err, tc.field, "")
 		})
 	}
 }

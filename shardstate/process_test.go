@@ -174,15 +174,13 @@ func TestRoutersInProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	srv := emulatortest.Start(t, nil)
 	ctx := emulatortest.Context(t)
-	st, err := emulatortest.Backend(ctx, srv.Endpoint)
-	require.NoError(t, err)
+	srv, st := emulatortest.StartBackend(ctx, t)
 	require.Implements(t, (*store.Fencer)(nil), st, "docshard serve fences")
 	for i := range 4 {
 		require.NoError(t, st.CreateCollection(ctx, fmt.Sprintf("dbs/app/colls/c%d", i), &store.CollectionSpec{PartitionKeyPath: "/userId"}))
 	}
-	_, err = shardstate.Init(ctx, st, db, ring(t, 2), nil)
+	_, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
 	require.NoError(t, err)
 
 	const poll, lease = 200 * time.Millisecond, 1500 * time.Millisecond
@@ -260,11 +258,9 @@ func TestPublishRaceAcrossProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	srv := emulatortest.Start(t, nil)
 	ctx := emulatortest.Context(t)
-	st, err := emulatortest.Backend(ctx, srv.Endpoint)
-	require.NoError(t, err)
-	_, err = shardstate.Init(ctx, st, db, ring(t, 2), nil)
+	srv, st := emulatortest.StartBackend(ctx, t)
+	_, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
 	require.NoError(t, err)
 	won := map[int64]string{}
 	var children []*child

@@ -148,12 +148,10 @@ func TestSpilloverProcesses(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("DOCSHARD_SPILL_DOCS")); err == nil {
 		docs = v
 	}
-	srv := emulatortest.Start(t, nil)
 	ctx := emulatortest.Context(t)
-	st, err := emulatortest.Backend(ctx, srv.Endpoint)
-	require.NoError(t, err)
+	srv, st := emulatortest.StartBackend(ctx, t)
 	require.Implements(t, (*store.Fencer)(nil), st)
-	_, err = shardstate.Init(ctx, st, db, seed(t, procLimit, procFill, ""), nil)
+	_, err := shardstate.Init(ctx, st, db, seed(t, procLimit, procFill, ""), nil)
 	require.NoError(t, err)
 	a := &acks{ok: map[string]bool{}, unknown: map[string]bool{}}
 	start := func(name string, n int, env ...string) *proctest.Proc {

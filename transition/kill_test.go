@@ -117,11 +117,9 @@ func TestReshardKilled(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("DOCSHARD_RESHARD_KILLS")); err == nil {
 		kills = v
 	}
-	srv := emulatortest.Start(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // 50,000 documents on a busy host take minutes
 	defer cancel()
-	st, err := emulatortest.Backend(ctx, srv.Endpoint)
-	require.NoError(t, err)
+	srv, st := emulatortest.StartBackend(ctx, t)
 	two := ring(t, 2)
 	c := router.New(st, nil)
 	f, err := c.Follow(ctx, db, &router.FollowOptions{Seed: two})

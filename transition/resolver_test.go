@@ -11,18 +11,11 @@ import (
 	_ "github.com/docshard/docshard/lookup"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/resolver/resolvertest"
+	"github.com/docshard/docshard/router/routertest"
 	"github.com/docshard/docshard/transition"
 )
 
-func ring(t testing.TB, n int) *hashring.Resolver {
-	links := make([]string, n)
-	for i := range links {
-		links[i] = fmt.Sprintf("dbs/app/colls/c%d", i)
-	}
-	r, err := hashring.New(links, &hashring.Options{PartitionKey: resolver.MustKeyDef("/userId")})
-	require.NoError(t, err)
-	return r
-}
+func ring(t testing.TB, n int) *hashring.Resolver { return routertest.Ring(t, n) }
 
 // movingKey returns a key that current and next place apart, and one they
 // place alike.
