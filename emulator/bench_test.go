@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -170,9 +169,7 @@ func benchContainer(b *testing.B, endpoint string, transport *http.Client) *azco
 // startServeProcess builds the docshard binary and runs docshard serve
 // over a fresh directory, in its own process.
 func startServeProcess(b *testing.B) benchServer {
-	bin := filepath.Join(b.TempDir(), "docshard")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/docshard/docshard/cmd/docshard").CombinedOutput()
-	require.NoError(b, err, "%s", out)
+	bin := proctest.Build(b, "github.com/docshard/docshard/cmd/docshard")
 	return startProcess(b, exec.Command(bin, "serve", "--dir", b.TempDir(), "--addr", "127.0.0.1:0"))
 }
 

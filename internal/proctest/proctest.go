@@ -31,6 +31,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -140,4 +142,33 @@ func Say(format string, args ...any) {
 	sayMu.Lock()
 	defer sayMu.Unlock()
 	_, _ = os.Stdout.Write(line)
+}
+
+var (
+	buildMu sync.Mutex
+	built   = map[string]string{} // package -> binary
+)
+
+// Build builds the main package pkg (an import path, as go build takes
+// it) once per test binary, into a temporary directory, and returns the
+// binary's path: for tests that run a command (docshard serve) as a
+// process of its own. The first call costs a go build; the test fails if
+// it fails.
+func Build(t testing.TB, pkg string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if bin, ok := built[pkg]; ok {
+		return bin
+	}
+	dir, err := os.MkdirTemp("", "proctest-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, path.Base(pkg))
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("proctest: go build %s: %v\n%s", pkg, err, out)
+	}
+	built[pkg] = bin
+	return bin
 }
