@@ -13,6 +13,7 @@ import (
 	"github.com/docshard/docshard/hashring"
 	"github.com/docshard/docshard/managed"
 	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/resolver/resolvertest"
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
@@ -34,9 +35,7 @@ func TestDecode(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := resolver.Unmarshal([]byte(tc.json))
-			var ce *resolver.ConfigError
-			require.ErrorAs(t, err, &ce)
-			assert.Equal(t, tc.field, ce.Field, err.Error())
+			resolvertest.ConfigError(t, err, tc.field, "")
 		})
 	}
 	text := `{"kind":"managed","partitionKey":"/userId","database":"dbs/app","collectionPrefix":"u","count":3,"virtualNodes":32,"hash":"xxhash","template":{"defaultTtl":3600}}`

@@ -14,8 +14,8 @@ import (
 
 	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/emulator/emulatortest"
-	"github.com/docshard/docshard/hashring"
 	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/router/routertest"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/memstore"
@@ -23,16 +23,7 @@ import (
 
 const db = "dbs/app"
 
-func ring(t testing.TB, n int) resolver.Resolver {
-	t.Helper()
-	links := make([]string, n)
-	for i := range links {
-		links[i] = fmt.Sprintf("dbs/app/colls/c%d", i)
-	}
-	r, err := hashring.New(links, &hashring.Options{PartitionKey: resolver.MustKeyDef("/userId")})
-	require.NoError(t, err)
-	return r
-}
+func ring(t testing.TB, n int) resolver.Resolver { return routertest.Ring(t, n) }
 
 // stores runs a test on every backend the state lives on: the embedded
 // store in process, and the cosmos backend on docshard serve (the emulator
