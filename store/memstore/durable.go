@@ -405,7 +405,7 @@ func decodeRecords(b *bolt.Bucket, file, link string) (ents []*entry, old []bool
 		return nil, nil, err
 	}
 	ents, old = make([]*entry, len(recs)), make([]bool, len(recs))
-	err = inParallel(len(recs), 1024, func(lo, hi int) (err error) {
+	err = guardedParallel(file, len(recs), 1024, func(lo, hi int) (err error) {
 		for i := lo; i < hi; i++ {
 			if ents[i], old[i], err = readRecord(file, link, recs[i].k, recs[i].v); err != nil {
 				return err
@@ -457,6 +457,17 @@ func inParallel(n, per int, fn func(lo, hi int) error) error {
 		}
 	}
 	return nil
+}
+
+// guardedParallel is inParallel over bytes of the mapped file: each part
+// runs under guard on its own goroutine, since a memory fault is turned
+// into a panic only on the goroutine that asked for it
+// (debug.SetPanicOnFault), and a panic on a worker would end the process
+// instead of reaching the caller's guard.
+func guardedParallel(file string, n, per int, fn func(lo, hi int) error) error {
+	return inParallel(n, per, func(lo, hi int) error {
+		return guard(file, func() error { return fn(lo, hi) })
+	})
 }
 
 // mark returns the collection's mark: the highest LSN of a record deleted
