@@ -251,34 +251,30 @@ func (s *suite) batchIsolation(t *testing.T, st store.Store) {
 	seen := make([]int, 2)
 	for r := range 2 {
 		readers.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			untilClosed(stop, func(int) bool {
 				var a, b2 any
 				if r == 0 {
 					res, err := b.ExecuteBatch(ctx, l, "p", []store.BatchOp{bRead("a"), bRead("b")}, nil)
 					if err != nil {
 						t.Errorf("batch read: %v", err)
-						return
+						return false
 					}
 					a, b2 = object(t, res[0].Document.Body)["n"], object(t, res[1].Document.Body)["n"]
 				} else {
 					page, err := st.Query(ctx, l, store.Query{Text: `SELECT VALUE c.n FROM c WHERE c.id IN ("a", "b")`}, &store.QueryOptions{PartitionKey: "p"})
 					if err != nil || len(page.Items) != 2 {
 						t.Errorf("query: %v (%d items)", err, len(page.Items))
-						return
+						return false
 					}
 					a, b2 = string(page.Items[0]), string(page.Items[1])
 				}
 				if a != b2 {
 					t.Errorf("reader %d saw part of a batch: %v and %v", r, a, b2)
-					return
+					return false
 				}
 				seen[r]++
-			}
+				return true
+			})
 		})
 	}
 	for w := range writers {

@@ -617,17 +617,13 @@ func (s *suite) atomicUpsert(t *testing.T, st store.Store) {
 	var readers sync.WaitGroup
 	for r := 0; r < 2; r++ {
 		readers.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			untilClosed(stop, func(int) bool {
 				if _, err := st.Read(ctx, l, "shared", pk("s")); err != nil {
 					t.Errorf("read shared: %v", err)
-					return
+					return false
 				}
-			}
+				return true
+			})
 		})
 	}
 	var wg sync.WaitGroup

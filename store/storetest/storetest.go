@@ -384,3 +384,19 @@ func seed(t *testing.T, st store.Store, l string, n int) {
 		require.NoError(t, err)
 	}
 }
+
+// untilClosed calls body with 0, 1, 2, ... until stop is closed or body
+// returns false: the loop of a reader or writer that runs beside a test's
+// main work.
+func untilClosed(stop <-chan struct{}, body func(i int) bool) {
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if !body(i) {
+			return
+		}
+	}
+}
