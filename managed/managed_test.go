@@ -3,6 +3,7 @@ package managed_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,9 @@ func TestDecode(t *testing.T) {
 		{"count 0", `{"kind":"managed","partitionKey":"/u","database":"dbs/app","collectionPrefix":"u","count":0}`, "count"},
 		{"no count", `{"kind":"managed","partitionKey":"/u","database":"dbs/app","collectionPrefix":"u"}`, "count"},
 		{"no prefix", `{"kind":"managed","partitionKey":"/u","database":"dbs/app","count":2}`, "collectionPrefix"},
+		{"prefix with slash", `{"kind":"managed","partitionKey":"/u","database":"dbs/app","collectionPrefix":"u/v","count":2}`, "collectionPrefix"},
+		{"prefix of docshard's own", `{"kind":"managed","partitionKey":"/u","database":"dbs/app","collectionPrefix":"_u","count":2}`, "collectionPrefix"},
+		{"prefix too long", `{"kind":"managed","partitionKey":"/u","database":"dbs/app","collectionPrefix":"` + strings.Repeat("u", 201) + `","count":2}`, "collectionPrefix"},
 		{"bad database", `{"kind":"managed","partitionKey":"/u","database":"app","collectionPrefix":"u","count":2}`, "database"},
 		{"template path", `{"kind":"managed","partitionKey":"/u","database":"dbs/app","collectionPrefix":"u","count":2,"template":{"partitionKeyPath":"/v"}}`, "template.partitionKeyPath"},
 		{"unknown field", `{"kind":"managed","partitionKey":"/u","database":"dbs/app","collectionPrefix":"u","count":2,"links":[]}`, "links"},

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/docshard/docshard/hashring"
+	"github.com/docshard/docshard/internal/provision"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/store"
@@ -70,28 +70,18 @@ func New(dbLink, prefix string, count int, opts *Options) (*Resolver, error) {
 	if err != nil {
 		return nil, resolver.Invalid("database", dbLink, "want a database link dbs/{db}")
 	}
-	switch {
-	case prefix == "":
-		return nil, resolver.Invalid("collectionPrefix", nil, "missing: the collections are named by it")
-	case strings.ContainsAny(prefix, `/\?#`):
-		return nil, resolver.Invalid("collectionPrefix", prefix, `must not contain / \ ? or #`)
-	case strings.HasPrefix(prefix, "_"):
-		return nil, resolver.Invalid("collectionPrefix", prefix, "must not start with _ (docshard's own collections do)")
-	case count < 1 || count > MaxCount:
+	if err := provision.CheckPrefix(prefix, "the collections are named by it"); err != nil {
+		return nil, err
+	}
+	if count < 1 || count > MaxCount {
 		return nil, resolver.Invalid("count", count, fmt.Sprintf("want 1 to %d collections", MaxCount))
 	}
 	r := &Resolver{db: "dbs/" + dbID, prefix: prefix, count: count, hash: o.Hash}
 	for i := range count {
 		r.links = append(r.links, r.db+"/colls/"+prefix+strconv.Itoa(i))
 	}
-	if o.Template != nil {
-		r.template = *o.Template
-		if p := r.template.PartitionKeyPath; p != "" && (o.PartitionKey.IsZero() || p != o.PartitionKey.Paths()[0]) {
-			return nil, resolver.Invalid("template.partitionKeyPath", p, "must be the partition key's first path (or left out)")
-		}
-	}
-	if !o.PartitionKey.IsZero() {
-		r.template.PartitionKeyPath = o.PartitionKey.Paths()[0]
+	if r.template, err = provision.Template(o.Template, o.PartitionKey); err != nil {
+		return nil, err
 	}
 	ring, err := hashring.New(r.links, &hashring.Options{PartitionKey: o.PartitionKey, VirtualNodes: o.VirtualNodes, Hash: o.Hash})
 	if err != nil {
@@ -124,10 +114,7 @@ func (r *Resolver) Template() store.CollectionSpec { return r.template }
 // from the template when missing, partitioned by the partition key's first
 // path (empty: "/id").
 func (r *Resolver) Provision() resolver.Provision {
-	t := r.template
-	t.PartitionKeyPath = ""
-	text, _ := json.Marshal(t) // a CollectionSpec always encodes
-	return resolver.Provision{Create: r.Collections(), KeyPath: r.template.PartitionKeyPath, Template: text}
+	return provision.Provision(r.template, r.Collections(), nil, "")
 }
 
 // WithCount returns the same resolver over n collections. Placing keys
@@ -155,12 +142,8 @@ type spec struct {
 // "collectionPrefix":"u","count":3}, with "virtualNodes", "hash" and
 // "template" when set.
 func (r *Resolver) MarshalJSON() ([]byte, error) {
-	s := spec{Kind: Kind, PartitionKey: r.KeyDef(), Database: r.db, CollectionPrefix: r.prefix, Count: r.count, VirtualNodes: r.vnodes, Hash: r.hash}
-	if t := r.template; t.DefaultTTL != nil || len(t.Indexing) > 0 {
-		t.PartitionKeyPath = ""
-		s.Template = &t
-	}
-	return json.Marshal(s)
+	return json.Marshal(spec{Kind: Kind, PartitionKey: r.KeyDef(), Database: r.db, CollectionPrefix: r.prefix, Count: r.count,
+		VirtualNodes: r.vnodes, Hash: r.hash, Template: provision.JSON(r.template)})
 }
 
 func decode(data []byte) (resolver.Resolver, error) {

@@ -145,3 +145,45 @@ func (*Call) exprNode()      {}
 func (*ArrayLit) exprNode()  {}
 func (*ObjectLit) exprNode() {}
 func (*Subquery) exprNode()  {}
+
+// operands returns pointers to e's operand expressions, in source order
+// (a nil operand, such as Like's missing Escape, included): the one list
+// of an expression's children that walk, mapExpr and checkDepth share. A
+// leaf and a Subquery (whose query the callers treat apart) have none.
+// Cost: one small slice per call.
+func operands(e Expr) []*Expr {
+	switch n := e.(type) {
+	case *Member:
+		return []*Expr{&n.X}
+	case *Index:
+		return []*Expr{&n.X, &n.Index}
+	case *Unary:
+		return []*Expr{&n.X}
+	case *Binary:
+		return []*Expr{&n.L, &n.R}
+	case *Between:
+		return []*Expr{&n.X, &n.Low, &n.High}
+	case *In:
+		return append([]*Expr{&n.X}, elems(n.List)...)
+	case *Like:
+		return []*Expr{&n.X, &n.Pattern, &n.Escape}
+	case *Ternary:
+		return []*Expr{&n.Cond, &n.Then, &n.Else}
+	case *Call:
+		return elems(n.Args)
+	case *ArrayLit:
+		return elems(n.Elems)
+	case *ObjectLit:
+		return elems(n.Vals)
+	}
+	return nil
+}
+
+// elems returns pointers to the elements of xs.
+func elems(xs []Expr) []*Expr {
+	ps := make([]*Expr, len(xs))
+	for i := range xs {
+		ps[i] = &xs[i]
+	}
+	return ps
+}

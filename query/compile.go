@@ -509,51 +509,14 @@ func aggregated(q *Query) bool {
 	return false
 }
 
-// walk visits e and its children (depth first) while visit returns true.
+// walk visits e and its children (depth first) while visit returns true;
+// it does not enter subqueries.
 func walk(e Expr, visit func(Expr) bool) {
 	if e == nil || !visit(e) {
 		return
 	}
-	switch n := e.(type) {
-	case *Member:
-		walk(n.X, visit)
-	case *Index:
-		walk(n.X, visit)
-		walk(n.Index, visit)
-	case *Unary:
-		walk(n.X, visit)
-	case *Binary:
-		walk(n.L, visit)
-		walk(n.R, visit)
-	case *Between:
-		walk(n.X, visit)
-		walk(n.Low, visit)
-		walk(n.High, visit)
-	case *In:
-		walk(n.X, visit)
-		for _, x := range n.List {
-			walk(x, visit)
-		}
-	case *Like:
-		walk(n.X, visit)
-		walk(n.Pattern, visit)
-		walk(n.Escape, visit)
-	case *Ternary:
-		walk(n.Cond, visit)
-		walk(n.Then, visit)
-		walk(n.Else, visit)
-	case *Call:
-		for _, x := range n.Args {
-			walk(x, visit)
-		}
-	case *ArrayLit:
-		for _, x := range n.Elems {
-			walk(x, visit)
-		}
-	case *ObjectLit:
-		for _, x := range n.Vals {
-			walk(x, visit)
-		}
+	for _, x := range operands(e) {
+		walk(*x, visit)
 	}
 }
 

@@ -492,40 +492,10 @@ func mapExpr(e Expr, f func(Expr) Expr) Expr {
 	if e == nil {
 		return nil
 	}
-	m := func(x Expr) Expr { return mapExpr(x, f) }
-	switch n := e.(type) {
-	case *Member:
-		n.X = m(n.X)
-	case *Index:
-		n.X, n.Index = m(n.X), m(n.Index)
-	case *Unary:
-		n.X = m(n.X)
-	case *Binary:
-		n.L, n.R = m(n.L), m(n.R)
-	case *Between:
-		n.X, n.Low, n.High = m(n.X), m(n.Low), m(n.High)
-	case *In:
-		n.X = m(n.X)
-		for i := range n.List {
-			n.List[i] = m(n.List[i])
-		}
-	case *Like:
-		n.X, n.Pattern, n.Escape = m(n.X), m(n.Pattern), m(n.Escape)
-	case *Ternary:
-		n.Cond, n.Then, n.Else = m(n.Cond), m(n.Then), m(n.Else)
-	case *Call:
-		for i := range n.Args {
-			n.Args[i] = m(n.Args[i])
-		}
-	case *ArrayLit:
-		for i := range n.Elems {
-			n.Elems[i] = m(n.Elems[i])
-		}
-	case *ObjectLit:
-		for i := range n.Vals {
-			n.Vals[i] = m(n.Vals[i])
-		}
-	case *Subquery:
+	for _, x := range operands(e) {
+		*x = mapExpr(*x, f)
+	}
+	if n, ok := e.(*Subquery); ok {
 		mapQuery(n.Q, f)
 	}
 	return f(e)

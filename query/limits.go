@@ -100,31 +100,12 @@ func checkDepth(q *Query) error {
 			for _, o := range n.OrderBy {
 				push(d, o.X)
 			}
-		case *Member:
-			push(d, n.X)
-		case *Index:
-			push(d, n.X, n.Index)
-		case *Unary:
-			push(d, n.X)
-		case *Binary:
-			push(d, n.L, n.R)
-		case *Between:
-			push(d, n.X, n.Low, n.High)
-		case *In:
-			push(d, n.X)
-			push(d, n.List...)
-		case *Like:
-			push(d, n.X, n.Pattern, n.Escape)
-		case *Ternary:
-			push(d, n.Cond, n.Then, n.Else)
-		case *Call:
-			push(d, n.Args...)
-		case *ArrayLit:
-			push(d, n.Elems...)
-		case *ObjectLit:
-			push(d, n.Vals...)
 		case *Subquery:
 			stack = append(stack, item{n.Q, d})
+		case Expr:
+			for _, x := range operands(n) {
+				push(d, *x)
+			}
 		}
 	}
 	return nil

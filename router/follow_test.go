@@ -295,7 +295,7 @@ func TestWaitForFollowers(t *testing.T) {
 		fs = append(fs, follow(t, router.New(st, nil), &router.FollowOptions{Seed: ring(t, 2), PollInterval: 20 * time.Millisecond}))
 	}
 	next := publish(t, st, 3, true)
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	require.NoError(t, shardstate.WaitForRouters(wctx, st, db, next.Version, &shardstate.WaitOptions{Poll: 10 * time.Millisecond}))
 	for _, f := range fs {
@@ -454,7 +454,7 @@ func TestSameResolverNewVersion(t *testing.T) {
 	after, err := c.Resolver(db)
 	require.NoError(t, err)
 	assert.Same(t, before, after, "the registration goes on")
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	require.NoError(t, shardstate.WaitForRouters(wctx, st, db, again.Version, &shardstate.WaitOptions{Poll: 10 * time.Millisecond}),
 		"the lease acknowledges the new version")

@@ -107,7 +107,10 @@ func checkFilledUnknown(t testing.TB, st store.Store, ids, unknown map[string]bo
 }
 
 // TestCoordinatorFills: four writers through one router; a coordinator
-// checking every 10 ms opens collection after collection.
+// checking every 5 ms opens collection after collection. Each writer also
+// checks after each of its writes, so how far a collection overfills
+// depends on the writers' count (at most one write in flight each), never
+// on how soon the scheduler runs the coordinator's timer.
 func TestCoordinatorFills(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(nil)
@@ -141,11 +144,17 @@ func TestCoordinatorFills(t *testing.T) {
 				idMu.Lock()
 				ids[id] = true
 				idMu.Unlock()
-				time.Sleep(time.Millisecond)
+				_, err = coord.Check(ctx)
+				if !assert.NoError(t, err) {
+					return
+				}
 			}
 		})
 	}
 	wg.Wait()
+	// Close waits for a background check that may be opening a
+	// collection still: after it, the state and the collections agree.
+	require.NoError(t, coord.Close())
 	counts := checkFilled(t, st, ids, 100)
 	mu.Lock()
 	t.Logf("600 documents in %v (limit 100, fill ratio 0.5); opened %v", counts, opened)
@@ -265,7 +274,10 @@ func TestObserveChecksSoon(t *testing.T) {
 		OnOpen: func(l string, _ int64) { opened <- l }})
 	require.NoError(t, err)
 	defer coord.Close()
-	c := router.New(st, &router.Options{Retry: router.RetryPolicy{MaxAttempts: 2}, Hooks: router.Hooks{Call: coord.Observe}})
+	// One attempt per call: the throttled create below asks for one
+	// check, which the background loop takes before it opens log1, so no
+	// second request is left pending once log1 is open.
+	c := router.New(st, &router.Options{Retry: router.RetryPolicy{MaxAttempts: 1}, Hooks: router.Hooks{Call: coord.Observe}})
 	f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: 10 * time.Millisecond, LeaseDuration: 5 * time.Second})
 	require.NoError(t, err)
 	defer f.Close()
@@ -295,9 +307,6 @@ func TestObserveChecksSoon(t *testing.T) {
 	st.on = false
 	st.mu.Unlock()
 	require.Eventually(t, func() bool { return f.Version() > 1 }, 5*time.Second, 10*time.Millisecond)
-	// The throttled create was tried twice, so a second kick may still be
-	// pending: let its check run while log1 is empty, before filling it.
-	time.Sleep(200 * time.Millisecond)
 	for i := range 10 {
 		_, err := c.Create(ctx, db, map[string]any{"id": fmt.Sprint("again-", i)}, nil)
 		require.NoError(t, err)

@@ -183,7 +183,15 @@ func TestSpilloverProcesses(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 4 {
 		p := start(fmt.Sprintf("w%d", i), docs)
-		wg.Go(func() { assert.Equal(t, "done", a.collect(t, p, "done")) })
+		wg.Go(func() {
+			assert.Equal(t, "done", a.collect(t, p, "done"))
+			// "done" comes before the writer's coordinator closes: a
+			// check of it may be opening a collection still. Closing
+			// waits for that check, so once the process has exited,
+			// every opening it began is finished.
+			a.collect(t, p, "\x00")
+			assert.NoError(t, p.Cmd.Wait(), "writer %d exits cleanly", i)
+		})
 	}
 	wg.Wait()
 	took := time.Since(began)

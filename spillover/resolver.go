@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docshard/docshard/internal/provision"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/rangeresolver"
 	"github.com/docshard/docshard/resolver"
@@ -128,7 +129,7 @@ func New(collections []string, opts *Options) (*Resolver, error) {
 	if err := resolver.CheckDistinctLinks("collections", collections); err != nil {
 		return nil, err
 	}
-	if err := checkPrefix(o.CollectionPrefix); err != nil {
+	if err := provision.CheckPrefix(o.CollectionPrefix, "new collections are named by it"); err != nil {
 		return nil, err
 	}
 	switch {
@@ -170,35 +171,14 @@ func New(collections []string, opts *Options) (*Resolver, error) {
 	for i, l := range collections {
 		r.read[len(collections)-1-i] = l
 	}
-	if o.Template != nil {
-		r.template = *o.Template
-		if p := r.template.PartitionKeyPath; p != "" && (o.PartitionKey.IsZero() || p != o.PartitionKey.Paths()[0]) {
-			return nil, resolver.Invalid("template.partitionKeyPath", p, "must be the partition key's first path (or left out)")
-		}
-	}
-	if !o.PartitionKey.IsZero() {
-		r.template.PartitionKeyPath = o.PartitionKey.Paths()[0]
+	var err error
+	if r.template, err = provision.Template(o.Template, o.PartitionKey); err != nil {
+		return nil, err
 	}
 	if err := r.setRanges(o); err != nil {
 		return nil, err
 	}
 	return r, nil
-}
-
-// checkPrefix refuses a prefix that cannot start a collection id, or that
-// names docshard's own collection.
-func checkPrefix(p string) error {
-	switch {
-	case p == "":
-		return resolver.Invalid("collectionPrefix", nil, "missing: new collections are named by it")
-	case strings.ContainsAny(p, `/\?#`):
-		return resolver.Invalid("collectionPrefix", p, `must not contain / \ ? or #`)
-	case strings.HasPrefix(p, "_"):
-		return resolver.Invalid("collectionPrefix", p, "must not start with _ (docshard's own collections do)")
-	case len(p) > 200:
-		return resolver.Invalid("collectionPrefix", p, "longer than 200 bytes")
-	}
-	return nil
 }
 
 // sequence returns the sequence number of collection id under prefix:
@@ -386,10 +366,7 @@ func (r *Resolver) wanted() store.Wanted {
 // are never created again (a missing one is reported: it held documents).
 func (r *Resolver) Provision() resolver.Provision {
 	w := r.wanted()
-	t := w.Spec
-	t.PartitionKeyPath = ""
-	text, _ := json.Marshal(t) // a CollectionSpec always encodes
-	return resolver.Provision{Create: w.Create, Keep: w.Keep, KeepReason: w.KeepReason, KeyPath: w.Spec.PartitionKeyPath, Template: text}
+	return provision.Provision(w.Spec, w.Create, w.Keep, w.KeepReason)
 }
 
 // Limit returns the collection limit: documents and bytes (0 where unset).
@@ -528,11 +505,7 @@ type spec struct {
 // "maxBytes", "template", "rangeKey", "rangeType" and "ranges" when set.
 func (r *Resolver) MarshalJSON() ([]byte, error) {
 	s := spec{Kind: Kind, PartitionKey: r.key, Collections: r.colls, CollectionPrefix: r.prefix, MaxDocuments: r.maxDocs,
-		MaxBytes: r.maxBytes, FillRatio: r.fill, RangeKey: r.rangeKey, RangeType: r.rangeType, Ranges: r.rangeList}
-	if t := r.template; t.DefaultTTL != nil || len(t.Indexing) > 0 {
-		t.PartitionKeyPath = ""
-		s.Template = &t
-	}
+		MaxBytes: r.maxBytes, FillRatio: r.fill, Template: provision.JSON(r.template), RangeKey: r.rangeKey, RangeType: r.rangeType, Ranges: r.rangeList}
 	return json.Marshal(s)
 }
 

@@ -182,12 +182,7 @@ func reshard(ctx context.Context, st store.Store, dbLink string, next resolver.R
 	if err != nil {
 		return nil, err
 	}
-	cur, err := shardstate.Load(ctx, st, m.db)
-	if err != nil {
-		return nil, err
-	}
-	m.state = cur
-	rec, err := recordOf(cur)
+	cur, rec, err := m.load(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -257,15 +252,10 @@ func (m *manager) awaitOwner(ctx context.Context) (*record, error) {
 			return nil, ctx.Err()
 		case <-t.C:
 		}
-		cur, err := shardstate.Load(ctx, m.st, m.db)
+		cur, rec, err := m.load(ctx)
 		if err != nil {
 			return nil, err
 		}
-		rec, err := recordOf(cur)
-		if err != nil {
-			return nil, err
-		}
-		m.state = cur
 		switch {
 		case rec == nil:
 			return nil, nil // finished by its owner
@@ -322,6 +312,19 @@ func (m *manager) release() {
 	if r, err := m.state.Decode(); err == nil {
 		_ = m.publishLocked(ctx, r, false)
 	}
+}
+
+// load reads the database's state, keeps it as m.state, and returns it
+// with the reshard it records (nil when none is under way). Cost: a state
+// read.
+func (m *manager) load(ctx context.Context) (*shardstate.State, *record, error) {
+	cur, err := shardstate.Load(ctx, m.st, m.db)
+	if err != nil {
+		return nil, nil, err
+	}
+	m.state = cur
+	rec, err := recordOf(cur)
+	return cur, rec, err
 }
 
 func newManager(st store.Store, dbLink string, opts *ReshardOptions) (*manager, error) {
@@ -1210,12 +1213,7 @@ func Abort(ctx context.Context, st store.Store, dbLink string, opts *ReshardOpti
 	if err != nil {
 		return nil, err
 	}
-	cur, err := shardstate.Load(ctx, st, m.db)
-	if err != nil {
-		return nil, err
-	}
-	m.state = cur
-	rec, err := recordOf(cur)
+	_, rec, err := m.load(ctx)
 	if err != nil || rec == nil {
 		return &m.prog, err
 	}

@@ -505,11 +505,13 @@ func TestReshardOwner(t *testing.T) {
 
 	// A live run held at "copied": its heartbeat goes on.
 	block := make(chan struct{})
+	held := make(chan struct{})
 	dead := make(chan error, 1)
 	go func() {
 		_, err := transition.Reshard(ctx, st, db, ring(t, 2), &transition.ReshardOptions{OwnerTTL: time.Second,
 			Step: func(s string) error {
 				if s == "copied" {
+					close(held)
 					<-block
 				}
 				return nil
@@ -518,7 +520,7 @@ func TestReshardOwner(t *testing.T) {
 	}()
 	// A second run sees the heartbeat and waits, well past the TTL; once
 	// the first is let go it finishes, and the second returns.
-	time.Sleep(200 * time.Millisecond)
+	<-held
 	start := time.Now()
 	second := make(chan error, 1)
 	go func() {

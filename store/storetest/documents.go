@@ -722,32 +722,3 @@ func (s *suite) ttl(t *testing.T, st store.Store) {
 	s.opts.Advance(time.Hour)
 	mustRead(t, st, off, "a", "x")
 }
-
-// readWhileWriting runs readers goroutines calling read(r) over and over,
-// each until it returns false, while writers goroutines run write(w) once
-// each; when every write has returned, the readers stop, and it returns
-// once they have.
-func readWhileWriting(readers, writers int, read func(r int) bool, write func(w int)) {
-	stop := make(chan struct{})
-	var rg, wg sync.WaitGroup
-	for r := range readers {
-		rg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if !read(r) {
-					return
-				}
-			}
-		})
-	}
-	for w := range writers {
-		wg.Go(func() { write(w) })
-	}
-	wg.Wait()
-	close(stop)
-	rg.Wait()
-}

@@ -272,29 +272,25 @@ func (s *suite) readFeedStable(t *testing.T, st store.Store) {
 	var writerErr error
 	go func() {
 		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		untilClosed(stop, func(i int) bool {
 			id := fmt.Sprintf("w%04d", i)
 			if _, err := st.Create(ctx, l, doc(t, map[string]any{"id": id, "pk": "w"}), nil); err != nil {
 				writerErr = fmt.Errorf("concurrent create: %w", err)
-				return
+				return false
 			}
 			if i%2 == 0 {
 				if err := st.Delete(ctx, l, id, wpk("w")); err != nil {
 					writerErr = fmt.Errorf("concurrent delete: %w", err)
-					return
+					return false
 				}
 			}
 			k := i % n
 			if _, err := st.Upsert(ctx, l, doc(t, map[string]any{"id": fmt.Sprintf("d%03d", k), "pk": fmt.Sprintf("p%d", k%3), "n": float64(k), "touched": float64(i)}), nil); err != nil {
 				writerErr = fmt.Errorf("concurrent upsert: %w", err)
-				return
+				return false
 			}
-		}
+			return true
+		})
 	}()
 	stopWriter := func() {
 		select {

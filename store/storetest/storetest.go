@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -383,4 +384,38 @@ func seed(t *testing.T, st store.Store, l string, n int) {
 		_, err := st.Create(ctx, l, doc(t, m), nil)
 		require.NoError(t, err)
 	}
+}
+
+// untilClosed calls body with 0, 1, 2, ... until stop is closed or body
+// returns false: the loop of a reader or writer that runs beside a test's
+// main work.
+func untilClosed(stop <-chan struct{}, body func(i int) bool) {
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if !body(i) {
+			return
+		}
+	}
+}
+
+// readWhileWriting runs readers goroutines calling read(r) over and over,
+// each until it returns false, while writers goroutines run write(w) once
+// each; when every write has returned, the readers stop, and it returns
+// once they have.
+func readWhileWriting(readers, writers int, read func(r int) bool, write func(w int)) {
+	stop := make(chan struct{})
+	var rg, wg sync.WaitGroup
+	for r := range readers {
+		rg.Go(func() { untilClosed(stop, func(int) bool { return read(r) }) })
+	}
+	for w := range writers {
+		wg.Go(func() { write(w) })
+	}
+	wg.Wait()
+	close(stop)
+	rg.Wait()
 }
