@@ -69,6 +69,11 @@ func TestTokens(t *testing.T) {
 
 	var tok localquery.Token
 	require.NoError(t, cursor.Decode(first.Continuation, &tok))
+	// A token as the embedded store wrote them before (every field, a
+	// cursor evicted since) resumes where it says.
+	old, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 5, Continuation: cursor.Encode(map[string]any{"v": 1, "h": tok.Hash, "c": 99, "o": 5})})
+	require.NoError(t, err)
+	assert.Equal(t, second.Items, old.Items)
 	past := tok
 	past.O = 1000
 	for name, bad := range map[string]struct {
