@@ -21,8 +21,8 @@ type Token struct {
 	V    int    `json:"v"`
 	Hash string `json:"h"`
 	ST   string `json:"s,omitempty"`
-	C    uint64 `json:"c,omitempty"`
-	O    int    `json:"o,omitempty"`
+	C    uint64 `json:"c"`
+	O    int    `json:"o"`
 }
 
 // Resume reads the continuation token of a query bound to hash ("" means
