@@ -20,10 +20,8 @@ import (
 // projection goes to the service whole, paged by the store's wrapped
 // tokens; an ORDER BY query has its WHERE pushed down and is evaluated here.
 func TestQueryAuto(t *testing.T) {
-	srv := cosmostest.Shared(t)
 	ctx := cosmostest.Context(t)
-	st, err := cosmos.New(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint, Key: cosmostest.Key}, HTTPClient: srv.HTTPClient()})
-	require.NoError(t, err)
+	st := cosmiumWith(t, cosmos.QueryAuto)
 	l := "dbs/auto/colls/c" + time.Now().Format("150405.000000")
 	require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
 	for i := 0; i < 20; i++ {

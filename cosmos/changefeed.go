@@ -120,7 +120,7 @@ func (s *Store) ReadChanges(ctx context.Context, l string, opts *store.ChangeFee
 		}
 		cfo.PartitionKey = &pk
 	}
-	tok := changeToken{V: 1, Hash: queryHash("changes", c.String(), keyText)}
+	tok := changeToken{V: 1, Hash: feedHash("changes", c.String(), keyText)}
 	switch {
 	case o.Continuation != "":
 		var got changeToken

@@ -26,12 +26,15 @@ func TestMain(m *testing.M) {
 // not faithful, so queries are evaluated here (QueryLocal).
 func cosmiumStore(t *testing.T) store.Store { return newCosmium(t) }
 
-func newCosmium(t testing.TB) store.Store {
+func newCosmium(t testing.TB) store.Store { return cosmiumWith(t, cosmos.QueryLocal) }
+
+// cosmiumWith connects to the shared cosmium with a query mode.
+func cosmiumWith(t testing.TB, mode cosmos.QueryMode) *cosmos.Store {
 	srv := cosmostest.Shared(t)
 	s, err := cosmos.New(cosmostest.Context(t), &cosmos.Options{
 		Account:    cosmos.Account{Endpoint: srv.Endpoint, Key: cosmostest.Key},
 		HTTPClient: srv.HTTPClient(),
-		QueryMode:  cosmos.QueryLocal,
+		QueryMode:  mode,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })

@@ -3,9 +3,7 @@ package cosmos
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"hash/fnv"
-	"slices"
 	"sort"
 	"strconv"
 
@@ -13,24 +11,23 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/docshard/docshard/internal/cursor"
+	"github.com/docshard/docshard/internal/localquery"
 	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
 
-// token is the store's continuation token. Service mode: ST is the
-// service's token of the page being read (empty for the first) and O the
-// items of that page already returned. Local mode: C is the cursor of the
-// computed results and O the results already returned.
-type token struct {
-	V    int    `json:"v"`
-	Hash string `json:"h"`
-	ST   string `json:"s,omitempty"`
-	O    int    `json:"o,omitempty"`
-	C    uint64 `json:"c,omitempty"`
-}
+// token is the store's continuation token (localquery.Token). Service
+// mode: ST is the service's token of the page being read (empty for the
+// first) and O the items of that page already returned. Local mode: C is
+// the cursor of the computed results and O the results already returned.
+type token = localquery.Token
 
-func queryHash(parts ...string) string {
+// feedHash binds a read-feed or change-feed token to its container (and
+// key): FNV-64a of the parts. Queries are bound by localquery.Hash; feed
+// tokens keep this hash because they outlive the process (a reshard's
+// checkpoint holds them), so changing it would refuse them.
+func feedHash(parts ...string) string {
 	h := fnv.New64a()
 	for _, p := range parts {
 		h.Write([]byte(p))
@@ -39,29 +36,10 @@ func queryHash(parts ...string) string {
 	return strconv.FormatUint(h.Sum64(), 36)
 }
 
-func paramsJSON(ps []store.Param) string {
-	sorted := append([]store.Param(nil), ps...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	b, _ := json.Marshal(sorted)
-	return string(b)
-}
-
-func (s *Store) decodeToken(op, l, raw, hash string) (token, error) {
-	t := token{V: 1, Hash: hash}
-	if raw == "" {
-		return t, nil
-	}
-	t = token{} // what the token holds, nothing filled in
-	if err := cursor.Decode(raw, &t); err != nil || t.V != 1 || t.O < 0 {
-		return t, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: "malformed continuation token"}
-	}
-	if t.Hash != hash {
-		return t, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: "the continuation token belongs to another query, parameters, partition key or collection"}
-	}
-	return t, nil
-}
-
 // Query runs a query; see the package documentation for where it runs.
+// It is parsed once, and compiled once: here when the service runs it
+// (to refuse what cannot run before a round trip), by the local evaluator
+// when it runs here (on a page whose results are not kept).
 func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.QueryOptions) (*store.Page, error) {
 	const op = "query"
 	cc, c, err := s.container(op, l)
@@ -71,13 +49,6 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	o := store.OptionsOf(opts)
 	parsed, err := query.Parse(q.Text)
 	if err != nil {
-		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
-	}
-	params := make(map[string]any, len(q.Parameters))
-	for _, p := range q.Parameters {
-		params[p.Name] = p.Value
-	}
-	if _, err := query.Compile(parsed, params); err != nil {
 		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 	}
 	keyText := ""
@@ -97,8 +68,7 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	if local {
 		mode = "local"
 	}
-	hash := queryHash(c.String(), q.Text, paramsJSON(q.Parameters), keyText, mode)
-	tok, err := s.decodeToken(op, l, o.Continuation, hash)
+	call, err := localquery.Begin(op, l, q, c.String()+"\x00"+mode, keyText, o.Continuation)
 	if err != nil {
 		return nil, err
 	}
@@ -107,13 +77,16 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 		size = s.opts.PageSize
 	}
 	if local {
-		return s.localQuery(ctx, cc, l, parsed, q, o.PartitionKey, size, tok)
+		return s.localQuery(ctx, cc, l, parsed, &call, o.PartitionKey, size)
+	}
+	if _, err := query.Compile(parsed, call.Params); err != nil {
+		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 	}
 	ctx, pk, err := scopeKey(ctx, op, l, o.PartitionKey)
 	if err != nil {
 		return nil, err
 	}
-	return s.servicePage(ctx, cc, op, l, q.Text, toParams(q.Parameters), pk, size, tok, false)
+	return s.servicePage(ctx, cc, op, l, q.Text, toParams(q.Parameters), pk, size, call.Token, false)
 }
 
 // scopeKey returns the partition key a query is scoped to (none: across
@@ -211,115 +184,46 @@ func (s *Store) servicePage(ctx context.Context, cc *azcosmos.ContainerClient, o
 	}
 }
 
-// localQuery evaluates a query here over the container's documents.
-func (s *Store) localQuery(ctx context.Context, cc *azcosmos.ContainerClient, l string, parsed *query.Query, q store.Query, key any, size int, tok token) (*store.Page, error) {
+// localQuery evaluates a query here over the container's documents (the
+// partition key's and, in QueryAuto, those a simple WHERE pushed down
+// selects), with the one local evaluator.
+func (s *Store) localQuery(ctx context.Context, cc *azcosmos.ContainerClient, l string, parsed *query.Query, call *localquery.Call, key any, size int) (*store.Page, error) {
 	const op = "query"
-	results, ok := s.cursors.Get(tok.C, tok.Hash)
-	if !ok {
-		var err error
-		if results, err = s.evaluate(ctx, cc, l, parsed, q, key); err != nil {
-			return nil, err
-		}
-	}
-	if tok.O > len(results) {
-		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: "the continuation token points past the results"}
-	}
-	end := len(results)
-	if size > 0 {
-		end = min(tok.O+size, len(results))
-	}
-	page := &store.Page{Items: results[tok.O:end:end]}
-	if end < len(results) {
-		next := token{V: 1, Hash: tok.Hash, C: tok.C, O: end}
-		if !ok || next.C == 0 {
-			next.C = s.cursors.Put(tok.Hash, results)
-		}
-		page.Continuation = cursor.Encode(next)
-	}
-	return page, nil
-}
-
-// evaluate reads the documents the query may need (the partition key and,
-// in QueryAuto, a simple WHERE pushed down) and runs the query on them.
-func (s *Store) evaluate(ctx context.Context, cc *azcosmos.ContainerClient, l string, parsed *query.Query, q store.Query, key any) ([]json.RawMessage, error) {
-	const op = "query"
-	params := make(map[string]any, len(q.Parameters))
-	for _, p := range q.Parameters {
-		params[p.Name] = p.Value
-	}
-	prog, err := query.Compile(parsed, params)
-	if err != nil {
-		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
-	}
-	scan, pushed := query.PushdownScan(parsed)
-	var scanParams []azcosmos.QueryParameter
-	if pushed && s.opts.QueryMode == QueryAuto {
-		scanParams = toParams(q.Parameters)
-	} else {
-		scan = "SELECT * FROM c"
-	}
 	ctx, pk, err := scopeKey(ctx, op, l, key)
 	if err != nil {
 		return nil, err
 	}
-	var keyText string
-	var path partitionkey.Path
-	if key != nil {
-		keyText, _ = partitionkey.IdentityText(key)
-		_, c, _ := s.container(op, l)
-		cs, err := s.spec(ctx, op, cc, c, l)
-		if err != nil {
-			return nil, err
-		}
-		path = cs.path
-	}
-	var docs []query.Doc
-	tok := token{V: 1}
-	for {
-		page, err := s.servicePage(ctx, cc, op, l, scan, scanParams, pk, -1, tok, false)
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range page.Items {
-			if key != nil {
-				// Scope here too: an emulator may ignore the partition key.
-				v, err := bodyKey(path, it)
-				if t, _ := partitionkey.IdentityText(v); err != nil || t != keyText {
-					continue
+	src := localquery.Source{
+		ScanAll: s.opts.QueryMode != QueryAuto,
+		Read: func(ctx context.Context, scan store.Query, cont string) (*store.Page, error) {
+			tok := token{V: localquery.TokenVersion}
+			if cont != "" {
+				if err := cursor.Decode(cont, &tok); err != nil {
+					return nil, err
 				}
 			}
-			d, err := query.NewDoc(it)
-			if err != nil {
-				return nil, &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, Message: "the service returned a malformed document", Err: err}
+			return s.servicePage(ctx, cc, op, l, scan.Text, toParams(scan.Parameters), pk, -1, tok, false)
+		},
+	}
+	if key != nil {
+		// Scope here too: an emulator may ignore the partition key.
+		keyText, _ := partitionkey.IdentityText(key)
+		var path *partitionkey.Path
+		src.Keep = func(raw json.RawMessage) (bool, error) {
+			if path == nil {
+				_, c, _ := s.container(op, l)
+				cs, err := s.spec(ctx, op, cc, c, l)
+				if err != nil {
+					return false, err
+				}
+				path = &cs.path
 			}
-			docs = append(docs, d)
-		}
-		if page.Continuation == "" {
-			break
-		}
-		if err := cursor.Decode(page.Continuation, &tok); err != nil {
-			return nil, err
+			v, err := bodyKey(*path, raw)
+			t, _ := partitionkey.IdentityText(v)
+			return err == nil && t == keyText, nil
 		}
 	}
-	// A fixed document order makes ties (ORDER BY, TOP without ORDER BY)
-	// come out the same on every run, which resumed pages rely on; the
-	// service does not promise an order across partitions (and cosmium
-	// changes it from one read to the next).
-	sort.SliceStable(docs, func(i, j int) bool {
-		ri, rj := gjson.GetBytes(docs[i].Raw(), "_rid").String(), gjson.GetBytes(docs[j].Raw(), "_rid").String()
-		if ri != rj {
-			return ri < rj
-		}
-		return gjson.GetBytes(docs[i].Raw(), "id").String() < gjson.GetBytes(docs[j].Raw(), "id").String()
-	})
-	out, err := prog.Execute(ctx, slices.Values(docs))
-	if err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, err
-		}
-		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
-	}
-	return out, nil
+	return call.Page(ctx, parsed, s.cursors, size, src)
 }
 
 // ReadFeed walks every document of the container, page by page, with the
@@ -331,8 +235,7 @@ func (s *Store) ReadFeed(ctx context.Context, l string, opts *store.FeedOptions)
 		return nil, err
 	}
 	o := store.OptionsOf(opts)
-	hash := queryHash("feed", c.String())
-	tok, err := s.decodeToken(op, l, o.Continuation, hash)
+	tok, err := localquery.Resume(op, l, o.Continuation, feedHash("feed", c.String()))
 	if err != nil {
 		return nil, err
 	}

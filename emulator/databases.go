@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/docshard/docshard/internal/localquery"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
@@ -125,7 +126,11 @@ func (c *call) resourceFeed(rid, key string, items [][]byte) *apiError {
 		if e != nil {
 			return e
 		}
-		prog, err := query.Prepare(q.Text, paramMap(q.Parameters))
+		params, err := localquery.Params(q.Parameters)
+		if err != nil {
+			return errorf(http.StatusBadRequest, "%v", err)
+		}
+		prog, err := query.Prepare(q.Text, params)
 		if err != nil {
 			return errorf(http.StatusBadRequest, "%v", err)
 		}
@@ -155,15 +160,6 @@ func (c *call) resourceFeed(rid, key string, items [][]byte) *apiError {
 	c.w.Header().Set("x-ms-item-count", strconv.Itoa(len(items)))
 	c.json(http.StatusOK, feedJSON(rid, key, items), 1)
 	return nil
-}
-
-// paramMap returns query parameters by name, as query.Prepare takes them.
-func paramMap(ps []store.Param) map[string]any {
-	m := make(map[string]any, len(ps))
-	for _, p := range ps {
-		m[p.Name] = p.Value
-	}
-	return m
 }
 
 // queryBody reads a query request: {"query": ..., "parameters": [...]}.

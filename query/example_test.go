@@ -165,7 +165,11 @@ func ExamplePlan_NewMerger() {
 			}
 		}
 	}
-	for _, v := range m.Results() { // then DISTINCT, OFFSET and LIMIT, as for any plan
+	rows, err := m.Results()
+	if err != nil {
+		panic(err)
+	}
+	for _, v := range rows { // then DISTINCT, OFFSET and LIMIT, as for any plan
 		b, err := plan.Encode(v)
 		if err != nil {
 			panic(err)

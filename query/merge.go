@@ -39,12 +39,7 @@ type Merger struct {
 	mem    budget // DefaultMemoryBudget for its groups
 	groups map[string]*mergedGroup
 	order  []*mergedGroup
-	err    error
 }
-
-// Err returns why Results stopped early, or nil: a string result over
-// MaxStringBytes (*StringTooLongError).
-func (m *Merger) Err() error { return m.err }
 
 type mergedGroup struct {
 	keys []any
@@ -154,12 +149,13 @@ func (m *Merger) Add(row any) error {
 }
 
 // Results returns the merged rows as the user sees them, before DISTINCT,
-// OFFSET and LIMIT. When computing a row fails (a string result over
-// MaxStringBytes), it returns the rows before it and Err reports why.
-func (m *Merger) Results() (out []any) {
+// OFFSET and LIMIT, or the error that stopped computing them (a string
+// result over MaxStringBytes: a *StringTooLongError), with no rows. It
+// costs one final evaluation per group, after sorting the groups.
+func (m *Merger) Results() (out []any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			m.err = evalError(r)
+			out, err = nil, evalError(r)
 		}
 	}()
 	groups := m.order
@@ -198,7 +194,7 @@ func (m *Merger) Results() (out []any) {
 			out = append(out, v)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // CompareRows orders two ORDER BY rows from different collections for a
@@ -215,7 +211,7 @@ func (p *Plan) CompareRows(aKeys []any, aColl int, bKeys []any, bColl int) int {
 }
 
 // Encode writes one merged result (a row of a Stream plan, the "p" payload
-// of an OrderBy row, or one of Merger.Results) as JSON the way a single
+// of an OrderBy row, or one of Merger.Results' rows) as JSON the way a single
 // collection would: the properties of objects the query builds in the
 // order the query names them, other objects with sorted keys. It costs one
 // pass over v.

@@ -128,8 +128,8 @@ func merge(p *Plan, n int, seq func(int) iter.Seq[any], pull func(int) (func() (
 					}
 				}
 			}
-			res := m.Results()
-			if err := m.Err(); err != nil {
+			res, err := m.Results()
+			if err != nil {
 				fail(err)
 				return
 			}

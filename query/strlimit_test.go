@@ -81,8 +81,9 @@ func TestStringLimitInMerger(t *testing.T) {
 	for _, r := range rows {
 		require.NoError(t, m.Add(r))
 	}
-	assert.Empty(t, m.Results())
-	require.ErrorIs(t, m.Err(), ErrStringTooLong)
+	res, err := m.Results()
+	assert.Empty(t, res)
+	require.ErrorIs(t, err, ErrStringTooLong)
 
 	_, err = referenceMergeAll(plan, [][]any{rows})
 	require.ErrorIs(t, err, ErrStringTooLong)

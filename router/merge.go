@@ -466,8 +466,8 @@ func (m *aggregateMerger) compute(ctx context.Context) error {
 			return err
 		}
 	}
-	res := mg.Results()
-	if err := mg.Err(); err != nil {
+	res, err := mg.Results()
+	if err != nil {
 		return fmt.Errorf("router: merging the aggregates: %w", err)
 	}
 	if m.plan.Distinct {

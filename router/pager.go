@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/docshard/docshard/internal/localquery"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
@@ -170,15 +171,9 @@ func (p *Pager) setup() error {
 	if err != nil {
 		return err
 	}
-	params := make(map[string]any, len(p.q.Parameters))
-	for _, prm := range p.q.Parameters {
-		if len(prm.Name) < 2 || prm.Name[0] != '@' {
-			return fmt.Errorf("router: parameter name %q must start with '@'", prm.Name)
-		}
-		if _, dup := params[prm.Name]; dup {
-			return fmt.Errorf("router: parameter %s given twice", prm.Name)
-		}
-		params[prm.Name] = prm.Value
+	params, err := localquery.Params(p.q.Parameters)
+	if err != nil {
+		return fmt.Errorf("router: %w", err)
 	}
 	parsed, err := query.Parse(p.q.Text)
 	if err != nil {

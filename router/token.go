@@ -3,7 +3,6 @@ package router
 import (
 	"bytes"
 	"compress/flate"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -12,12 +11,11 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
-	"sort"
 	"strings"
 	"sync"
 
+	"github.com/docshard/docshard/internal/localquery"
 	"github.com/docshard/docshard/partitionkey"
-	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
 
@@ -25,7 +23,7 @@ import (
 //
 //	version   1 byte (tokenVersion)
 //	flags     1 byte (bit 0: the body is DEFLATE-compressed)
-//	binding   8 bytes: SHA-256 of database, query text, parameters, key
+//	binding   8 bytes: localquery.Hash of database, query text, parameters, key
 //	links     4 bytes: CRC-32C of the collection links, in order
 //	body      the state (below), compressed when that makes it shorter
 //	checksum  4 bytes: CRC-32C of everything before it
@@ -43,7 +41,10 @@ import (
 // The checksum catches corruption; the binding and the links hash tell a
 // token of another query from one whose database changed its collections.
 // Neither is a secret: a token is a position, not a credential.
-const tokenVersion = 3
+//
+// Version 4 binds by localquery.Hash (version 3 by SHA-256): a version 3
+// token is refused as of another version.
+const tokenVersion = 4
 
 const (
 	srcAt byte = iota
@@ -77,30 +78,15 @@ var flaters = sync.Pool{New: func() any {
 	return w
 }}
 
-// binding hashes what a token is bound to.
+// binding is what a token is bound to: the first 8 bytes of the one
+// query-binding hash (localquery.Hash) of the database, the query text, its
+// parameters and the key.
 func binding(dbLink string, q store.Query, keyText string) ([8]byte, error) {
-	h := sha256.New()
-	write := func(s string) {
-		var n [binary.MaxVarintLen64]byte
-		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
-		h.Write([]byte(s))
+	b, err := localquery.Hash(dbLink, q, keyText)
+	if err != nil {
+		return [8]byte{}, fmt.Errorf("router: %w", err)
 	}
-	write(dbLink)
-	write(q.Text)
-	write(keyText)
-	params := append([]store.Param(nil), q.Parameters...)
-	sort.SliceStable(params, func(i, j int) bool { return params[i].Name < params[j].Name })
-	for _, prm := range params {
-		v, err := query.Normalize(prm.Value)
-		if err != nil {
-			return [8]byte{}, fmt.Errorf("router: parameter %s: %w", prm.Name, err)
-		}
-		write(prm.Name)
-		write(query.DistinctKey(v))
-	}
-	var out [8]byte
-	copy(out[:], h.Sum(nil))
-	return out, nil
+	return [8]byte(b[:8]), nil
 }
 
 func linksHash(links []string) uint32 {

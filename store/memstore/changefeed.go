@@ -2,12 +2,15 @@ package memstore
 
 import (
 	"context"
+	"encoding/hex"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 
 	"github.com/docshard/docshard/internal/cursor"
+	"github.com/docshard/docshard/internal/localquery"
 	"github.com/docshard/docshard/store"
 )
 
@@ -126,9 +129,9 @@ func keyBinding(pk string, scoped bool) string {
 	if !scoped {
 		return ""
 	}
-	h := newFNV128a()
-	h.writeString(pk)
-	return h.hex()
+	h := fnv.New128a()
+	h.Write([]byte(pk))
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // ReadChanges reads a collection's change feed; see store.ChangeFeeder.
@@ -160,13 +163,13 @@ func (s *Store) ReadChanges(ctx context.Context, l string, opts *store.ChangeFee
 	if o.Continuation != "" {
 		var got changeToken
 		if err := cursor.Decode(o.Continuation, &got); err != nil || got.V != tokenVersion || got.UID == "" {
-			return nil, badToken(op, l, o.Continuation, "malformed")
+			return nil, localquery.BadToken(op, l, o.Continuation, "malformed")
 		}
 		switch {
 		case got.UID != tok.UID:
-			return nil, badToken(op, l, o.Continuation, "issued for another collection (or one deleted since)")
+			return nil, localquery.BadToken(op, l, o.Continuation, "issued for another collection (or one deleted since)")
 		case got.Key != tok.Key:
-			return nil, badToken(op, l, o.Continuation, "issued for a change feed of another partition-key scope")
+			return nil, localquery.BadToken(op, l, o.Continuation, "issued for a change feed of another partition-key scope")
 		}
 		tok.LSN = got.LSN
 	}
@@ -181,7 +184,7 @@ func (s *Store) ReadChanges(ctx context.Context, l string, opts *store.ChangeFee
 		tok.LSN = h
 	case tok.LSN > h:
 		c.mu.RUnlock()
-		return nil, badToken(op, l, o.Continuation, "position "+strconv.FormatUint(tok.LSN, 10)+" is past the end of the feed")
+		return nil, localquery.BadToken(op, l, o.Continuation, "position "+strconv.FormatUint(tok.LSN, 10)+" is past the end of the feed")
 	default:
 		tok.LSN = c.readChanges(page, tok.LSN, h, size, s.opts.MaxPageBytes, scope{now: now, scoped: scoped, pk: pk, pkHash: keyHash(pk)})
 	}

@@ -2,28 +2,13 @@ package memstore
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
-	"math/bits"
 	"sort"
-	"strconv"
 
 	"github.com/docshard/docshard/internal/cursor"
+	"github.com/docshard/docshard/internal/localquery"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
-
-// queryToken is a query continuation: the cursor holding the results, the
-// offset of the next page, and a hash binding the token to its
-// collection, query text, parameters and partition key.
-type queryToken struct {
-	V      int    `json:"v"`
-	Hash   string `json:"h"`
-	Cursor uint64 `json:"c"`
-	Offset int    `json:"o"`
-}
 
 // feedToken is a read-feed continuation: the collection incarnation and
 // the last position returned.
@@ -34,72 +19,6 @@ type feedToken struct {
 }
 
 const tokenVersion = 1
-
-func badToken(op, l, s, why string) error {
-	if len(s) > 40 {
-		s = s[:40] + "..."
-	}
-	return store.Errorf(store.ErrBadRequest, op, l, "", "continuation token %q: %s", s, why)
-}
-
-// queryHash binds a token to what it was issued for: FNV-128a over the
-// collection incarnation, text, parameters (as JSON, sorted by name) and
-// key, each prefixed with its length. Tokens outlive the process in
-// durable mode, so the hash is stable (no random seed). Without
-// parameters it allocates only the result.
-func queryHash(uid string, q store.Query, pk string) (string, error) {
-	pj := "null"
-	if len(q.Parameters) > 0 {
-		params := append([]store.Param(nil), q.Parameters...)
-		sort.SliceStable(params, func(i, j int) bool { return params[i].Name < params[j].Name })
-		b, err := json.Marshal(params)
-		if err != nil {
-			return "", err
-		}
-		pj = string(b)
-	}
-	h := newFNV128a()
-	var buf [20]byte
-	for _, part := range [...]string{uid, q.Text, pj, pk} {
-		h.write(strconv.AppendInt(buf[:0], int64(len(part)), 10))
-		h.writeString(":")
-		h.writeString(part)
-	}
-	return h.hex(), nil
-}
-
-// fnv128a is FNV-1a with 128 bits, as hash/fnv computes it, written out
-// so strings are hashed without copying them to byte slices.
-type fnv128a [2]uint64 // high, low
-
-func newFNV128a() fnv128a { return fnv128a{0x6c62272e07bb0142, 0x62b821756295c58d} }
-
-// step mixes one byte in: xor, then multiply by the FNV prime 2^88+0x13b.
-func (h *fnv128a) step(c byte) {
-	h[1] ^= uint64(c)
-	hi, lo := bits.Mul64(0x13b, h[1])
-	h[0], h[1] = hi+h[1]<<24+0x13b*h[0], lo
-}
-
-func (h *fnv128a) write(b []byte) {
-	for _, c := range b {
-		h.step(c)
-	}
-}
-
-func (h *fnv128a) writeString(s string) {
-	for i := 0; i < len(s); i++ {
-		h.step(s[i])
-	}
-}
-
-// hex returns the hash as 32 hex digits, big-endian.
-func (h *fnv128a) hex() string {
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], h[0])
-	binary.BigEndian.PutUint64(b[8:], h[1])
-	return hex.EncodeToString(b[:])
-}
 
 // Query runs Cosmos DB SQL over one collection with package query; see
 // store.Querier.
@@ -142,55 +61,32 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	if err != nil {
 		return nil, err
 	}
-	params := make(map[string]any, len(q.Parameters))
-	for _, p := range q.Parameters {
-		if len(p.Name) < 2 || p.Name[0] != '@' {
-			return nil, store.Errorf(store.ErrBadRequest, op, l, "", "parameter name %q: want '@' and a name", p.Name)
-		}
-		if _, dup := params[p.Name]; dup {
-			return nil, store.Errorf(store.ErrBadRequest, op, l, "", "parameter %s given twice", p.Name)
-		}
-		params[p.Name] = p.Value
-	}
-	hash, err := queryHash(c.uid, q, pk)
+	call, err := localquery.Begin(op, l, q, c.uid, pk, o.Continuation)
 	if err != nil {
-		return nil, store.Errorf(store.ErrBadRequest, op, l, "", "parameters have no JSON form: %v", err)
+		return nil, err
 	}
-	var tok queryToken
-	if o.Continuation == "" {
-		tok = queryToken{V: tokenVersion, Hash: hash}
-	} else {
-		if err := cursor.Decode(o.Continuation, &tok); err != nil {
-			return nil, badToken(op, l, o.Continuation, "malformed")
-		}
-		switch {
-		case tok.V != tokenVersion || tok.Offset < 0:
-			return nil, badToken(op, l, o.Continuation, "malformed")
-		case tok.Hash != hash:
-			return nil, badToken(op, l, o.Continuation, "issued for another query, parameters, partition key or collection")
-		}
-	}
-	results, cached := s.cursors.Get(tok.Cursor, hash)
+	tok := call.Token
+	results, cached := s.cursors.Get(tok.C, tok.Hash)
 	if !cached {
-		pl, err := s.progs.prepare(q.Text, params)
+		pl, err := s.progs.prepare(q.Text, call.Params)
 		if err != nil {
 			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 		}
 		if results, err = s.run(ctx, c, pl, scoped, pk, pageSize(o.PageSize, s.opts.PageSize, -1)); err != nil {
-			return nil, queryErr(op, l, err)
+			return nil, localquery.RunErr(op, l, err)
 		}
 	}
-	items, more, err := results.next(ctx, tok.Offset, o.PageSize, s.opts.PageSize, s.opts.MaxPageBytes)
+	items, more, err := results.next(ctx, tok.O, o.PageSize, s.opts.PageSize, s.opts.MaxPageBytes)
 	if err != nil {
-		return nil, queryErr(op, l, err)
+		return nil, localquery.RunErr(op, l, err)
 	}
 	page := &store.Page{Items: items}
 	if more {
+		id := tok.C
 		if !cached {
-			tok.Cursor = s.cursors.Put(hash, results)
+			id = s.cursors.Put(tok.Hash, results)
 		}
-		tok.Offset += len(items)
-		page.Continuation = cursor.Encode(tok)
+		page.Continuation = tok.Next(id, tok.O+len(items))
 	}
 	return page, nil
 }
@@ -205,14 +101,6 @@ func (s *Store) scoped(ctx context.Context, op, l string, key any) (c *collectio
 		return nil, "", false, err
 	}
 	return c, pk, scoped, nil
-}
-
-// queryErr reports a failed run: the caller's context, or the query.
-func queryErr(op, l string, err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return &store.Error{Op: op, Link: l, Err: err}
-	}
-	return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 }
 
 // run starts a plan over c's current snapshot: as a stream, lazily
@@ -381,10 +269,10 @@ func (s *Store) ReadFeed(ctx context.Context, l string, opts *store.FeedOptions)
 		tok = feedToken{V: tokenVersion, UID: c.uid}
 	} else {
 		if err := cursor.Decode(o.Continuation, &tok); err != nil || tok.V != tokenVersion {
-			return nil, badToken(op, l, o.Continuation, "malformed")
+			return nil, localquery.BadToken(op, l, o.Continuation, "malformed")
 		}
 		if tok.UID != c.uid {
-			return nil, badToken(op, l, o.Continuation, "issued for another collection (or one deleted since)")
+			return nil, localquery.BadToken(op, l, o.Continuation, "issued for another collection (or one deleted since)")
 		}
 	}
 	size := o.PageSize

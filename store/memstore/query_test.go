@@ -1,12 +1,8 @@
 package memstore
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,47 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/docshard/docshard/internal/cursor"
+	"github.com/docshard/docshard/internal/localquery"
 	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
-
-// referenceHash is the token hash as first written, with hash/fnv and
-// encoding/json: tokens written by earlier versions must still match.
-func referenceHash(uid string, q store.Query, pk string) string {
-	params := append([]store.Param(nil), q.Parameters...)
-	sort.SliceStable(params, func(i, j int) bool { return params[i].Name < params[j].Name })
-	pj, _ := json.Marshal(params)
-	h := fnv.New128a()
-	for _, part := range []string{uid, q.Text, string(pj), pk} {
-		h.Write([]byte(strconv.Itoa(len(part))))
-		h.Write([]byte{':'})
-		h.Write([]byte(part))
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-func TestQueryHashIsStable(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		q    store.Query
-		pk   string
-	}{
-		{"no parameters", store.Query{Text: "SELECT * FROM c"}, ""},
-		{"key", store.Query{Text: "SELECT * FROM c"}, `["a"]`},
-		{"parameters", store.Query{Text: "SELECT * FROM c WHERE c.n = @n AND c.s = @s", Parameters: []store.Param{{Name: "@s", Value: "x"}, {Name: "@n", Value: 3}}}, ""},
-		{"empty parameters", store.Query{Text: "SELECT 1", Parameters: []store.Param{}}, ""},
-		{"long text", store.Query{Text: fmt.Sprintf("SELECT * FROM c WHERE c.id IN (%0500d)", 7)}, "é"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := queryHash("uid-1", tc.q, tc.pk)
-			require.NoError(t, err)
-			assert.Equal(t, referenceHash("uid-1", tc.q, tc.pk), got)
-		})
-	}
-	allocs := testing.AllocsPerRun(100, func() { _, _ = queryHash("u", store.Query{Text: "SELECT * FROM c"}, "k") })
-	assert.LessOrEqual(t, allocs, 1.0, "a parameterless hash allocates only its text")
-}
 
 // TestProgramCache: a cached query answers as a fresh one, parameters are
 // bound per run (the same text with other values gives other results), a
@@ -315,10 +275,9 @@ func lastCursor(t *testing.T, s *Store, token string) *resultSet {
 	if token == "" {
 		return nil
 	}
-	var tok queryToken
+	var tok localquery.Token
 	require.NoError(t, cursor.Decode(token, &tok))
-	s.cursors.Get(tok.Cursor, tok.Hash)
-	rs, ok := s.cursors.Get(tok.Cursor, tok.Hash)
+	rs, ok := s.cursors.Get(tok.C, tok.Hash)
 	require.True(t, ok)
 	return rs
 }

@@ -1,0 +1,122 @@
+package localquery_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/internal/cursor"
+	"github.com/docshard/docshard/internal/localquery"
+	"github.com/docshard/docshard/internal/localquery/localquerytest"
+	"github.com/docshard/docshard/query"
+	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/memstore"
+)
+
+var ctx = context.Background()
+
+// evalStore answers queries with the local evaluator over what its
+// embedded Store returns, as the router's owned view and the Cosmos DB
+// backend do.
+type evalStore struct {
+	store.Store
+	cursors *cursor.Cache[[]json.RawMessage]
+}
+
+func (s *evalStore) Query(ctx context.Context, l string, q store.Query, opts *store.QueryOptions) (*store.Page, error) {
+	o := store.OptionsOf(opts)
+	call, err := localquery.Begin("query", l, q, l, "", o.Continuation)
+	if err != nil {
+		return nil, err
+	}
+	return call.Page(ctx, nil, s.cursors, o.PageSize, localquery.Source{
+		Read: func(ctx context.Context, scan store.Query, cont string) (*store.Page, error) {
+			return s.Store.Query(ctx, l, scan, &store.QueryOptions{PageSize: -1, Continuation: cont})
+		},
+	})
+}
+
+func newEvalStore(t *testing.T) (*evalStore, string) {
+	mem := memstore.New(nil)
+	t.Cleanup(func() { _ = mem.Close() })
+	l := "dbs/d/colls/c"
+	require.NoError(t, mem.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	localquerytest.TieDocs(t, mem, l, 40)
+	return &evalStore{Store: localquerytest.Shuffled(mem, 1), cursors: cursor.NewCache[[]json.RawMessage](4)}, l
+}
+
+// TestTieOrder: the evaluator's results do not depend on the order its
+// source returns the documents in.
+func TestTieOrder(t *testing.T) {
+	s, l := newEvalStore(t)
+	localquerytest.TieOrder(t, s, l, func() { s.cursors = cursor.NewCache[[]json.RawMessage](4) })
+}
+
+// TestTokens: a token resumes its own query only; another query's, a
+// forged or a malformed one is refused with store.ErrBadRequest.
+func TestTokens(t *testing.T) {
+	s, l := newEvalStore(t)
+	q := store.Query{Text: "SELECT c.id FROM c ORDER BY c.id"}
+	first, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 5})
+	require.NoError(t, err)
+	require.NotEmpty(t, first.Continuation)
+	second, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 5, Continuation: first.Continuation})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"id":"d005"}`, string(second.Items[0]))
+
+	var tok localquery.Token
+	require.NoError(t, cursor.Decode(first.Continuation, &tok))
+	// A token as the embedded store wrote them before (every field, a
+	// cursor evicted since) resumes where it says.
+	old, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 5, Continuation: cursor.Encode(map[string]any{"v": 1, "h": tok.Hash, "c": 99, "o": 5})})
+	require.NoError(t, err)
+	assert.Equal(t, second.Items, old.Items)
+	past := tok
+	past.O = 1000
+	for name, bad := range map[string]struct {
+		q   store.Query
+		tok string
+	}{
+		"another query":      {store.Query{Text: "SELECT c.id FROM c ORDER BY c.id DESC"}, first.Continuation},
+		"other parameters":   {store.Query{Text: q.Text, Parameters: []store.Param{{Name: "@x", Value: 1}}}, first.Continuation},
+		"malformed":          {q, "not a token"},
+		"another version":    {q, cursor.Encode(localquery.Token{V: 7, Hash: tok.Hash})},
+		"negative offset":    {q, cursor.Encode(localquery.Token{V: localquery.TokenVersion, Hash: tok.Hash, O: -1})},
+		"past the results":   {q, cursor.Encode(past)},
+		"unknown field":      {q, cursor.Encode(map[string]any{"v": 1, "h": tok.Hash, "x": 1})},
+		"hash of another db": {q, cursor.Encode(localquery.Token{V: localquery.TokenVersion, Hash: "00"})},
+	} {
+		_, err := s.Query(ctx, l, bad.q, &store.QueryOptions{PageSize: 5, Continuation: bad.tok})
+		require.ErrorIs(t, err, store.ErrBadRequest, name)
+	}
+}
+
+// TestParams: one builder, one error for a bad name or a name given twice,
+// naming the parameter, wrapping query.ErrCompile.
+func TestParams(t *testing.T) {
+	m, err := localquery.Params([]store.Param{{Name: "@a", Value: 1}, {Name: "@b", Value: "x"}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"@a": 1, "@b": "x"}, m)
+	for _, tc := range []struct {
+		ps   []store.Param
+		want string
+	}{
+		{[]store.Param{{Name: "a", Value: 1}}, `parameter name "a": want '@' and a name`},
+		{[]store.Param{{Name: "@", Value: 1}}, `parameter name "@"`},
+		{[]store.Param{{Name: "", Value: 1}}, `parameter name ""`},
+		{[]store.Param{{Name: "@a", Value: 1}, {Name: "@a", Value: 2}}, "parameter @a given twice"},
+	} {
+		_, err := localquery.Params(tc.ps)
+		require.ErrorIs(t, err, query.ErrCompile)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+	// Every path reports it alike.
+	s, l := newEvalStore(t)
+	_, err = s.Query(ctx, l, store.Query{Text: "SELECT * FROM c", Parameters: []store.Param{{Name: "a"}}}, nil)
+	require.ErrorIs(t, err, store.ErrBadRequest)
+	require.ErrorIs(t, err, query.ErrCompile)
+	assert.Contains(t, err.Error(), `parameter name "a"`)
+}
