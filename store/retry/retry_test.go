@@ -304,3 +304,22 @@ func TestContextEndsTheWait(t *testing.T) {
 	assert.EqualValues(t, 1, sc.calls.Load())
 	assert.False(t, errors.Is(err, context.Canceled))
 }
+
+// TestEnsure: a store already under a retry layer is used as it is (one
+// layer, not two); another is wrapped.
+func TestEnsure(t *testing.T) {
+	sc := &script{fail: []error{&store.Error{Kind: store.ErrThrottled, RetryAfter: time.Millisecond}}}
+	w := Wrap(sc, &Options{Policy: Policy{MaxAttempts: 1}})
+	assert.Same(t, w, Ensure(w))
+	s := New(sc, nil)
+	assert.Same(t, s, Ensure(s))
+	_, err := Ensure(w).Read(ctx, coll, "x", nil)
+	assert.ErrorIs(t, err, store.ErrThrottled, "the caller's policy (one attempt), not a second layer's")
+	assert.EqualValues(t, 1, sc.calls.Load())
+
+	e := Ensure(sc)
+	_, ok := e.(layer)
+	assert.True(t, ok)
+	_, err = e.Read(ctx, coll, "x", nil)
+	require.NoError(t, err, "a raw store gets the default policy")
+}

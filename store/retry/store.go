@@ -70,6 +70,22 @@ func New(st store.Store, opts *Options) *Store {
 // wraps it again (two layers of retries): wrap the raw store once.
 func Wrap(st store.Store, opts *Options) store.Store { return New(st, opts).Capable() }
 
+// Ensure returns st when it already runs under a retry layer (a Store, or
+// what Wrap returned), and otherwise Wrap(st, nil): for functions handed a
+// store by their caller (package shardstate's, the spillover coordinator)
+// that must retry, without a second layer under a caller's own.
+func Ensure(st store.Store) store.Store {
+	if _, ok := st.(layer); ok {
+		return st
+	}
+	return Wrap(st, nil)
+}
+
+// layer is what every Store, and every value Wrap returns, is.
+type layer interface{ retryLayer() }
+
+func (s *Store) retryLayer() {}
+
 // Capable returns s as a store.Store that offers exactly the optional
 // capabilities of the store s wraps, each run under s's policy and hooks.
 func (s *Store) Capable() store.Store { return withCapabilities(s) }
