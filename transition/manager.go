@@ -23,6 +23,7 @@ import (
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/retry"
 )
 
 // The steps of a reshard, as its phase records them.
@@ -497,7 +498,7 @@ func (m *manager) ensureCollections(ctx context.Context) error {
 		spec = &info.Spec
 	}
 	for _, l := range links {
-		err := m.st.CreateCollection(ctx, l, spec)
+		err := m.st.CreateCollection(retry.Repeatable(ctx), l, spec) // a conflict is success
 		if err != nil && !errors.Is(err, store.ErrConflict) {
 			return fmt.Errorf("transition: creating %s: %w", l, err)
 		}
