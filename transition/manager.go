@@ -591,7 +591,7 @@ func (m *manager) publishWait(ctx context.Context, r resolver.Resolver, newEpoch
 // when another run owns the reshard now (it took it over after this one's
 // heartbeat lapsed) or has finished it, the error is ErrTakenOver.
 func (m *manager) whyFenced(ctx context.Context, err error) error {
-	s, lerr := shardstate.Load(ctx, m.raw, m.db)
+	s, lerr := shardstate.Load(ctx, m.st, m.db)
 	if lerr != nil {
 		return err
 	}
