@@ -20,8 +20,8 @@ import (
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
-	"github.com/docshard/docshard/store/retry"
 	"github.com/docshard/docshard/store/memstore"
+	"github.com/docshard/docshard/store/retry"
 	"github.com/docshard/docshard/transition"
 )
 
