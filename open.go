@@ -13,6 +13,7 @@ import (
 	"github.com/docshard/docshard/config"
 	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/link"
+	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
@@ -47,6 +48,12 @@ const (
 	// StateIgnore routes by the configuration's resolver and never reads
 	// the shared state (a single process, or tests).
 	StateIgnore
+	// StateRead routes by the shared state's current version when the
+	// store holds one, read once and not followed, and otherwise by the
+	// configuration's resolver: for a short-lived reader (a command-line
+	// query, a check) that writes nothing, not even a router lease. It is
+	// no mode for a writer: one that does not follow is not fenced.
+	StateRead
 )
 
 // Options configure Open. A nil *Options means defaults.
@@ -124,28 +131,143 @@ func (c *Client) register(ctx context.Context, o Options) error {
 	return nil
 }
 
-// registerOne routes one database: by its followed shared state, or by the
-// configuration's resolver. Under StateAuto, Follow without a seed finds
-// out whether the state exists (ErrNoState when not) in the read it makes
-// anyway.
+// registerOne routes one database, as RouteDatabase chooses.
 func (c *Client) registerOne(ctx context.Context, o Options, db config.Database) error {
-	if o.State == StateIgnore {
-		return c.Register(db.Link, db.Resolver)
+	rt, err := RouteDatabase(ctx, c.Client, c.store, db, o.State, o.Follow)
+	if err != nil {
+		return fmt.Errorf("docshard: %s: %w", db.Link, err)
 	}
-	fo := store.OptionsOf(o.Follow)
-	fo.Seed = nil
-	if o.State == StateFollow {
-		fo.Seed = db.Resolver
+	if rt.Follower != nil {
+		c.followers[db.Link] = rt.Follower
 	}
-	f, err := c.Follow(ctx, db.Link, &fo)
+	return nil
+}
+
+// Routing is what RouteDatabase chose for a database: its shared state or
+// the configuration's resolver.
+type Routing struct {
+	// Database is the database link, as the configuration gives it.
+	Database string
+	// Resolver is the resolver the database routes by now.
+	Resolver resolver.Resolver
+	// State is the shared state it routes by (its Version, its Phase: a
+	// reshard or a spillover opening under way); nil when it routes by
+	// the configuration's resolver.
+	State *shardstate.State
+	// Seeded: this call published the configuration's resolver as the
+	// state's version 1 (StateFollow on a store without one).
+	Seeded bool
+	// Follower follows the state (StateFollow, and StateAuto on a store
+	// with a state, given a client); the caller closes it. nil otherwise.
+	Follower *router.Follower
+}
+
+// Notice is the one line to show a person about what the database routes
+// by, when it is not simply the configuration's resolver: "dbs/app routes
+// by its shared state, version 3 (not by the file's resolver)", or, when
+// this call seeded the state, "dbs/app had no shared state; the file's
+// resolver is now its version 1 (in dbs/app/colls/_docshard)"; "" when
+// the configuration's resolver routes it without a state.
+func (r *Routing) Notice() string {
 	switch {
-	case err == nil:
-		c.followers[db.Link] = f
-		return nil
-	case o.State == StateAuto && errors.Is(err, shardstate.ErrNoState):
-		return c.Register(db.Link, db.Resolver)
+	case r.State == nil:
+		return ""
+	case r.Seeded:
+		return fmt.Sprintf("%s had no shared state; the file's resolver is now its version 1 (in %s/colls/%s)", r.Database, r.Database, shardstate.CollectionID)
 	}
-	return fmt.Errorf("docshard: %s: %w", db.Link, err)
+	return fmt.Sprintf("%s routes by its shared state, version %d (not by the file's resolver)", r.Database, r.State.Version)
+}
+
+// RouteDatabase is the one choice between a database's shared state and
+// the configuration's resolver (Open and every docshard command make it
+// here). Under mode:
+//   - StateIgnore: the configuration's resolver; no state is read.
+//   - StateRead: the state's current version when st holds one, read once,
+//     else the configuration's resolver.
+//   - StateAuto: with a client, the state followed when st holds one (a
+//     database without one at this call is never followed afterwards);
+//     without, as StateRead.
+//   - StateFollow: the state, seeded from the configuration's resolver
+//     when st holds none; followed with a client, read once without.
+//
+// With a client c it registers the choice on c (router.Client.Register,
+// or router.Client.Follow with fo; fo's Seed is ignored: the
+// configuration's resolver seeds), and the caller closes the Routing's
+// Follower. A nil c only decides, for a caller that needs the resolver
+// alone. Cost: a state read (StateIgnore: none); StateFollow adds one to
+// tell a state it seeded; following costs what router.Client.Follow does.
+func RouteDatabase(ctx context.Context, c *router.Client, st store.Store, db config.Database, mode State, fo *router.FollowOptions) (*Routing, error) {
+	rt := &Routing{Database: db.Link, Resolver: db.Resolver}
+	var s *shardstate.State
+	var err error
+	switch {
+	case mode == StateIgnore:
+	case c != nil && (mode == StateAuto || mode == StateFollow):
+		return rt.follow(ctx, c, st, db, mode, fo)
+	case mode == StateFollow:
+		if rt.Seeded, err = noState(ctx, st, db.Link); err == nil {
+			s, err = shardstate.LoadOrInit(ctx, st, db.Link, db.Resolver, nil)
+			rt.Seeded = rt.Seeded && err == nil && s.Version == 1
+		}
+	default:
+		if s, err = shardstate.Load(ctx, st, db.Link); errors.Is(err, shardstate.ErrNoState) {
+			s, err = nil, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if s != nil {
+		if rt.Resolver, err = s.Decode(); err != nil {
+			return nil, err
+		}
+		rt.State = s
+	}
+	if c != nil {
+		if err := c.Register(db.Link, rt.Resolver); err != nil {
+			return nil, err
+		}
+	}
+	return rt, nil
+}
+
+// follow is RouteDatabase following, under StateAuto or StateFollow. Under
+// StateAuto, Follow without a seed finds out whether the state exists
+// (ErrNoState when not) in the read it makes anyway.
+func (rt *Routing) follow(ctx context.Context, c *router.Client, st store.Store, db config.Database, mode State, fo *router.FollowOptions) (*Routing, error) {
+	o := store.OptionsOf(fo)
+	o.Seed = nil
+	if mode == StateFollow {
+		var err error
+		if rt.Seeded, err = noState(ctx, st, db.Link); err != nil {
+			return nil, err
+		}
+		o.Seed = db.Resolver
+	}
+	f, err := c.Follow(ctx, db.Link, &o)
+	if mode == StateAuto && errors.Is(err, shardstate.ErrNoState) {
+		return rt, c.Register(db.Link, db.Resolver)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := f.State()
+	if rt.Resolver, err = s.Decode(); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	rt.State, rt.Follower, rt.Seeded = s, f, rt.Seeded && s.Version == 1
+	return rt, nil
+}
+
+// noState reports whether st holds no state for the database. Cost: a
+// state read.
+func noState(ctx context.Context, st store.Store, dbLink string) (bool, error) {
+	_, err := shardstate.Load(ctx, st, dbLink)
+	if errors.Is(err, shardstate.ErrNoState) {
+		return true, nil
+	}
+	return false, err
 }
 
 // Store returns the store the client routes to (the client does not own

@@ -14,6 +14,7 @@ import (
 	"github.com/docshard/docshard/config"
 	"github.com/docshard/docshard/emulator/emulatortest"
 	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
 )
@@ -160,5 +161,84 @@ func TestKindsRegistered(t *testing.T) {
 	} {
 		_, err := resolver.Unmarshal([]byte(js))
 		assert.NoError(t, err, js)
+	}
+}
+
+// TestRouteDatabase: the one choice between the shared state and the
+// file's resolver, for every mode, with and without a client, on a store
+// with and without a state.
+func TestRouteDatabase(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := config.Parse([]byte(ringYAML), "yaml")
+	require.NoError(t, err)
+	db := cfg.Databases[0]
+	two, err := resolver.Unmarshal([]byte(`{"kind":"hash","partitionKey":"/userId","collections":["dbs/app/colls/o0","dbs/app/colls/o1"]}`))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name     string
+		mode     docshard.State
+		state    bool // the store holds a state (of two collections)
+		client   bool
+		colls    int // collections routed by
+		version  int64
+		seeded   bool
+		followed bool
+		notice   string
+	}{
+		{name: "ignore, state", mode: docshard.StateIgnore, state: true, client: true, colls: 3},
+		{name: "read, no state", mode: docshard.StateRead, colls: 3},
+		{name: "read, state", mode: docshard.StateRead, state: true, colls: 2, version: 2, notice: "dbs/app routes by its shared state, version 2 (not by the file's resolver)"},
+		{name: "read, state, client", mode: docshard.StateRead, state: true, client: true, colls: 2, version: 2, notice: "version 2"},
+		{name: "auto, no state, client", mode: docshard.StateAuto, client: true, colls: 3},
+		{name: "auto, state, client", mode: docshard.StateAuto, state: true, client: true, colls: 2, version: 2, followed: true, notice: "version 2"},
+		{name: "auto, state, no client", mode: docshard.StateAuto, state: true, colls: 2, version: 2, notice: "version 2"},
+		{name: "follow, no state, client", mode: docshard.StateFollow, client: true, colls: 3, version: 1, seeded: true, followed: true,
+			notice: "dbs/app had no shared state; the file's resolver is now its version 1 (in dbs/app/colls/_docshard)"},
+		{name: "follow, no state, no client", mode: docshard.StateFollow, colls: 3, version: 1, seeded: true, notice: "now its version 1"},
+		{name: "follow, state, client", mode: docshard.StateFollow, state: true, client: true, colls: 2, version: 2, followed: true, notice: "version 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := docshard.OpenStore(ctx, config.StoreConfig{}, nil)
+			require.NoError(t, err)
+			defer st.Close()
+			if tc.state {
+				s, err := shardstate.Init(ctx, st, db.Link, db.Resolver, nil)
+				require.NoError(t, err)
+				_, err = shardstate.Publish(ctx, st, s, shardstate.Change{Resolver: two})
+				require.NoError(t, err)
+			}
+			var c *router.Client
+			if tc.client {
+				c = router.New(st, nil)
+			}
+			rt, err := docshard.RouteDatabase(ctx, c, st, db, tc.mode, nil)
+			require.NoError(t, err)
+			if rt.Follower != nil {
+				defer rt.Follower.Close()
+			}
+			links, err := rt.Resolver.ResolveForRead(nil)
+			require.NoError(t, err)
+			assert.Len(t, links, tc.colls)
+			if tc.client {
+				r, err := c.Resolver(db.Link)
+				require.NoError(t, err, "registered on the client")
+				links, err := r.ResolveForRead(nil)
+				require.NoError(t, err)
+				assert.Len(t, links, tc.colls)
+			}
+			if tc.version == 0 {
+				assert.Nil(t, rt.State)
+			} else {
+				require.NotNil(t, rt.State)
+				assert.Equal(t, tc.version, rt.State.Version)
+			}
+			assert.Equal(t, tc.seeded, rt.Seeded)
+			assert.Equal(t, tc.followed, rt.Follower != nil)
+			if tc.notice == "" {
+				assert.Empty(t, rt.Notice())
+			} else {
+				assert.Contains(t, rt.Notice(), tc.notice)
+			}
+		})
 	}
 }

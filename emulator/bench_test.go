@@ -14,8 +14,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/signal"
-	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -33,6 +31,7 @@ import (
 	"github.com/docshard/docshard/cosmos/cosmostest"
 	"github.com/docshard/docshard/emulator"
 	"github.com/docshard/docshard/emulator/emulatortest"
+	"github.com/docshard/docshard/internal/proctest"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/memstore"
 )
@@ -170,18 +169,17 @@ func benchContainer(b *testing.B, endpoint string, transport *http.Client) *azco
 // startServeProcess builds the docshard binary and runs docshard serve
 // over a fresh directory, in its own process.
 func startServeProcess(b *testing.B) benchServer {
-	bin := filepath.Join(b.TempDir(), "docshard")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/docshard/docshard/cmd/docshard").CombinedOutput()
-	require.NoError(b, err, "%s", out)
+	bin := proctest.Build(b, "github.com/docshard/docshard/cmd/docshard")
 	return startProcess(b, exec.Command(bin, "serve", "--dir", b.TempDir(), "--addr", "127.0.0.1:0"))
 }
 
 // startCannedProcess runs cannedDocuments in its own process: this test
 // binary again, as TestCannedServerProcess.
 func startCannedProcess(b *testing.B) benchServer {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCannedServerProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), cannedServerEnv+"=1")
-	return startProcess(b, cmd)
+	p := proctest.Start(b, "TestCannedServerProcess")
+	endpoint, ok := <-p.Lines
+	require.True(b, ok, "TestCannedServerProcess printed no endpoint")
+	return benchServer{endpoint: endpoint, client: loopbackClient(nil), pid: p.Cmd.Process.Pid}
 }
 
 // startProcess starts a server process that prints its endpoint alone on
@@ -199,24 +197,17 @@ func startProcess(b *testing.B, cmd *exec.Cmd) benchServer {
 	return benchServer{endpoint: strings.TrimSpace(line), client: loopbackClient(nil), pid: cmd.Process.Pid}
 }
 
-// cannedServerEnv makes TestCannedServerProcess serve.
-const cannedServerEnv = "DOCSHARD_CANNED_SERVER"
-
 // TestCannedServerProcess is BenchmarkPointOps32's canned server in a
-// process of its own: with DOCSHARD_CANNED_SERVER=1 it prints its endpoint
-// and serves until interrupted; otherwise it skips.
+// process of its own: run by startCannedProcess, it prints its endpoint
+// and serves until its stdin closes; otherwise it skips.
 func TestCannedServerProcess(t *testing.T) {
-	if os.Getenv(cannedServerEnv) == "" {
-		t.Skip("a helper process of BenchmarkPointOps32")
-	}
+	proctest.Child(t)
 	emu, err := emulator.New(memstore.New(nil), nil)
 	require.NoError(t, err)
 	srv := httptest.NewServer(cannedDocuments(emu))
 	defer srv.Close()
-	fmt.Println(srv.URL + "/")
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	<-ctx.Done()
+	proctest.Say("%s/", srv.URL)
+	_, _ = io.Copy(io.Discard, os.Stdin)
 }
 
 func startCosmium(b *testing.B, start func() (*cosmostest.Server, error)) benchServer {

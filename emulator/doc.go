@@ -30,9 +30,9 @@
 // the position to resume from), from a store that is a
 // store.ChangeFeeder, as azcosmos's ReadChangeFeed reads it. A batch's
 // documents are in the change feed as the store gives them one LSN each,
-// next to each other. The README's "docshard serve" lists what it leaves
-// out (patch operations in a batch, bulk, stored procedures and the like,
-// throughput, users and permissions).
+// next to each other. docs/serve.md ("What it leaves out") lists what it
+// refuses (patch operations in a batch, bulk, stored procedures and the
+// like, throughput, users and permissions).
 //
 // Beyond Cosmos DB's API it serves docshard's fencing extension, when the
 // store is a store.Fencer: a write stamped with HeaderEpoch below its

@@ -73,7 +73,7 @@ const (
 
 // unsupported answers a Cosmos DB feature docshard serve does not offer.
 func unsupported(what string) *apiError {
-	return errorf(http.StatusNotImplemented, "%s is not supported by docshard serve (see the README, \"docshard serve\")", what)
+	return errorf(http.StatusNotImplemented, "%s is not supported by docshard serve (see docs/serve.md, \"What it leaves out\")", what)
 }
 
 // fromStore maps a store error to Cosmos DB's status for it.

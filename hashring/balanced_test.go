@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/resolver/resolvertest"
 )
 
 // balancedFigures are the exact figures the issue judges the balanced
@@ -109,9 +110,7 @@ func TestBalancedRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := resolver.Unmarshal([]byte(tc.in))
-			var ce *resolver.ConfigError
-			require.ErrorAs(t, err, &ce)
-			assert.Equal(t, tc.field, ce.Field)
+			resolvertest.ConfigError(t, err, tc.field, "")
 		})
 	}
 }

@@ -2,7 +2,6 @@ package hashring
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/resolver/resolvertest"
 )
 
 func TestKeys(t *testing.T) {
@@ -168,11 +168,7 @@ func TestConstructorErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(tc.links, &tc.opts)
-			require.Error(t, err)
-			assert.ErrorIs(t, err, resolver.ErrInvalid)
-			var ce *resolver.ConfigError
-			require.True(t, errors.As(err, &ce), "%T %v", err, err)
-			assert.Equal(t, tc.field, ce.Field, "%v", err)
+			resolvertest.ConfigError(t, err, tc.field, "")
 		})
 	}
 }
@@ -214,14 +210,7 @@ func TestJSONErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := resolver.Unmarshal([]byte(tc.json))
-			require.Error(t, err)
-			assert.ErrorIs(t, err, resolver.ErrInvalid)
-			var ce *resolver.ConfigError
-			require.True(t, errors.As(err, &ce), "%T %v", err, err)
-			if tc.field == "" {
-				return
-			}
-			assert.Contains(t, ce.Field, tc.field, "error %q should name %q", err, tc.field)
+			resolvertest.ConfigError(t, err, tc.field, "")
 		})
 	}
 }

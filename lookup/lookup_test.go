@@ -2,7 +2,6 @@ package lookup_test
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -251,10 +250,7 @@ func TestConstructorErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := lookup.New(resolver.KeyDef{}, tc.entries, tc.def)
-			var ce *resolver.ConfigError
-			require.ErrorAs(t, err, &ce)
-			assert.Equal(t, tc.field, ce.Field, "%v", err)
-			assert.ErrorContains(t, err, tc.msg)
+			resolvertest.ConfigError(t, err, tc.field, tc.msg)
 		})
 	}
 	// The default alone is a lookup: every value to one place, entries to come.
@@ -343,12 +339,7 @@ func TestBadDefinitions(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := resolver.Unmarshal([]byte(tc.json))
-			require.Error(t, err)
-			var ce *resolver.ConfigError
-			require.True(t, errors.As(err, &ce), "%T %v", err, err)
-			assert.ErrorIs(t, err, resolver.ErrInvalid)
-			assert.Equal(t, tc.field, ce.Field, "%v", err)
-			assert.ErrorContains(t, err, tc.msg)
+			resolvertest.ConfigError(t, err, tc.field, tc.msg)
 		})
 	}
 }

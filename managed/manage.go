@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/transition"
@@ -15,33 +16,24 @@ import (
 var ErrNotManaged = errors.New("managed: the database's resolver is not a managed one")
 
 // ErrPartitionKeyPath: a collection the resolver names exists partitioned
-// by another path than the template's.
-var ErrPartitionKeyPath = errors.New("managed: a collection exists partitioned by another path")
+// by another path than the template's (a *store.KeyPathError wraps it). It
+// is store.ErrKeyPathMismatch, the one sentinel of that rule.
+var ErrPartitionKeyPath = store.ErrKeyPathMismatch
 
 // Ensure creates every collection r names that does not exist, from r's
-// template, and returns those it created. An existing collection
-// partitioned by another path is an error wrapping ErrPartitionKeyPath.
-// Calling it again after an error finishes the job. Cost: a create per
-// collection, and a collection-info read per existing one.
+// template, and returns those it created, through store.EnsureCollections
+// (the one conflict rule): an existing collection partitioned by another
+// path is a *store.KeyPathError, wrapping ErrPartitionKeyPath. Calling it
+// again after an error finishes the job. Cost: a create per collection,
+// and a collection-info read per existing one, up to 8 at once.
 func Ensure(ctx context.Context, st store.Store, r *Resolver) ([]string, error) {
-	spec := r.Template()
-	var created []string
-	for _, l := range r.links {
-		err := st.CreateCollection(ctx, l, &spec)
-		switch {
-		case err == nil:
-			created = append(created, l)
-			continue
-		case !errors.Is(err, store.ErrConflict):
-			return created, fmt.Errorf("managed: creating %s: %w", l, err)
-		}
-		info, err := st.CollectionInfo(ctx, l)
-		if err != nil {
-			return created, fmt.Errorf("managed: reading %s: %w", l, err)
-		}
-		if want := spec.PartitionKeyPath; want != "" && info.Spec.PartitionKeyPath != want {
-			return created, fmt.Errorf("%w: %s by %q, the partition key is %q", ErrPartitionKeyPath, l, info.Spec.PartitionKeyPath, want)
-		}
+	w, err := router.WantedCollections(r.db, r, nil)
+	if err != nil {
+		return nil, fmt.Errorf("managed: %w", err)
+	}
+	created, err := store.EnsureCollections(ctx, st, w)
+	if err != nil {
+		return created, fmt.Errorf("managed: %w", err)
 	}
 	return created, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/docshard/docshard/hashring"
 	"github.com/docshard/docshard/managed"
 	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/resolver/resolvertest"
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
@@ -34,9 +35,7 @@ func TestDecode(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := resolver.Unmarshal([]byte(tc.json))
-			var ce *resolver.ConfigError
-			require.ErrorAs(t, err, &ce)
-			assert.Equal(t, tc.field, ce.Field, err.Error())
+			resolvertest.ConfigError(t, err, tc.field, "")
 		})
 	}
 	text := `{"kind":"managed","partitionKey":"/userId","database":"dbs/app","collectionPrefix":"u","count":3,"virtualNodes":32,"hash":"xxhash","template":{"defaultTtl":3600}}`
@@ -126,4 +125,22 @@ func TestResize(t *testing.T) {
 	require.NoError(t, err)
 	_, err = managed.Resize(ctx, st2, db, 2, nil)
 	assert.ErrorIs(t, err, managed.ErrNotManaged)
+}
+
+// TestEnsureConflict: a collection that exists partitioned by another path
+// is the one error of the conflict rule (store.EnsureCollections), and the
+// old sentinel still matches; the same path spelt another way is none.
+func TestEnsureConflict(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	r, err := managed.New(db, "u", 2, &managed.Options{PartitionKey: resolver.MustKeyDef("/userId")})
+	require.NoError(t, err)
+	require.NoError(t, st.CreateCollection(ctx, db+"/colls/u0", &store.CollectionSpec{PartitionKeyPath: `/"userId"`}))
+	require.NoError(t, st.CreateCollection(ctx, db+"/colls/u1", &store.CollectionSpec{PartitionKeyPath: "/tenant"}))
+	_, err = managed.Ensure(ctx, st, r)
+	var kpe *store.KeyPathError
+	require.ErrorAs(t, err, &kpe)
+	assert.Equal(t, store.KeyPathError{Collection: db + "/colls/u1", Want: "/userId", Found: "/tenant"}, *kpe)
+	assert.ErrorIs(t, err, managed.ErrPartitionKeyPath)
+	assert.ErrorIs(t, err, router.ErrKeyPathMismatch)
 }

@@ -56,6 +56,7 @@ var (
 	_ resolver.Kinded       = (*Resolver)(nil)
 	_ resolver.KeyDefiner   = (*Resolver)(nil)
 	_ resolver.TextResolver = (*Resolver)(nil)
+	_ resolver.Provisioner  = (*Resolver)(nil)
 	_ json.Marshaler        = (*Resolver)(nil)
 )
 
@@ -118,6 +119,16 @@ func (r *Resolver) Collections() []string { return append([]string(nil), r.links
 // Template returns the spec the collections are created with, partitioned
 // by the partition key's first path.
 func (r *Resolver) Template() store.CollectionSpec { return r.template }
+
+// Provision implements resolver.Provisioner: every collection, created
+// from the template when missing, partitioned by the partition key's first
+// path (empty: "/id").
+func (r *Resolver) Provision() resolver.Provision {
+	t := r.template
+	t.PartitionKeyPath = ""
+	text, _ := json.Marshal(t) // a CollectionSpec always encodes
+	return resolver.Provision{Create: r.Collections(), KeyPath: r.template.PartitionKeyPath, Template: text}
+}
 
 // WithCount returns the same resolver over n collections. Placing keys
 // differently, it is a new placement: move a database to it with Resize,

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/internal/querygen"
 )
 
 func TestSyntaxErrors(t *testing.T) {
@@ -91,7 +93,7 @@ func TestFormatRoundTripGenerated(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	docs := genDocs(rng, 60)
 	for i := 0; i < 300; i++ {
-		text := queryGen{rng}.query()
+		text := querygen.Text(rng)
 		q, err := Parse(text)
 		require.NoError(t, err)
 		formatted := FormatQuery(q)

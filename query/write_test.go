@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/internal/querygen"
 )
 
 // encodedValues is what Execute returned before results were written
@@ -88,7 +90,7 @@ func TestWrittenResultsEqualEncodedValues(t *testing.T) {
 	}
 	for i := 0; i < n; i++ {
 		docs := genDocs(rng, 10+rng.IntN(60))
-		text := queryGen{rng}.query()
+		text := querygen.Text(rng)
 		texts := []string{text}
 		if plan, err := PlanFanOut(mustParse(t, text), nil); err == nil {
 			texts = append(texts, plan.Query)

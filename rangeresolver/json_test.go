@@ -1,7 +1,6 @@
 package rangeresolver
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -102,12 +101,7 @@ func TestBadDefinitions(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := resolver.Unmarshal([]byte(tc.json))
-			require.Error(t, err)
-			var ce *resolver.ConfigError
-			require.True(t, errors.As(err, &ce), "%T %v", err, err)
-			assert.ErrorIs(t, err, resolver.ErrInvalid)
-			assert.Equal(t, tc.field, ce.Field, "%v", err)
-			assert.ErrorContains(t, err, tc.msg)
+			resolvertest.ConfigError(t, err, tc.field, tc.msg)
 		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/docshard/docshard/hashring"
 	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/resolver/resolvertest"
 )
 
 func coll(s string) string          { return "dbs/app/colls/" + s }
@@ -384,11 +385,7 @@ func TestConstructorErrors(t *testing.T) {
 	cases = append(cases, check{"year", err, "ranges[0].low", "year"})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var ce *resolver.ConfigError
-			require.ErrorAs(t, tc.err, &ce)
-			assert.ErrorIs(t, tc.err, resolver.ErrInvalid)
-			assert.Equal(t, tc.field, ce.Field, "%v", tc.err)
-			assert.ErrorContains(t, tc.err, tc.msg)
+			resolvertest.ConfigError(t, tc.err, tc.field, tc.msg)
 		})
 	}
 

@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -57,6 +58,41 @@ type Kinded interface {
 // resolver whose KeyDef is zero reads no documents itself.
 type KeyDefiner interface {
 	KeyDef() KeyDef
+}
+
+// Provisioner is an optional capability of a resolver kind that creates
+// its own collections from a spec it carries (kinds "managed" and
+// "spillover" have it). Code that makes a database's collections exist
+// (router.Client.EnsureCollections, docshard.Open with EnsureCollections,
+// docshard load) asks it what to create, and from what, instead of
+// switching on kinds; a resolver without it gets every collection
+// ResolveForRead(nil) names, created from the caller's template. The
+// conflict rule is the same either way (store.EnsureCollections): an
+// existing collection partitioned by another path is a
+// *store.KeyPathError. Provision must be cheap (it is asked on every
+// ensure) and return fresh slices.
+type Provisioner interface {
+	Resolver
+	Provision() Provision
+}
+
+// Provision is what a Provisioner wants to exist in the store.
+type Provision struct {
+	// Create lists the collections created from Template when missing.
+	Create []string
+	// Keep lists collections that must exist and are never created again
+	// (a spillover's sealed collections: created empty, their documents
+	// would be lost without a word); a missing one is reported, with
+	// KeepReason saying what to do.
+	Keep       []string
+	KeepReason string
+	// KeyPath is the partition-key path of every one ("" means "/id").
+	KeyPath string
+	// Template is the rest of the collections' spec in the JSON form of
+	// store.CollectionSpec ({"defaultTtl":3600,"indexingPolicy":{...}});
+	// nil means defaults. (The resolver packages do not import the store,
+	// hence JSON.)
+	Template json.RawMessage
 }
 
 // TextResolver is an optional capability of a resolver that places a key by

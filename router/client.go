@@ -34,8 +34,10 @@ var (
 	ErrPartialResults = errors.New("router: partial results")
 	// ErrKeyPathMismatch: an existing collection is partitioned by another
 	// path than the resolver's partition key, so keyed reads through the
-	// router would not find its documents (EnsureCollections reports it).
-	ErrKeyPathMismatch = errors.New("router: collection partitioned by another path than the resolver's key")
+	// router would not find its documents (EnsureCollections reports it as
+	// a *store.KeyPathError). It is store.ErrKeyPathMismatch, the one
+	// sentinel of that rule.
+	ErrKeyPathMismatch = store.ErrKeyPathMismatch
 )
 
 // PartialError lists the collections a query could not read. It wraps

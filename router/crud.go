@@ -2,10 +2,9 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 
 	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/resolver"
@@ -334,80 +333,98 @@ func (c *Client) delete(ctx context.Context, e *dbEntry, id string, key any, opt
 	return nil
 }
 
-// EnsureCollections creates every collection the database's resolver names
-// (ResolveForRead(nil)) that does not exist yet, from the template spec
-// (nil: defaults, partitioned by the resolver's partition-key path, the
-// first path of a composite key; TTL and indexing policy as given; a
-// resolver without a KeyDef method needs the path in the template), and
-// returns the links it created, in the resolver's order. Like the .NET
-// SDK's managed resolver, it makes a new configuration usable in one call.
+// EnsureCollections makes every collection the database's resolver wants
+// exist, through store.EnsureCollections (the one conflict rule), and
+// returns the links it created, in the resolver's order. What the resolver
+// wants is WantedCollections': a resolver.Provisioner's own collections and
+// template (managed, spillover), else every collection ResolveForRead(nil)
+// names, from the template spec (nil: defaults, partitioned by the
+// resolver's partition-key path, the first path of a composite key; TTL
+// and indexing policy as given; a resolver without a KeyDef method needs
+// the path in the template). Like the .NET SDK's managed resolver, it
+// makes a new configuration usable in one call.
 //
 // A template partitioned by another path than the resolver's key, or an
-// existing collection that is, is an error wrapping ErrKeyPathMismatch:
-// keyed reads through the router would miss its documents. It runs up to 8
-// creations at once; on an error the collections created so far stay and
-// are returned, and calling it again finishes the job.
+// existing collection that is, is a *store.KeyPathError (wrapping
+// ErrKeyPathMismatch): keyed reads through the router would miss its
+// documents. A spillover's sealed collection that is missing is a
+// *store.MissingCollectionError. It runs up to 8 creations at once; on an
+// error the collections created so far stay and are returned, and calling
+// it again finishes the job.
 func (c *Client) EnsureCollections(ctx context.Context, dbLink string, spec *store.CollectionSpec) ([]string, error) {
 	e, err := c.entry(dbLink)
 	if err != nil {
 		return nil, err
 	}
-	links, sp, want, err := e.pl.collections(dbLink, spec)
+	w, err := WantedCollections(dbLink, e.pl.r, spec)
 	if err != nil {
 		return nil, err
 	}
-	created := make([]bool, len(links))
-	errs := make([]error, len(links))
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
-	for i, l := range links {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			err := c.st.CreateCollection(ctx, l, &sp)
-			switch {
-			case err == nil:
-				created[i] = true
-			case errors.Is(err, store.ErrConflict):
-				errs[i] = c.checkExisting(ctx, l, want)
-			default:
-				errs[i] = err
+	created, err := store.EnsureCollections(ctx, c.st, w)
+	if err != nil {
+		err = fmt.Errorf("router: %s: %w", dbLink, err)
+	}
+	return created, err
+}
+
+// WantedCollections returns what EnsureCollections makes exist for
+// resolver r of database dbLink and template spec (nil: defaults): for a
+// resolver.Provisioner, its Provision (its collections, its template and
+// key path; spec's TTL and indexing policy are not used); else every
+// collection r.ResolveForRead(nil) names, from spec, partitioned by r's
+// partition-key path (the first path of a composite key; a resolver that
+// is no resolver.KeyDefiner, or has an empty one, needs the path in spec).
+// A spec partitioned by another path than r's is a *store.KeyPathError
+// with no collection (the template's). The transition manager uses it for
+// the next resolver's collections. Cost: ResolveForRead(nil) or
+// Provision, and a path parse.
+func WantedCollections(dbLink string, r resolver.Resolver, spec *store.CollectionSpec) (store.Wanted, error) {
+	var w store.Wanted
+	if spec != nil {
+		w.Spec = *spec
+	}
+	var path string
+	if p, ok := r.(resolver.Provisioner); ok {
+		pv := p.Provision()
+		w.Create, w.Keep, w.KeepReason, path = pv.Create, pv.Keep, pv.KeepReason, pv.KeyPath
+		if len(pv.Template) > 0 {
+			var t store.CollectionSpec
+			if err := json.Unmarshal(pv.Template, &t); err != nil {
+				return w, fmt.Errorf("router: the template of %s's resolver: %w", dbLink, err)
 			}
-		}()
-	}
-	wg.Wait()
-	var out []string
-	for i, l := range links {
-		if created[i] {
-			out = append(out, l)
+			w.Spec.DefaultTTL, w.Spec.Indexing = t.DefaultTTL, t.Indexing
 		}
-	}
-	return out, errors.Join(errs...)
-}
-
-func (c *Client) checkExisting(ctx context.Context, l string, want partitionkey.Path) error {
-	info, err := c.st.CollectionInfo(ctx, l)
-	if err != nil {
-		return err
-	}
-	if err := checkPath(info.Spec.PartitionKeyPath, want); err != nil {
-		return fmt.Errorf("router: collection %s exists with a %w", l, err)
-	}
-	return nil
-}
-
-func checkPath(path string, want partitionkey.Path) error {
-	got, err := collectionPath(path)
-	if err != nil {
-		return fmt.Errorf("partition-key path %q: %w", path, err)
-	}
-	if !slices.Equal(got.Segments(), want.Segments()) {
 		if path == "" {
-			path = "/id (the default)"
+			path = "/id"
 		}
-		return fmt.Errorf("partition-key path %s: %w", path, ErrKeyPathMismatch)
+	} else {
+		links, err := r.ResolveForRead(nil)
+		if err != nil {
+			return w, err
+		}
+		w.Create = links
+		if kd, ok := r.(resolver.KeyDefiner); ok && !kd.KeyDef().IsZero() {
+			path = kd.KeyDef().Paths()[0]
+		}
 	}
-	return nil
+	switch {
+	case path == "" && w.Spec.PartitionKeyPath == "":
+		return w, fmt.Errorf("router: the resolver of %s reads no documents itself (it is no resolver.KeyDefiner, or its partitionKey is empty): give the path the collections are partitioned by in the template", dbLink)
+	case path == "":
+		path = w.Spec.PartitionKeyPath
+	}
+	if _, err := resolver.ParsePath(path); err != nil {
+		return w, fmt.Errorf("router: the resolver's partition key %s: %w", path, err)
+	}
+	if sp := w.Spec.PartitionKeyPath; sp != "" {
+		same, err := store.SameKeyPath(sp, path)
+		if err != nil {
+			return w, fmt.Errorf("router: the template's partition-key path: %w", err)
+		}
+		if !same {
+			return w, fmt.Errorf("router: the template of %s: %w", dbLink, &store.KeyPathError{Want: path, Found: sp})
+		}
+	}
+	w.Spec.PartitionKeyPath = path
+	return w, nil
 }

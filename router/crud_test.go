@@ -361,11 +361,23 @@ func TestEnsureCollections(t *testing.T) {
 
 	_, err = c.EnsureCollections(ctx, db, &store.CollectionSpec{PartitionKeyPath: "/tenant"})
 	assert.ErrorIs(t, err, router.ErrKeyPathMismatch, "a template partitioned by another path")
+	var tpe *store.KeyPathError
+	require.ErrorAs(t, err, &tpe)
+	assert.Equal(t, store.KeyPathError{Want: "/userId", Found: "/tenant"}, *tpe, "no collection: the template's")
+	assert.Contains(t, err.Error(), "the template's partition-key path /tenant is not the resolver's key /userId")
 	require.NoError(t, st.CreateCollection(ctx, "dbs/app/colls/u5", &store.CollectionSpec{PartitionKeyPath: "/id"}))
 	require.NoError(t, c.Register(db, ring(t, 6)))
 	_, err = c.EnsureCollections(ctx, db, nil)
 	assert.ErrorIs(t, err, router.ErrKeyPathMismatch, "an existing collection partitioned by another path")
 	assert.Contains(t, err.Error(), "dbs/app/colls/u5")
+	var kpe *store.KeyPathError
+	require.ErrorAs(t, err, &kpe, "the one error of the conflict rule")
+	assert.Equal(t, store.KeyPathError{Collection: "dbs/app/colls/u5", Want: "/userId", Found: "/id"}, *kpe)
+	// The same path spelt another way is no conflict.
+	require.NoError(t, st.DeleteCollection(ctx, "dbs/app/colls/u5"))
+	require.NoError(t, st.CreateCollection(ctx, "dbs/app/colls/u5", &store.CollectionSpec{PartitionKeyPath: `/"userId"`}))
+	_, err = c.EnsureCollections(ctx, db, nil)
+	require.NoError(t, err)
 }
 
 func TestThrottlingIsRetried(t *testing.T) {

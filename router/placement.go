@@ -318,34 +318,6 @@ func (pl *placement) forQuery(key any) (links []string, scope any, err error) {
 	return links, scope, nil
 }
 
-// collections returns every collection of the resolver and the
-// partition-key path they must be partitioned by: the resolver's own (the
-// first path of a composite key), else the template's. A template that
-// disagrees with the resolver is an error wrapping ErrKeyPathMismatch.
-func (pl *placement) collections(dbLink string, spec *store.CollectionSpec) (links []string, sp store.CollectionSpec, want partitionkey.Path, err error) {
-	if links, err = pl.r.ResolveForRead(nil); err != nil {
-		return nil, sp, want, err
-	}
-	if spec != nil {
-		sp = *spec
-	}
-	path := sp.PartitionKeyPath
-	if !pl.kd.IsZero() {
-		path = pl.kd.Paths()[0]
-	} else if path == "" {
-		return nil, sp, want, fmt.Errorf("router: the resolver of %s reads no documents itself (it is no resolver.KeyDefiner, or its partitionKey is empty): give the path the collections are partitioned by in the template", dbLink)
-	}
-	if want, err = collectionPath(path); err != nil {
-		return nil, sp, want, fmt.Errorf("router: the resolver's partition key %s: %w", path, err)
-	}
-	if sp.PartitionKeyPath == "" {
-		sp.PartitionKeyPath = path
-	} else if err := checkPath(sp.PartitionKeyPath, want); err != nil {
-		return nil, sp, want, fmt.Errorf("router: the template's %w (the resolver's key is %s)", err, path)
-	}
-	return links, sp, want, nil
-}
-
 // encode turns a document (struct, map, []byte, json.RawMessage) into JSON.
 func encode(doc any) ([]byte, error) {
 	if raw, ok := rawDoc(doc); ok {
@@ -374,13 +346,4 @@ func rawDoc(doc any) ([]byte, bool) {
 		return []byte(d), true
 	}
 	return nil, false
-}
-
-// collectionPath parses a collection's partition-key path; empty means
-// "/id", as for the stores.
-func collectionPath(path string) (partitionkey.Path, error) {
-	if path == "" {
-		path = "/id"
-	}
-	return partitionkey.ParsePath(path)
 }

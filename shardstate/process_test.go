@@ -9,14 +9,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/emulator/emulatortest"
 	"github.com/docshard/docshard/internal/proctest"
 	"github.com/docshard/docshard/router"
@@ -28,8 +26,6 @@ import (
 // run again as TestFollowerProcess) reach one docshard serve (in this
 // process) through the cosmos backend, as separate services would; this
 // process publishes new versions.
-
-const childEnv = "DOCSHARD_FOLLOWER_CHILD"
 
 // holdStore fails the lease writes of the router while the file hold
 // exists: a router whose renewals are held back.
@@ -64,22 +60,13 @@ func (s *holdStore) Replace(ctx context.Context, l, id string, doc []byte, o *st
 
 // TestFollowerProcess is the child: it follows dbs/app and answers
 // commands on stdin ("create ID KEY", "version"), printing one line each,
-// and "version N" whenever it switches. It is skipped unless run as a
-// child.
+// and "version N" whenever it switches. It is skipped unless
+// TestRoutersInProcesses runs it as a child.
 func TestFollowerProcess(t *testing.T) {
-	if os.Getenv(childEnv) == "" {
-		t.Skip("run as a child process by TestRoutersInProcesses")
-	}
-	out := bufio.NewWriter(os.Stdout)
-	var outMu sync.Mutex
-	say := func(format string, args ...any) {
-		outMu.Lock()
-		defer outMu.Unlock()
-		fmt.Fprintf(out, format+"\n", args...)
-		_ = out.Flush()
-	}
+	proctest.Child(t)
+	say := proctest.Say
 	ctx := context.Background()
-	cs, err := cosmos.Open(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: os.Getenv("ENDPOINT")}})
+	cs, err := emulatortest.ChildBackend(ctx)
 	if err != nil {
 		say("fatal %v", err)
 		return
@@ -150,7 +137,7 @@ func publishRace(ctx context.Context, st store.Store, by string, n int, say func
 type child struct{ *proctest.Proc }
 
 func startChild(t *testing.T, endpoint, id, hold string, poll, lease time.Duration, env ...string) *child {
-	return &child{proctest.Start(t, "TestFollowerProcess", append([]string{childEnv + "=1", "ENDPOINT=" + endpoint, "ROUTER=" + id, "HOLD=" + hold,
+	return &child{proctest.Start(t, "TestFollowerProcess", append([]string{emulatortest.EndpointEnv + "=" + endpoint, "ROUTER=" + id, "HOLD=" + hold,
 		"POLL=" + poll.String(), "LEASE=" + lease.String()}, env...)...)}
 }
 
@@ -187,15 +174,13 @@ func TestRoutersInProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	srv := emulatortest.Start(t, nil)
 	ctx := emulatortest.Context(t)
-	st, err := cosmos.Open(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint}})
-	require.NoError(t, err)
+	srv, st := emulatortest.StartBackend(ctx, t)
 	require.Implements(t, (*store.Fencer)(nil), st, "docshard serve fences")
 	for i := range 4 {
 		require.NoError(t, st.CreateCollection(ctx, fmt.Sprintf("dbs/app/colls/c%d", i), &store.CollectionSpec{PartitionKeyPath: "/userId"}))
 	}
-	_, err = shardstate.Init(ctx, st, db, ring(t, 2), nil)
+	_, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
 	require.NoError(t, err)
 
 	const poll, lease = 200 * time.Millisecond, 1500 * time.Millisecond
@@ -273,11 +258,9 @@ func TestPublishRaceAcrossProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	srv := emulatortest.Start(t, nil)
 	ctx := emulatortest.Context(t)
-	st, err := cosmos.Open(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint}})
-	require.NoError(t, err)
-	_, err = shardstate.Init(ctx, st, db, ring(t, 2), nil)
+	srv, st := emulatortest.StartBackend(ctx, t)
+	_, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
 	require.NoError(t, err)
 	won := map[int64]string{}
 	var children []*child

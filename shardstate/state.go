@@ -232,7 +232,9 @@ type InitOptions struct {
 // Init creates a database's state: the state collection when it is missing,
 // and version 1 with resolver r. When a state exists already (another
 // process was first) it fails with a *ConflictError carrying that state.
-// Cost: a collection create (when missing) and one document create.
+// Cost: a collection create (and a collection-info read when it exists)
+// and one document create. A state collection partitioned by another path
+// than KeyPath is a *store.KeyPathError.
 func Init(ctx context.Context, st store.Store, dbLink string, r resolver.Resolver, opts *InitOptions) (*State, error) {
 	st = retry.Ensure(st)
 	o := store.OptionsOf(opts)
@@ -283,14 +285,16 @@ func LoadOrInit(ctx context.Context, st store.Store, dbLink string, seed resolve
 	return s, err
 }
 
+// ensureCollection makes the state collection exist, partitioned by
+// KeyPath, through store.EnsureCollections (the one conflict rule: one
+// that exists partitioned by another path is a *store.KeyPathError).
 func ensureCollection(ctx context.Context, st store.Store, coll string, spec *store.CollectionSpec) error {
 	sp := store.OptionsOf(spec)
 	sp.PartitionKeyPath = KeyPath
-	err := st.CreateCollection(retry.Repeatable(ctx), coll, &sp) // a conflict is success
-	if err == nil || errors.Is(err, store.ErrConflict) {
-		return nil
+	if _, err := store.EnsureCollections(retry.Repeatable(ctx), st, store.Wanted{Create: []string{coll}, Spec: sp}); err != nil {
+		return fmt.Errorf("shardstate: the state collection: %w", err)
 	}
-	return fmt.Errorf("shardstate: creating the state collection %s: %w", coll, err)
+	return nil
 }
 
 // canonical returns r's JSON, checked to decode again: every router must

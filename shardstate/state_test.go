@@ -14,8 +14,8 @@ import (
 
 	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/emulator/emulatortest"
-	"github.com/docshard/docshard/hashring"
 	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/router/routertest"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/memstore"
@@ -23,16 +23,7 @@ import (
 
 const db = "dbs/app"
 
-func ring(t testing.TB, n int) resolver.Resolver {
-	t.Helper()
-	links := make([]string, n)
-	for i := range links {
-		links[i] = fmt.Sprintf("dbs/app/colls/c%d", i)
-	}
-	r, err := hashring.New(links, &hashring.Options{PartitionKey: resolver.MustKeyDef("/userId")})
-	require.NoError(t, err)
-	return r
-}
+func ring(t testing.TB, n int) resolver.Resolver { return routertest.Ring(t, n) }
 
 // stores runs a test on every backend the state lives on: the embedded
 // store in process, and the cosmos backend on docshard serve (the emulator
@@ -271,4 +262,25 @@ func testLoadOrInit(t *testing.T, st store.Store) {
 		assert.Equal(t, int64(1), s.Version)
 		assert.Equal(t, got[0].Resolver, s.Resolver, "every caller gets the one seed that won")
 	}
+}
+
+// TestInitStateCollectionPath: the state collection goes through the one
+// conflict rule: partitioned by another path it is a *store.KeyPathError;
+// by KeyPath spelt another way it is used.
+func TestInitStateCollectionPath(t *testing.T) {
+	ctx := context.Background()
+	coll := db + "/colls/" + shardstate.CollectionID
+	st := memstore.New(nil)
+	defer st.Close()
+	require.NoError(t, st.CreateCollection(ctx, coll, &store.CollectionSpec{PartitionKeyPath: "/id"}))
+	_, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
+	var kpe *store.KeyPathError
+	require.ErrorAs(t, err, &kpe)
+	assert.Equal(t, store.KeyPathError{Collection: coll, Want: shardstate.KeyPath, Found: "/id"}, *kpe)
+
+	st2 := memstore.New(nil)
+	defer st2.Close()
+	require.NoError(t, st2.CreateCollection(ctx, coll, &store.CollectionSpec{PartitionKeyPath: `/"kind"`}))
+	_, err = shardstate.Init(ctx, st2, db, ring(t, 2), nil)
+	require.NoError(t, err)
 }

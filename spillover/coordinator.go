@@ -117,8 +117,10 @@ type Coordinator struct {
 // wrapping ErrNotSpillover); a collection named like the spillover's that
 // is not one of its collections (nor the one an unfinished opening
 // names) is refused with a *resolver.ConfigError naming "collectionPrefix"
-// (wrapping ErrPrefixClash); missing collections are created from the
-// template; then one check runs at once (finishing an opening a crashed
+// (wrapping ErrPrefixClash); the newest collection is created from the
+// template when missing, and a sealed one that is missing (deleted: it held
+// documents) is a *store.MissingCollectionError naming it, never created
+// again empty; then one check runs at once (finishing an opening a crashed
 // process left), and a goroutine checks every CheckInterval until Close.
 // ctx bounds the start only.
 //
@@ -160,10 +162,8 @@ func Start(ctx context.Context, st store.Store, dbLink string, opts *Coordinator
 	if err := shardstate.RaiseFence(ctx, st, s); err != nil {
 		return nil, fmt.Errorf("spillover: %w", err)
 	}
-	for _, l := range r.colls {
-		if err := c.create(ctx, r, l); err != nil {
-			return nil, err
-		}
+	if err := c.ensure(ctx, r.wanted()); err != nil {
+		return nil, err
 	}
 	if _, err := c.Check(ctx); err != nil {
 		return nil, err
@@ -249,23 +249,16 @@ func kindOf(r resolver.Resolver) string {
 	return fmt.Sprintf("%T", r)
 }
 
-// create creates collection l from r's template; one that exists must be
-// partitioned by the template's path.
+// create makes collection l exist, created from r's template, through
+// store.EnsureCollections (the one conflict rule: one that exists must be
+// partitioned by the template's path, else a *store.KeyPathError).
 func (c *Coordinator) create(ctx context.Context, r *Resolver, l string) error {
-	spec := r.Template()
-	err := c.st.CreateCollection(retry.Repeatable(ctx), l, &spec) // a conflict is checked below
-	if err == nil || !errors.Is(err, store.ErrConflict) {
-		if err != nil {
-			return fmt.Errorf("spillover: creating %s: %w", l, err)
-		}
-		return nil
-	}
-	info, err := c.st.CollectionInfo(ctx, l)
-	if err != nil {
-		return fmt.Errorf("spillover: reading %s: %w", l, err)
-	}
-	if want := spec.PartitionKeyPath; want != "" && info.Spec.PartitionKeyPath != want {
-		return fmt.Errorf("spillover: collection %s exists partitioned by %q, not by the partition key %q", l, info.Spec.PartitionKeyPath, want)
+	return c.ensure(ctx, store.Wanted{Create: []string{l}, Spec: r.template})
+}
+
+func (c *Coordinator) ensure(ctx context.Context, w store.Wanted) error {
+	if _, err := store.EnsureCollections(retry.Repeatable(ctx), c.st, w); err != nil {
+		return fmt.Errorf("spillover: %w", err)
 	}
 	return nil
 }

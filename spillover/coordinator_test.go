@@ -346,3 +346,52 @@ func TestMeasuredRanges(t *testing.T) {
 	require.NoError(t, c.Register("dbs/view", r)) // not followed: to query by the range
 	_ = got
 }
+
+// TestSealedCollectionDeleted: a sealed collection that was deleted is
+// reported, naming it and what to do, not created again empty; the newest
+// one is created when missing.
+func TestSealedCollectionDeleted(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	r, err := spillover.New([]string{db + "/colls/log0", db + "/colls/log1"},
+		&spillover.Options{PartitionKey: resolver.MustKeyDef("/id"), CollectionPrefix: "log", MaxDocuments: 10})
+	require.NoError(t, err)
+	_, err = shardstate.Init(ctx, st, db, r, nil)
+	require.NoError(t, err)
+	_, err = spillover.Start(ctx, st, db, nil)
+	var mce *store.MissingCollectionError
+	require.ErrorAs(t, err, &mce)
+	assert.Equal(t, db+"/colls/log0", mce.Collection)
+	assert.ErrorIs(t, err, store.ErrNotFound)
+	assert.Contains(t, err.Error(), "restore it")
+	_, err = st.CollectionInfo(ctx, db+"/colls/log0")
+	require.ErrorIs(t, err, store.ErrNotFound, "the sealed collection is not created again")
+
+	// Restored, it starts; the missing newest is created.
+	require.NoError(t, st.CreateCollection(ctx, db+"/colls/log0", &store.CollectionSpec{PartitionKeyPath: "/id"}))
+	coord, err := spillover.Start(ctx, st, db, nil)
+	require.NoError(t, err)
+	require.NoError(t, coord.Close())
+	_, err = st.CollectionInfo(ctx, db+"/colls/log1")
+	require.NoError(t, err)
+}
+
+// TestCoordinatorKeyPathConflict: a collection partitioned by another path
+// is the one error of the conflict rule; the same path spelt another way
+// is none.
+func TestCoordinatorKeyPathConflict(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	require.NoError(t, st.CreateCollection(ctx, db+"/colls/log0", &store.CollectionSpec{PartitionKeyPath: "/tenant"}))
+	_, err := spillover.Start(ctx, st, db, &spillover.CoordinatorOptions{Seed: seed(t, 10, 0.5, "")})
+	var kpe *store.KeyPathError
+	require.ErrorAs(t, err, &kpe)
+	assert.Equal(t, store.KeyPathError{Collection: db + "/colls/log0", Want: "/id", Found: "/tenant"}, *kpe)
+	assert.ErrorIs(t, err, router.ErrKeyPathMismatch)
+
+	st2 := memstore.New(nil)
+	require.NoError(t, st2.CreateCollection(ctx, db+"/colls/log0", &store.CollectionSpec{PartitionKeyPath: `/"id"`}))
+	coord, err := spillover.Start(ctx, st2, db, &spillover.CoordinatorOptions{Seed: seed(t, 10, 0.5, "")})
+	require.NoError(t, err)
+	require.NoError(t, coord.Close())
+}

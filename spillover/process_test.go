@@ -1,7 +1,6 @@
 package spillover_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -15,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/emulator/emulatortest"
 	"github.com/docshard/docshard/internal/proctest"
 	"github.com/docshard/docshard/router"
@@ -28,8 +26,6 @@ import (
 // store; writer processes (this test binary, run again as
 // TestSpillWriterChild) write through routers that follow the state, each
 // with a Coordinator.
-
-const writerEnv = "DOCSHARD_SPILL_CHILD"
 
 // Settings of the multi-process test: a small limit, so that the writers
 // open a dozen collections; a check every 20 ms.
@@ -44,21 +40,12 @@ const (
 // each acknowledged one and "unknown ID" for one whose outcome it does not
 // know; with $STOP_AT it prints "at STEP" when its coordinator reaches that
 // step of an opening and waits there to be killed. It is skipped unless
-// run as a child.
+// TestSpilloverProcesses runs it as a child.
 func TestSpillWriterChild(t *testing.T) {
-	if os.Getenv(writerEnv) == "" {
-		t.Skip("run as a child process by TestSpilloverProcesses")
-	}
+	proctest.Child(t)
 	ctx := context.Background()
-	out := bufio.NewWriter(os.Stdout)
-	var mu sync.Mutex
-	say := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(out, format+"\n", args...)
-		_ = out.Flush()
-	}
-	st, err := cosmos.Open(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: os.Getenv("ENDPOINT")}})
+	say := proctest.Say
+	st, err := emulatortest.ChildBackend(ctx)
 	if err != nil {
 		say("fatal %v", err)
 		return
@@ -161,16 +148,14 @@ func TestSpilloverProcesses(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("DOCSHARD_SPILL_DOCS")); err == nil {
 		docs = v
 	}
-	srv := emulatortest.Start(t, nil)
 	ctx := emulatortest.Context(t)
-	st, err := cosmos.Open(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint}})
-	require.NoError(t, err)
+	srv, st := emulatortest.StartBackend(ctx, t)
 	require.Implements(t, (*store.Fencer)(nil), st)
-	_, err = shardstate.Init(ctx, st, db, seed(t, procLimit, procFill, ""), nil)
+	_, err := shardstate.Init(ctx, st, db, seed(t, procLimit, procFill, ""), nil)
 	require.NoError(t, err)
 	a := &acks{ok: map[string]bool{}, unknown: map[string]bool{}}
 	start := func(name string, n int, env ...string) *proctest.Proc {
-		return proctest.Start(t, "TestSpillWriterChild", append([]string{writerEnv + "=1", "ENDPOINT=" + srv.Endpoint,
+		return proctest.Start(t, "TestSpillWriterChild", append([]string{emulatortest.EndpointEnv + "=" + srv.Endpoint,
 			"NAME=" + name, "DOCS=" + strconv.Itoa(n)}, env...)...)
 	}
 

@@ -111,6 +111,7 @@ var (
 	_ resolver.Kinded       = (*Resolver)(nil)
 	_ resolver.KeyDefiner   = (*Resolver)(nil)
 	_ resolver.TextResolver = (*Resolver)(nil)
+	_ resolver.Provisioner  = (*Resolver)(nil)
 	_ json.Marshaler        = (*Resolver)(nil)
 )
 
@@ -361,6 +362,35 @@ func (r *Resolver) Sequence(id string) (int64, bool) { return sequence(r.prefix,
 // Template returns the spec new collections are created with, partitioned
 // by the partition key's first path.
 func (r *Resolver) Template() store.CollectionSpec { return r.template }
+
+// sealedReason is what a *store.MissingCollectionError says of a sealed
+// collection that is missing.
+const sealedReason = "it is a sealed spillover collection, which held documents: created again empty, " +
+	"they would be lost without a word; restore it, or publish a resolver without it (docshard state set)"
+
+// wanted is what the spillover wants to exist: the newest collection,
+// created from the template when missing, and every sealed one, which
+// must exist.
+func (r *Resolver) wanted() store.Wanted {
+	var sealed []string
+	for _, l := range r.colls {
+		if l != r.newestLink {
+			sealed = append(sealed, l)
+		}
+	}
+	return store.Wanted{Create: []string{r.newestLink}, Keep: sealed, KeepReason: sealedReason, Spec: r.template}
+}
+
+// Provision implements resolver.Provisioner: the newest collection is
+// created from the template when missing; the sealed ones must exist and
+// are never created again (a missing one is reported: it held documents).
+func (r *Resolver) Provision() resolver.Provision {
+	w := r.wanted()
+	t := w.Spec
+	t.PartitionKeyPath = ""
+	text, _ := json.Marshal(t) // a CollectionSpec always encodes
+	return resolver.Provision{Create: w.Create, Keep: w.Keep, KeepReason: w.KeepReason, KeyPath: w.Spec.PartitionKeyPath, Template: text}
+}
 
 // Limit returns the collection limit: documents and bytes (0 where unset).
 func (r *Resolver) Limit() (documents, bytes int64) { return r.maxDocs, r.maxBytes }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/docshard/docshard/rangeresolver"
 	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/resolver/resolvertest"
 	"github.com/docshard/docshard/spillover"
 )
 
@@ -42,11 +43,7 @@ func TestDecodeRefusesBadConfig(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := resolver.Unmarshal([]byte(tc.json))
-			require.Error(t, err)
-			assert.ErrorIs(t, err, resolver.ErrInvalid)
-			var ce *resolver.ConfigError
-			require.ErrorAs(t, err, &ce)
-			assert.Contains(t, ce.Field, tc.field, err.Error())
+			resolvertest.ConfigError(t, err, tc.field, "")
 		})
 	}
 }

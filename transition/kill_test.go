@@ -1,7 +1,6 @@
 package transition_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/emulator/emulatortest"
 	"github.com/docshard/docshard/internal/proctest"
 	"github.com/docshard/docshard/router"
@@ -30,33 +28,22 @@ import (
 // processes are killed with SIGKILL at every named step and at random
 // moments, each followed by another run, until one finishes.
 
-const killChildEnv = "DOCSHARD_RESHARD_CHILD"
-
 // TestReshardChild is a child process: "writer" writes and prints an
 // acknowledgement per write; "reshard" reshards to $TARGET collections,
 // printing "at STEP" at each step and stopping there forever when STEP is
-// $STOP_AT. It is skipped unless run as a child.
+// $STOP_AT ($ROLE says which). It is skipped unless TestReshardKilled runs
+// it as a child.
 func TestReshardChild(t *testing.T) {
-	role := os.Getenv(killChildEnv)
-	if role == "" {
-		t.Skip("run as a child process by TestReshardKilled")
-	}
+	proctest.Child(t)
 	ctx := context.Background()
-	out := bufio.NewWriter(os.Stdout)
-	var mu sync.Mutex
-	say := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(out, format+"\n", args...)
-		_ = out.Flush()
-	}
-	st, err := cosmos.Open(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: os.Getenv("ENDPOINT")}})
+	say := proctest.Say
+	st, err := emulatortest.ChildBackend(ctx)
 	if err != nil {
 		say("fatal %v", err)
 		return
 	}
 	say("started")
-	switch role {
+	switch os.Getenv("ROLE") {
 	case "reshard":
 		stopAt := os.Getenv("STOP_AT")
 		target, _ := strconv.Atoi(os.Getenv("TARGET"))
@@ -113,7 +100,7 @@ func runToEnd(t *testing.T, endpoint string, env ...string) {
 }
 
 func startProc(t *testing.T, role, endpoint string, env ...string) *proctest.Proc {
-	return proctest.Start(t, "TestReshardChild", append([]string{killChildEnv + "=" + role, "ENDPOINT=" + endpoint}, env...)...)
+	return proctest.Start(t, "TestReshardChild", append([]string{"ROLE=" + role, emulatortest.EndpointEnv + "=" + endpoint}, env...)...)
 }
 
 // TestReshardKilled is the kill test. DOCSHARD_RESHARD_DOCS sets the number
@@ -130,11 +117,9 @@ func TestReshardKilled(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("DOCSHARD_RESHARD_KILLS")); err == nil {
 		kills = v
 	}
-	srv := emulatortest.Start(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // 50,000 documents on a busy host take minutes
 	defer cancel()
-	st, err := cosmos.Open(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint}})
-	require.NoError(t, err)
+	srv, st := emulatortest.StartBackend(ctx, t)
 	two := ring(t, 2)
 	c := router.New(st, nil)
 	f, err := c.Follow(ctx, db, &router.FollowOptions{Seed: two})

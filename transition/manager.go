@@ -21,6 +21,7 @@ import (
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/retry"
@@ -479,12 +480,13 @@ func (m *manager) start(ctx context.Context, cur *shardstate.State, next resolve
 	return m.step("published")
 }
 
-// ensureCollections creates next's collections that do not exist.
+// ensureCollections makes next's collections exist, through
+// router.WantedCollections and store.EnsureCollections (the one conflict
+// rule: one that exists partitioned by another path than next's key is a
+// *store.KeyPathError). The spec is the options' Spec, else the first
+// current collection's (its TTL and indexing policy; its partition-key
+// path only when next reads no documents itself).
 func (m *manager) ensureCollections(ctx context.Context) error {
-	links, err := m.to.ResolveForRead(nil)
-	if err != nil {
-		return err
-	}
 	spec := m.o.Spec
 	if spec == nil {
 		cur, err := m.from.ResolveForRead(nil)
@@ -495,13 +497,22 @@ func (m *manager) ensureCollections(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("transition: reading %s for the new collections' spec: %w", cur[0], err)
 		}
-		spec = &info.Spec
-	}
-	for _, l := range links {
-		err := m.st.CreateCollection(retry.Repeatable(ctx), l, spec) // a conflict is success
-		if err != nil && !errors.Is(err, store.ErrConflict) {
-			return fmt.Errorf("transition: creating %s: %w", l, err)
+		sp := info.Spec
+		_, keyed := m.to.(resolver.Provisioner)
+		if kd, ok := m.to.(resolver.KeyDefiner); ok && !kd.KeyDef().IsZero() {
+			keyed = true
 		}
+		if keyed {
+			sp.PartitionKeyPath = "" // next's own key decides
+		}
+		spec = &sp
+	}
+	w, err := router.WantedCollections(m.db, m.to, spec)
+	if err != nil {
+		return fmt.Errorf("transition: the next resolver's collections: %w", err)
+	}
+	if _, err := store.EnsureCollections(retry.Repeatable(ctx), m.st, w); err != nil {
+		return fmt.Errorf("transition: %w", err)
 	}
 	return nil
 }

@@ -575,3 +575,20 @@ func TestReshardLeavesOtherPhases(t *testing.T) {
 	assert.Equal(t, held.Version, now.Version, "nothing published")
 	assert.JSONEq(t, string(phase), string(now.Phase))
 }
+
+// TestReshardKeyPathConflict: a next collection that exists partitioned by
+// another path than the next resolver's key is the one error of the
+// conflict rule, before anything is published or copied.
+func TestReshardKeyPathConflict(t *testing.T) {
+	ctx := context.Background()
+	st, _, _ := seeded(t, ring(t, 2), 10)
+	require.NoError(t, st.CreateCollection(ctx, "dbs/app/colls/c2", &store.CollectionSpec{PartitionKeyPath: "/tenant"}))
+	_, err := transition.Reshard(ctx, st, db, ring(t, 3), nil)
+	var kpe *store.KeyPathError
+	require.ErrorAs(t, err, &kpe)
+	assert.Equal(t, store.KeyPathError{Collection: "dbs/app/colls/c2", Want: "/userId", Found: "/tenant"}, *kpe)
+	assert.ErrorIs(t, err, router.ErrKeyPathMismatch)
+	s, err := shardstate.Load(ctx, st, db)
+	require.NoError(t, err)
+	assert.Nil(t, s.Phase, "nothing was published")
+}

@@ -15,10 +15,8 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
-	"github.com/docshard/docshard/managed"
-	"github.com/docshard/docshard/resolver"
+	"github.com/docshard/docshard"
 	"github.com/docshard/docshard/router"
-	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/spillover"
 	"github.com/docshard/docshard/store"
 )
@@ -73,22 +71,22 @@ Ctrl-C; either way it prints how many documents were written before.`,
 					c.Observe(ctx, l, op, d, err)
 				}
 			}}})
-			follower, err := followState(ctx, client, st, db, g.stderr)
+			rt, err := route(ctx, client, st, db, docshard.StateFollow, g.stderr)
 			if err != nil {
 				return err
 			}
-			defer follower.Close()
-			var created []string
-			switch r := follower.State(); kindOf(r) {
-			case spillover.Kind:
+			defer rt.Follower.Close()
+			if _, ok := rt.Resolver.(*spillover.Resolver); ok {
 				if !cmd.Flags().Changed("workers") {
 					// The newest collection overshoots its fill point by
 					// the writes made between two checks: fewer writers
 					// keep that small.
 					workers = spilloverLoadWorkers
 				}
-				// The coordinator creates the collections from the
-				// template and opens the next one whenever the newest fills.
+				// The coordinator makes the collections exist (checking
+				// the prefix first) and opens the next one whenever the
+				// newest fills; it is a process of its own, not a way of
+				// creating collections.
 				c, err := spillover.Start(ctx, st, db.Link, &spillover.CoordinatorOptions{CheckInterval: checkEvery,
 					OnOpen:  func(l string, v int64) { fmt.Fprintf(g.stderr, "opened collection %s (version %d)\n", l, v) },
 					OnError: func(err error) { fmt.Fprintf(g.stderr, "docshard: spillover: %s\n", oneLine(err.Error())) }})
@@ -97,18 +95,13 @@ Ctrl-C; either way it prints how many documents were written before.`,
 				}
 				defer c.Close()
 				coord.Store(c)
-			case managed.Kind:
-				m, err := managed.Current(ctx, st, db.Link)
-				if err != nil {
-					return err
-				}
-				if created, err = managed.Ensure(ctx, st, m); err != nil {
-					return err
-				}
-			default:
-				if created, err = client.EnsureCollections(ctx, db.Link, nil); err != nil {
-					return err
-				}
+			}
+			// One way for every kind: a resolver.Provisioner (managed,
+			// spillover) names its collections and template; any other
+			// gets every collection it names.
+			created, err := client.EnsureCollections(ctx, db.Link, nil)
+			if err != nil {
+				return err
 			}
 			for _, l := range created {
 				fmt.Fprintf(g.stderr, "created collection %s\n", l)
@@ -148,8 +141,8 @@ Ctrl-C; either way it prints how many documents were written before.`,
 
 // defaultLoadWorkers is load's default --workers: on the durable
 // embedded store, whose commits take every write waiting at the time,
-// loads ran several times faster with 128 writers than with 8 (see the
-// README's performance table).
+// loads ran several times faster with 128 writers than with 8 (see
+// docs/cli.md, "Why 128 load workers").
 const defaultLoadWorkers = 128
 
 // spilloverLoadWorkers is the default --workers for a spillover database,
@@ -356,13 +349,3 @@ func (l *lineReader) next() ([]byte, error) {
 }
 
 // kindOf returns the resolver kind of a state ("" when it does not say).
-func kindOf(s *shardstate.State) string {
-	r, err := s.Decode()
-	if err != nil {
-		return ""
-	}
-	if k, ok := r.(resolver.Kinded); ok {
-		return k.Kind()
-	}
-	return ""
-}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,9 @@ import (
 	"github.com/creack/pty"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/memstore"
 )
 
 const oneRing = `store: {kind: embedded, path: data}
@@ -142,4 +146,43 @@ func TestQueryMissingStore(t *testing.T) {
 	assert.Contains(t, errOut, "collection not found (in the embedded store at "+filepath.Join(dir, "data")+", which does not exist: is store.path right?")
 	_, err := os.Stat(filepath.Join(dir, "data"))
 	assert.True(t, os.IsNotExist(err), "a read-only command creates no store")
+}
+
+// TestLoadCollections: load makes the collections exist the one way, for
+// every kind: a managed resolver's from its template (it says so as a
+// resolver.Provisioner, no kind switch), and a collection partitioned by
+// another path than the resolver's key stops the load with the one
+// conflict error, naming the collection and both paths.
+func TestLoadCollections(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	managedCfg := writeFile(t, dir, "managed.yaml", `
+store: {kind: embedded, path: `+data+`}
+databases:
+  - link: dbs/app
+    resolver: {kind: managed, partitionKey: /userId, database: dbs/app, collectionPrefix: m, count: 2, template: {defaultTtl: 3600}}
+`)
+	code, _, errOut := runCLI(t, `{"id":"1","userId":"a"}`+"\n", "load", "-c", managedCfg, "-")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "created collection dbs/app/colls/m0")
+	assert.Contains(t, errOut, "created collection dbs/app/colls/m1")
+	st, err := memstore.Open(data, nil)
+	require.NoError(t, err)
+	info, err := st.CollectionInfo(context.Background(), "dbs/app/colls/m1")
+	require.NoError(t, err)
+	require.NotNil(t, info.Spec.DefaultTTL, "created from the managed template")
+	assert.Equal(t, 3600, *info.Spec.DefaultTTL)
+	assert.Equal(t, "/userId", info.Spec.PartitionKeyPath)
+	require.NoError(t, st.CreateCollection(context.Background(), "dbs/other/colls/u1", &store.CollectionSpec{PartitionKeyPath: "/tenant"}))
+	require.NoError(t, st.Close())
+
+	conflictCfg := writeFile(t, dir, "conflict.yaml", `
+store: {kind: embedded, path: `+data+`}
+databases:
+  - link: dbs/other
+    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/other/colls/u0, dbs/other/colls/u1]}
+`)
+	code, _, errOut = runCLI(t, `{"id":"1","userId":"a"}`+"\n", "load", "-c", conflictCfg, "-")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "collection dbs/other/colls/u1 exists partitioned by /tenant, not by /userId")
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/docshard/docshard"
 	"github.com/docshard/docshard/config"
 	"os"
 	"path/filepath"
@@ -60,7 +61,7 @@ Parameters: --param @name=JSON (repeatable), e.g. --param @city='"Oslo"' --param
 			}
 			defer st.Close()
 			client := router.New(st, nil)
-			if err := routeByState(cmd.Context(), client, st, db, g.stderr); err != nil {
+			if _, err := route(cmd.Context(), client, st, db, docshard.StateRead, g.stderr); err != nil {
 				return err
 			}
 			pager := client.NewQueryPager(db.Link, q, opts)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/docshard/docshard"
 	"github.com/docshard/docshard/config"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
@@ -58,16 +58,13 @@ the current resolver with nothing lost. Progress goes to stderr, a summary to st
 			if err != nil {
 				return err
 			}
-			cur, err := shardstate.LoadOrInit(ctx, st, db.Link, db.Resolver, nil)
+			// The file's resolver seeds the state the first time.
+			cur, err := docshard.RouteDatabase(ctx, nil, st, *db, docshard.StateFollow, nil)
 			if err != nil {
 				return err
 			}
 			if dryRun {
-				r, err := cur.Decode()
-				if err != nil {
-					return err
-				}
-				report, err := comparePlacement(r, next, randomKeys(100000, 1))
+				report, err := comparePlacement(cur.Resolver, next, randomKeys(100000, 1))
 				if err != nil {
 					return err
 				}
@@ -191,20 +188,14 @@ the database routes by (its shared state's, else the file's): it exits 1 naming 
 duplicated documents. During a reshard it refuses: finish the reshard first.`,
 		Args: cobra.NoArgs,
 		RunE: g.withStore(true, func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
-			r := db.Resolver
-			s, err := shardstate.Load(ctx, st, db.Link)
-			switch {
-			case errors.Is(err, shardstate.ErrNoState):
-			case err != nil:
+			rt, err := docshard.RouteDatabase(ctx, nil, st, *db, docshard.StateRead, nil)
+			if err != nil {
 				return err
-			case len(s.Phase) > 0:
-				return fmt.Errorf("%s is being resharded (version %d, phase %s): run docshard reshard to finish it, then verify", db.Link, s.Version, s.Phase)
-			default:
-				if r, err = s.Decode(); err != nil {
-					return err
-				}
 			}
-			rep, err := transition.Verify(ctx, st, db.Link, r)
+			if s := rt.State; s != nil && len(s.Phase) > 0 {
+				return fmt.Errorf("%s is being resharded (version %d, phase %s): run docshard reshard to finish it, then verify", db.Link, s.Version, s.Phase)
+			}
+			rep, err := transition.Verify(ctx, st, db.Link, rt.Resolver)
 			if err != nil {
 				return err
 			}

@@ -22,6 +22,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docshard/docshard/internal/proctest"
+
 	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/memstore"
@@ -58,31 +60,10 @@ func TestServeUsage(t *testing.T) {
 	}
 }
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
 // docshardBinary builds the command once per test binary.
 func docshardBinary(t testing.TB) string {
 	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "docshard-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "docshard")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
+	return proctest.Build(t, "github.com/docshard/docshard/cmd/docshard")
 }
 
 // lockedBuffer collects a process's stderr.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/docshard/docshard"
 	"github.com/docshard/docshard/config"
 	"github.com/docshard/docshard/hashring"
 	"github.com/docshard/docshard/resolver"
@@ -239,51 +240,26 @@ func warnIfKeysMove(old, next resolver.Resolver, stderr io.Writer) {
 	fmt.Fprintf(stderr, "docshard: warning: the new resolver places %.1f%% of sample keys in another collection; documents already written stay where they are, so keyed reads will miss them until they are moved\n", 100*float64(report.moved)/float64(report.keys))
 }
 
-// routeByState registers the database's resolver with client: the shared
-// state's when the store holds one (it wins over the file), else the file's.
-// It says on stderr which one it used when there is a state.
-func routeByState(ctx context.Context, client *router.Client, st store.Store, db *config.Database, stderr io.Writer) error {
-	s, err := shardstate.Load(ctx, st, db.Link)
-	if errors.Is(err, shardstate.ErrNoState) {
-		return client.Register(db.Link, db.Resolver)
-	}
-	if err != nil {
-		return err
-	}
-	r, err := s.Decode()
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "docshard: %s routes by its shared state, version %d (not by the file's resolver)\n", db.Link, s.Version)
-	return client.Register(db.Link, r)
-}
-
-// followState routes the database by its shared state for a command that
-// writes: the file's resolver seeds the state the first time. The caller
-// closes the follower.
-func followState(ctx context.Context, client *router.Client, st store.Store, db *config.Database, stderr io.Writer) (*router.Follower, error) {
-	_, err := shardstate.Load(ctx, st, db.Link)
-	seeded := errors.Is(err, shardstate.ErrNoState)
-	if err != nil && !seeded {
-		return nil, err
-	}
-	f, err := client.Follow(ctx, db.Link, &router.FollowOptions{Seed: db.Resolver})
+// route routes the database by the library's one choice between its
+// shared state and the file's resolver (docshard.RouteDatabase: mode
+// docshard.StateRead for a command that only reads, docshard.StateFollow
+// for one that writes), registering it on client when there is one, and
+// says on stderr which it chose when there is a state.
+func route(ctx context.Context, client *router.Client, st store.Store, db *config.Database, mode docshard.State, stderr io.Writer) (*docshard.Routing, error) {
+	rt, err := docshard.RouteDatabase(ctx, client, st, *db, mode, nil)
 	if err != nil {
 		return nil, err
 	}
-	if seeded && f.Version() == 1 {
-		fmt.Fprintf(stderr, "docshard: %s had no shared state; the file's resolver is now its version 1 (in %s/colls/%s)\n", db.Link, db.Link, shardstate.CollectionID)
-	} else {
-		fmt.Fprintf(stderr, "docshard: %s routes by its shared state, version %d (not by the file's resolver)\n", db.Link, f.Version())
+	if n := rt.Notice(); n != "" {
+		fmt.Fprintf(stderr, "docshard: %s\n", n)
 	}
-	return f, nil
+	return rt, nil
 }
 
 // currentResolver is the resolver a read-only command (locate, plan) routes
-// the database by: its shared state's when the store holds one, else the
-// file's. It opens the store only when there can be a state in it: an
-// in-memory store, or a durable directory that does not exist, has none
-// (and is not created).
+// the database by (route, docshard.StateRead). It opens the store only
+// when there can be a state in it: an in-memory store, or a durable
+// directory that does not exist, has none (and is not created).
 func (g *globals) currentResolver(ctx context.Context, cfg *config.Config, db *config.Database) (resolver.Resolver, error) {
 	if cfg.Store.Kind == config.StoreEmbedded {
 		if cfg.Store.Path == "" {
@@ -298,13 +274,9 @@ func (g *globals) currentResolver(ctx context.Context, cfg *config.Config, db *c
 		return nil, err
 	}
 	defer st.Close()
-	s, err := shardstate.Load(ctx, st, db.Link)
-	if errors.Is(err, shardstate.ErrNoState) {
-		return db.Resolver, nil
-	}
+	rt, err := route(ctx, nil, st, db, docshard.StateRead, g.stderr)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(g.stderr, "docshard: %s routes by its shared state, version %d (not by the file's resolver)\n", db.Link, s.Version)
-	return s.Decode()
+	return rt.Resolver, nil
 }

@@ -30,6 +30,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/docshard/docshard/internal/testserver"
 )
 
 // Version is the cosmium version the harness builds (pinned in go.mod).
@@ -222,34 +224,19 @@ func (s *Server) Stop() {
 	_ = os.RemoveAll(s.dir)
 }
 
-var (
-	sharedOnce sync.Once
-	shared     *Server
-	sharedErr  error
-)
+var shared testserver.Shared[*Server]
 
 // Shared returns the test binary's server, starting it on first use. Call
 // StopShared from TestMain after the tests run.
 func Shared(t testing.TB) *Server {
 	t.Helper()
-	sharedOnce.Do(func() { shared, sharedErr = Start() })
-	if sharedErr != nil {
-		t.Fatalf("cosmium: %v", sharedErr)
-	}
-	return shared
+	return shared.Get(t, "cosmium", Start)
 }
 
 // StopShared stops the shared server if it was started, and removes its
 // files.
-func StopShared() {
-	if shared != nil {
-		shared.Stop()
-	}
-}
+func StopShared() { shared.Stop((*Server).Stop) }
 
-// Context returns a context for one test's calls to the server.
-func Context(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+// Context returns a context for one test's calls to the server, cancelled
+// when the test ends or after two minutes.
+func Context(t testing.TB) context.Context { return testserver.Context(t) }

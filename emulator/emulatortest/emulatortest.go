@@ -13,13 +13,16 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/emulator"
 	"github.com/docshard/docshard/internal/redact"
+	"github.com/docshard/docshard/internal/testserver"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/memstore"
 )
@@ -177,34 +180,55 @@ func (s *Server) closeStore() error {
 	return nil
 }
 
-var (
-	sharedOnce sync.Once
-	shared     *Server
-	sharedErr  error
-)
+var shared testserver.Shared[*Server]
 
 // Shared returns the test binary's server (in memory, plain HTTP),
 // starting it on first use. Call StopShared from TestMain.
 func Shared(t testing.TB) *Server {
 	t.Helper()
-	sharedOnce.Do(func() { shared, sharedErr = New(nil) })
-	if sharedErr != nil {
-		t.Fatalf("emulatortest: %v", sharedErr)
-	}
-	return shared
+	return shared.Get(t, "emulatortest", func() (*Server, error) { return New(nil) })
 }
 
 // StopShared stops the shared server if it was started.
-func StopShared() {
-	if shared != nil {
-		_ = shared.Close()
-	}
-}
+func StopShared() { shared.Stop(func(s *Server) { _ = s.Close() }) }
 
 // Context returns a context for one test's calls, cancelled when the test
 // ends or after two minutes.
-func Context(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
+func Context(t testing.TB) context.Context { return testserver.Context(t) }
+
+// Backend opens the cosmos backend (package cosmos) on the emulator at
+// endpoint, with its key: the store a service reaches docshard serve
+// through. Its calls are HTTP requests to the server.
+func Backend(ctx context.Context, endpoint string) (store.Store, error) {
+	return cosmos.Open(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: endpoint, Key: Key}})
+}
+
+// EndpointEnv is the environment variable through which a test's child
+// process (internal/proctest) learns the endpoint of the parent's server:
+// the parent passes EndpointEnv+"="+srv.Endpoint to proctest.Start, and
+// the child calls ChildBackend.
+const EndpointEnv = "DOCSHARD_EMULATOR_ENDPOINT"
+
+// ChildBackend opens the cosmos backend on the server whose endpoint the
+// parent process passed in EndpointEnv.
+func ChildBackend(ctx context.Context) (store.Store, error) {
+	endpoint := os.Getenv(EndpointEnv)
+	if endpoint == "" {
+		return nil, fmt.Errorf("emulatortest: %s is not set: the parent passes it to proctest.Start", EndpointEnv)
+	}
+	return Backend(ctx, endpoint)
+}
+
+// StartBackend starts a server that stops when the test ends (Start, an
+// in-memory store over plain HTTP) and opens the cosmos backend on it
+// (Backend): the store of a test whose other processes reach the same
+// server through EndpointEnv. The test fails if either cannot be done.
+func StartBackend(ctx context.Context, t testing.TB) (*Server, store.Store) {
+	t.Helper()
+	srv := Start(t, nil)
+	st, err := Backend(ctx, srv.Endpoint)
+	if err != nil {
+		t.Fatalf("emulatortest: %v", err)
+	}
+	return srv, st
 }

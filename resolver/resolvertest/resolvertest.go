@@ -4,6 +4,9 @@ package resolvertest
 import (
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/docshard/docshard/resolver"
 )
 
@@ -22,5 +25,20 @@ func RoundTrip(t testing.TB, in, out string) {
 	}
 	if string(data) != out {
 		t.Errorf("round trip of %s:\n got %s\nwant %s", in, data, out)
+	}
+}
+
+// ConfigError fails the test unless err is a *resolver.ConfigError that
+// wraps resolver.ErrInvalid, names field (exactly) and, unless msg is
+// empty, says msg: what every resolver kind's tests of a bad definition
+// check.
+func ConfigError(t testing.TB, err error, field, msg string) {
+	t.Helper()
+	var ce *resolver.ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.ErrorIs(t, err, resolver.ErrInvalid)
+	assert.Equal(t, field, ce.Field, "%v", err)
+	if msg != "" {
+		assert.ErrorContains(t, err, msg)
 	}
 }

@@ -3,6 +3,7 @@ package memstore
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -117,46 +118,66 @@ func TestChangeFeedAcrossRestarts(t *testing.T) {
 // TestChangeFeedMigratesVersion3Records: records written before the change
 // feed (version 3, no LSN) get LSNs on Open in the order of their last
 // write, are written again as version 4, and later writes come after them.
+// Salvage gives them the same LSNs, in the same order: it loads records as
+// Open does.
 func TestChangeFeedMigratesVersion3Records(t *testing.T) {
-	dir := t.TempDir()
-	clock := newFakeClock()
-	opts := &Options{Clock: clock.Now}
-	s, err := Open(dir, opts)
-	require.NoError(t, err)
-	const l = "dbs/m/colls/c"
-	require.NoError(t, s.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
-	for _, body := range []string{`{"id":"x1","pk":"a"}`, `{"id":"x2","pk":"b"}`, `{"id":"x3","pk":"a"}`, `{"id":"x4","pk":"b"}`} {
-		create(t, s, l, body)
-		clock.Advance(time.Second)
-	}
-	_, err = s.Replace(ctx, l, "x1", []byte(`{"id":"x1","pk":"a","v":2}`), nil)
-	require.NoError(t, err)
-	create(t, s, l, `{"id":"x5","pk":"b"}`) // in the same second as the replace: creation order decides
-	require.NoError(t, s.Close())
+	for _, tc := range []struct {
+		name string
+		load func(t *testing.T, dir string) string // the directory to open
+	}{
+		{"open", func(t *testing.T, dir string) string { return dir }},
+		{"salvage", func(t *testing.T, dir string) string {
+			to := filepath.Join(t.TempDir(), "saved")
+			rep, err := Salvage(dir, to)
+			require.NoError(t, err)
+			require.Empty(t, rep.Damaged)
+			require.Equal(t, 5, rep.Documents)
+			return to
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			clock := newFakeClock()
+			opts := &Options{Clock: clock.Now}
+			s, err := Open(dir, opts)
+			require.NoError(t, err)
+			const l = "dbs/m/colls/c"
+			require.NoError(t, s.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+			for _, body := range []string{`{"id":"x1","pk":"a"}`, `{"id":"x2","pk":"b"}`, `{"id":"x3","pk":"a"}`, `{"id":"x4","pk":"b"}`} {
+				create(t, s, l, body)
+				clock.Advance(time.Second)
+			}
+			_, err = s.Replace(ctx, l, "x1", []byte(`{"id":"x1","pk":"a","v":2}`), nil)
+			require.NoError(t, err)
+			create(t, s, l, `{"id":"x5","pk":"b"}`) // in the same second as the replace: creation order decides
+			require.NoError(t, s.Close())
 
-	require.Equal(t, 5, rewriteRecords(t, dir, l, encodeRecordV3))
-	for _, rec := range readRecords(t, dir, l) {
-		require.Equal(t, byte(recordVersionV3), rec[0])
-	}
+			require.Equal(t, 5, rewriteRecords(t, dir, l, encodeRecordV3))
+			for _, rec := range readRecords(t, dir, l) {
+				require.Equal(t, byte(recordVersionV3), rec[0])
+			}
 
-	s, err = Open(dir, opts)
-	require.NoError(t, err)
-	ids, end := feedIDs(t, s, l, "")
-	assert.Equal(t, []string{"x2", "x3", "x4", "x1", "x5"}, ids, "by last write (_ts), then by creation")
-	create(t, s, l, `{"id":"x6","pk":"a"}`)
-	ids, _ = feedIDs(t, s, l, end)
-	assert.Equal(t, []string{"x6"}, ids)
-	require.NoError(t, s.Close())
-	lsns := map[uint64]bool{}
-	for seq, rec := range readRecords(t, dir, l) {
-		e, old, err := decodeRecord(rec)
-		require.NoError(t, err)
-		assert.False(t, old, "record %d was written again", seq)
-		assert.NotZero(t, e.lsn)
-		assert.False(t, lsns[e.lsn], "LSN %d twice", e.lsn)
-		lsns[e.lsn] = true
+			dir = tc.load(t, dir)
+			s, err = Open(dir, opts)
+			require.NoError(t, err)
+			ids, end := feedIDs(t, s, l, "")
+			assert.Equal(t, []string{"x2", "x3", "x4", "x1", "x5"}, ids, "by last write (_ts), then by creation")
+			create(t, s, l, `{"id":"x6","pk":"a"}`)
+			ids, _ = feedIDs(t, s, l, end)
+			assert.Equal(t, []string{"x6"}, ids)
+			require.NoError(t, s.Close())
+			lsns := map[uint64]bool{}
+			for seq, rec := range readRecords(t, dir, l) {
+				e, old, err := decodeRecord(rec)
+				require.NoError(t, err)
+				assert.False(t, old, "record %d was written again", seq)
+				assert.NotZero(t, e.lsn)
+				assert.False(t, lsns[e.lsn], "LSN %d twice", e.lsn)
+				lsns[e.lsn] = true
+			}
+			assert.Len(t, lsns, 6)
+		})
 	}
-	assert.Len(t, lsns, 6)
 }
 
 // TestChangeFeedTTL: a document whose TTL expires leaves the feed, and its

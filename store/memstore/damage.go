@@ -18,7 +18,7 @@ var ErrCorrupt = errors.New("corrupt")
 // CorruptError says what is damaged in a durable store's file: the file
 // itself (truncated, empty, not a database, a page bbolt cannot read) or
 // one stored document, whose checksum does not match. Open refuses the
-// store with it; see the README ("A damaged store") for what to do. It
+// store with it; see docs/store.md ("A damaged store") for what to do. It
 // matches ErrCorrupt with errors.Is.
 type CorruptError struct {
 	File       string // the database file

@@ -261,13 +261,9 @@ func (s *Store) openDisk(dir string) error {
 // (collection.loaded), in a read transaction of its own, so a command
 // that reads one collection of many loads only that one.
 func (s *Store) loadCollection(db *bolt.DB, tx *bolt.Tx, file, link string, metaJSON []byte, now int64) error {
-	var m collMeta
-	if err := json.Unmarshal(metaJSON, &m); err != nil {
-		return &CorruptError{File: file, Reason: fmt.Sprintf("collection %s: its metadata does not decode: %v", link, err)}
-	}
-	path, err := partitionkey.ParsePath(m.Spec.PartitionKeyPath)
+	m, path, err := collectionMeta(file, link, metaJSON)
 	if err != nil {
-		return &CorruptError{File: file, Reason: fmt.Sprintf("collection %s: %v", link, err)}
+		return err
 	}
 	c := newCollection(link, m.UID, m.Spec, path)
 	if tx.Bucket(docsBucket(m.UID)) == nil {
@@ -283,6 +279,21 @@ func (s *Store) loadCollection(db *bolt.DB, tx *bolt.Tx, file, link string, meta
 		})
 	}}
 	return nil
+}
+
+// collectionMeta decodes the metadata of the collection link and parses its
+// partition-key path; a *CorruptError says why it could not.
+func collectionMeta(file, link string, metaJSON []byte) (collMeta, partitionkey.Path, error) {
+	var m collMeta
+	var path partitionkey.Path
+	if err := json.Unmarshal(metaJSON, &m); err != nil {
+		return m, path, &CorruptError{File: file, Reason: fmt.Sprintf("collection %s: its metadata does not decode: %v", link, err)}
+	}
+	path, err := partitionkey.ParsePath(m.Spec.PartitionKeyPath)
+	if err != nil {
+		return m, path, &CorruptError{File: file, Reason: fmt.Sprintf("collection %s: %v", link, err)}
+	}
+	return m, path, nil
 }
 
 // lazyLoad is a read-only collection's load, run on its first use.
@@ -329,19 +340,7 @@ func fillCollection(tx *bolt.Tx, file string, c *collection, now int64) error {
 		}
 		live = append(live, e)
 	}
-	// Records older than the change feed have no LSN: they take the next
-	// ones in the order of their last write, then of creation.
-	var noLSN []*entry
-	for _, e := range upgraded {
-		if e.lsn == 0 {
-			noLSN = append(noLSN, e)
-		}
-	}
-	sort.SliceStable(noLSN, func(i, j int) bool { return noLSN[i].ts < noLSN[j].ts })
-	for _, e := range noLSN {
-		maxLSN++
-		e.lsn = maxLSN
-	}
+	maxLSN = giveLSNs(upgraded, maxLSN)
 	c.byID = make(map[string]*entry, len(live))
 	c.order = make([]*entry, 0, len(live))
 	for _, e := range live {
@@ -375,36 +374,42 @@ func fillCollection(tx *bolt.Tx, file string, c *collection, now int64) error {
 	return nil
 }
 
+// giveLSNs gives each entry of ents that has no LSN (a record older than
+// the change feed) the next one after last, in the order of their last
+// write (_ts), then of creation (seq: ents is in seq order), and returns
+// the last LSN given (last when none was).
+func giveLSNs(ents []*entry, last uint64) uint64 {
+	var noLSN []*entry
+	for _, e := range ents {
+		if e.lsn == 0 {
+			noLSN = append(noLSN, e)
+		}
+	}
+	sort.SliceStable(noLSN, func(i, j int) bool { return noLSN[i].ts < noLSN[j].ts })
+	for _, e := range noLSN {
+		last++
+		e.lsn = last
+	}
+	return last
+}
+
 // decodeRecords reads every record of a collection's bucket, in key (seq)
 // order. The records are decoded (checksum, fields, a copy of the body) in
 // parallel, GOMAXPROCS goroutines over the bucket's bytes, which stay
 // mapped while the transaction is open; the first bad record in key order
 // is the error.
 func decodeRecords(b *bolt.Bucket, file, link string) (ents []*entry, old []bool, err error) {
-	type rec struct {
-		seq uint64
-		v   []byte
-	}
+	type rec struct{ k, v []byte }
 	var recs []rec
-	err = b.ForEach(func(k, v []byte) error {
-		if len(k) != 8 {
-			return &CorruptError{File: file, Collection: link, Reason: fmt.Sprintf("a record's key %x is not 8 bytes", k)}
-		}
-		recs = append(recs, rec{binary.BigEndian.Uint64(k), v})
-		return nil
-	})
-	if err != nil {
+	if err = b.ForEach(func(k, v []byte) error { recs = append(recs, rec{k, v}); return nil }); err != nil {
 		return nil, nil, err
 	}
 	ents, old = make([]*entry, len(recs)), make([]bool, len(recs))
-	err = inParallel(len(recs), 1024, func(lo, hi int) error {
+	err = guardedParallel(file, len(recs), 1024, func(lo, hi int) (err error) {
 		for i := lo; i < hi; i++ {
-			e, older, err := decodeRecord(recs[i].v)
-			if err != nil {
-				return recordError(file, link, recs[i].seq, e, err)
+			if ents[i], old[i], err = readRecord(file, link, recs[i].k, recs[i].v); err != nil {
+				return err
 			}
-			e.seq = recs[i].seq
-			ents[i], old[i] = e, older
 		}
 		return nil
 	})
@@ -412,6 +417,22 @@ func decodeRecords(b *bolt.Bucket, file, link string) (ents []*entry, old []bool
 		return nil, nil, err
 	}
 	return ents, old, nil
+}
+
+// readRecord decodes the record at key k of the collection link's bucket
+// (see decodeRecord), with its seq; a *CorruptError names a bad key or
+// record.
+func readRecord(file, link string, k, v []byte) (*entry, bool, error) {
+	if len(k) != 8 {
+		return nil, false, &CorruptError{File: file, Collection: link, Reason: fmt.Sprintf("a record's key %x is not 8 bytes", k)}
+	}
+	seq := binary.BigEndian.Uint64(k)
+	e, old, err := decodeRecord(v)
+	if err != nil {
+		return nil, false, recordError(file, link, seq, e, err)
+	}
+	e.seq = seq
+	return e, old, nil
 }
 
 // inParallel runs fn over [0, n) split into contiguous parts, one a
@@ -436,6 +457,17 @@ func inParallel(n, per int, fn func(lo, hi int) error) error {
 		}
 	}
 	return nil
+}
+
+// guardedParallel is inParallel over bytes of the mapped file: each part
+// runs under guard on its own goroutine, since a memory fault is turned
+// into a panic only on the goroutine that asked for it
+// (debug.SetPanicOnFault), and a panic on a worker would end the process
+// instead of reaching the caller's guard.
+func guardedParallel(file string, n, per int, fn func(lo, hi int) error) error {
+	return inParallel(n, per, func(lo, hi int) error {
+		return guard(file, func() error { return fn(lo, hi) })
+	})
 }
 
 // mark returns the collection's mark: the highest LSN of a record deleted

@@ -1,14 +1,12 @@
 package memstore
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,12 +15,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/docshard/docshard/internal/proctest"
 	"github.com/docshard/docshard/store"
 )
 
 const (
-	killChildEnv = "DOCSHARD_MEMSTORE_KILL_CHILD"
-	killRoundEnv = "DOCSHARD_MEMSTORE_KILL_ROUND"
+	killDirEnv   = "DIR"   // the child's store
+	killRoundEnv = "ROUND" // and its round
 	killLink     = "dbs/kill/colls/c"
 	// The child's batches create killBatchSize documents each in
 	// killBatchLink, keyed by /pk.
@@ -45,8 +44,8 @@ const (
 // wrote them. Many rounds on the same directory (fewer with
 // -short).
 func TestDurableSurvivesSIGKILL(t *testing.T) {
-	if dir := os.Getenv(killChildEnv); dir != "" {
-		killChild(dir)
+	if proctest.IsChild(t) {
+		killChild(os.Getenv(killDirEnv))
 		return
 	}
 	dir := t.TempDir()
@@ -68,21 +67,15 @@ func TestDurableSurvivesSIGKILL(t *testing.T) {
 	total := 0
 	feedPos, batchFeedPos := "", "" // the change feeds' ends after the previous round
 	for round := 0; round < rounds; round++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestDurableSurvivesSIGKILL$", "-test.count=1")
-		cmd.Env = append(os.Environ(), killChildEnv+"="+dir, killRoundEnv+"="+strconv.Itoa(round))
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		cmd.Stderr = os.Stderr
-		require.NoError(t, cmd.Start())
+		p := proctest.Start(t, "TestDurableSurvivesSIGKILL", killDirEnv+"="+dir, killRoundEnv+"="+strconv.Itoa(round))
 		ready := make(chan struct{})
 		firstAck := make(chan struct{})
 		done := make(chan struct{})
 		acks := 0
 		go func() {
 			defer close(done)
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				f := strings.Fields(sc.Text())
+			for line := range p.Lines {
+				f := strings.Fields(line)
 				switch {
 				case len(f) == 1 && f[0] == "ready":
 					close(ready)
@@ -111,19 +104,18 @@ func TestDurableSurvivesSIGKILL(t *testing.T) {
 		select {
 		case <-ready:
 		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
+			p.Kill()
 			t.Fatal("the child did not start")
 		}
 		select {
 		case <-firstAck:
 		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
+			p.Kill()
 			t.Fatal("the child acknowledged no write")
 		}
 		time.Sleep(time.Duration(10+rng.IntN(250)) * time.Millisecond)
-		require.NoError(t, cmd.Process.Kill()) // SIGKILL
+		p.Kill() // SIGKILL
 		<-done
-		_ = cmd.Wait()
 		total += acks
 
 		s, err := Open(dir, nil)
@@ -247,7 +239,7 @@ func killChild(dir string) {
 		}
 	}
 	round, _ := strconv.Atoi(os.Getenv(killRoundEnv))
-	fmt.Println("ready")
+	proctest.Say("ready")
 	var wg sync.WaitGroup
 	for g := 0; g < 16; g++ {
 		wg.Go(func() {
@@ -256,17 +248,17 @@ func killChild(dir string) {
 				id := fmt.Sprintf("r%d-g%d-%d", round, g, i)
 				body := fmt.Sprintf(`{"id":%q,"payload":%q}`, id, strings.Repeat("x", 200+i%800))
 				if _, err := s.Create(ctx, killLink, []byte(body), nil); err == nil {
-					fmt.Printf("create %s\n", id)
+					proctest.Say("create %s", id)
 					if i%5 == 4 {
-						fmt.Printf("deleting %s\n", id)
+						proctest.Say("deleting %s", id)
 						if err := s.Delete(ctx, killLink, id, &store.WriteOptions{PartitionKey: id}); err == nil {
-							fmt.Printf("delete %s\n", id)
+							proctest.Say("delete %s", id)
 						}
 					}
 				}
 				v := 1_000_000*round + i + 1
 				if _, err := s.Upsert(ctx, killLink, []byte(fmt.Sprintf(`{"id":%q,"v":%d}`, counter, v)), nil); err == nil {
-					fmt.Printf("upsert %s %d\n", counter, v)
+					proctest.Say("upsert %s %d", counter, v)
 				}
 			}
 		})
@@ -280,7 +272,7 @@ func killChild(dir string) {
 					ops[j] = store.BatchOp{Kind: store.BatchCreate, Doc: fmt.Appendf(nil, `{"id":"%s-%d","pk":%q,"payload":%q}`, prefix, j, prefix, strings.Repeat("y", 300))}
 				}
 				if _, err := s.ExecuteBatch(ctx, killBatchLink, prefix, ops, nil); err == nil {
-					fmt.Printf("batch %s\n", prefix)
+					proctest.Say("batch %s", prefix)
 				}
 			}
 		})

@@ -1,8 +1,6 @@
 package memstore
 
 import (
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -132,9 +130,9 @@ func salvageTx(file string, r, w *bolt.Tx, rep *SalvageReport) error {
 }
 
 func salvageCollection(file string, r, w *bolt.Tx, link string, metaJSON []byte, rep *SalvageReport) error {
-	var m collMeta
-	if err := json.Unmarshal(metaJSON, &m); err != nil {
-		rep.Damaged = append(rep.Damaged, &CorruptError{File: file, Reason: fmt.Sprintf("collection %s: its metadata does not decode: %v", link, err)})
+	m, _, err := collectionMeta(file, link, metaJSON)
+	if err != nil { // Open would refuse the collection: it is left behind
+		rep.Damaged = append(rep.Damaged, err.(*CorruptError))
 		return nil
 	}
 	bucket := docsBucket(m.UID)
@@ -163,18 +161,14 @@ func salvageCollection(file string, r, w *bolt.Tx, link string, metaJSON []byte,
 	}
 	var kept []*entry
 	werr := guard(file, func() error {
+		// Read as Open reads them (readRecord), on this goroutine (guarded),
+		// each damaged record reported and left behind.
 		return b.ForEach(func(k, v []byte) error {
-			if len(k) != 8 {
-				rep.Damaged = append(rep.Damaged, &CorruptError{File: file, Collection: link, Reason: fmt.Sprintf("a record's key %x is not 8 bytes", k)})
-				return nil
-			}
-			seq := binary.BigEndian.Uint64(k)
-			e, _, err := decodeRecord(v)
+			e, _, err := readRecord(file, link, k, v)
 			if err != nil {
-				rep.Damaged = append(rep.Damaged, recordError(file, link, seq, e, err))
+				rep.Damaged = append(rep.Damaged, err.(*CorruptError))
 				return nil
 			}
-			e.seq = seq
 			kept = append(kept, e)
 			return nil
 		})
@@ -182,20 +176,18 @@ func salvageCollection(file string, r, w *bolt.Tx, link string, metaJSON []byte,
 	if werr != nil {
 		rep.Stopped[link] = werr.Error()
 	}
-	// Records older than the change feed take LSNs above the others.
+	// Records older than the change feed take LSNs above the others, in
+	// the order Open gives them.
 	maxLSN := lastMark
 	for _, e := range kept {
 		maxLSN = max(maxLSN, e.lsn)
 	}
+	giveLSNs(kept, maxLSN)
 	nb, err := w.CreateBucket(bucket)
 	if err != nil {
 		return err
 	}
 	for _, e := range kept {
-		if e.lsn == 0 {
-			maxLSN++
-			e.lsn = maxLSN
-		}
 		if err := nb.Put(seqKey(e.seq), encodeRecord(e)); err != nil {
 			return err
 		}

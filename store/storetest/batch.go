@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -246,54 +245,38 @@ func (s *suite) batchIsolation(t *testing.T, st store.Store) {
 	_, err := b.ExecuteBatch(ctx, l, "p", pair(0), nil)
 	require.NoError(t, err)
 	const writers, each = 4, 25
-	stop := make(chan struct{})
-	var readers, wg sync.WaitGroup
 	seen := make([]int, 2)
-	for r := range 2 {
-		readers.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				var a, b2 any
-				if r == 0 {
-					res, err := b.ExecuteBatch(ctx, l, "p", []store.BatchOp{bRead("a"), bRead("b")}, nil)
-					if err != nil {
-						t.Errorf("batch read: %v", err)
-						return
-					}
-					a, b2 = object(t, res[0].Document.Body)["n"], object(t, res[1].Document.Body)["n"]
-				} else {
-					page, err := st.Query(ctx, l, store.Query{Text: `SELECT VALUE c.n FROM c WHERE c.id IN ("a", "b")`}, &store.QueryOptions{PartitionKey: "p"})
-					if err != nil || len(page.Items) != 2 {
-						t.Errorf("query: %v (%d items)", err, len(page.Items))
-						return
-					}
-					a, b2 = string(page.Items[0]), string(page.Items[1])
-				}
-				if a != b2 {
-					t.Errorf("reader %d saw part of a batch: %v and %v", r, a, b2)
-					return
-				}
-				seen[r]++
+	readWhileWriting(2, writers, func(r int) bool {
+		var a, b2 any
+		if r == 0 {
+			res, err := b.ExecuteBatch(ctx, l, "p", []store.BatchOp{bRead("a"), bRead("b")}, nil)
+			if err != nil {
+				t.Errorf("batch read: %v", err)
+				return false
 			}
-		})
-	}
-	for w := range writers {
-		wg.Go(func() {
-			for i := range each {
-				if _, err := b.ExecuteBatch(ctx, l, "p", pair(float64(1+w*each+i)), nil); err != nil {
-					t.Errorf("batch write: %v", err)
-					return
-				}
+			a, b2 = object(t, res[0].Document.Body)["n"], object(t, res[1].Document.Body)["n"]
+		} else {
+			page, err := st.Query(ctx, l, store.Query{Text: `SELECT VALUE c.n FROM c WHERE c.id IN ("a", "b")`}, &store.QueryOptions{PartitionKey: "p"})
+			if err != nil || len(page.Items) != 2 {
+				t.Errorf("query: %v (%d items)", err, len(page.Items))
+				return false
 			}
-		})
-	}
-	wg.Wait()
-	close(stop)
-	readers.Wait()
+			a, b2 = string(page.Items[0]), string(page.Items[1])
+		}
+		if a != b2 {
+			t.Errorf("reader %d saw part of a batch: %v and %v", r, a, b2)
+			return false
+		}
+		seen[r]++
+		return true
+	}, func(w int) {
+		for i := range each {
+			if _, err := b.ExecuteBatch(ctx, l, "p", pair(float64(1+w*each+i)), nil); err != nil {
+				t.Errorf("batch write: %v", err)
+				return
+			}
+		}
+	})
 	t.Logf("%d batches written; %d batch reads and %d queries saw whole batches", writers*each, seen[0], seen[1])
 	a, bb := mustRead(t, st, l, "a", "p"), mustRead(t, st, l, "b", "p")
 	assert.Equal(t, body(t, a)["n"], body(t, bb)["n"])

@@ -613,36 +613,19 @@ func (s *suite) atomicUpsert(t *testing.T, st store.Store) {
 	const writers, each = 8, 20
 	_, err := st.Create(ctx, l, doc(t, map[string]any{"id": "shared", "pk": "s", "by": -1.0}), nil)
 	require.NoError(t, err)
-	stop := make(chan struct{})
-	var readers sync.WaitGroup
-	for r := 0; r < 2; r++ {
-		readers.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := st.Read(ctx, l, "shared", pk("s")); err != nil {
-					t.Errorf("read shared: %v", err)
-					return
-				}
+	readWhileWriting(2, writers, func(int) bool {
+		if _, err := st.Read(ctx, l, "shared", pk("s")); err != nil {
+			t.Errorf("read shared: %v", err)
+			return false
+		}
+		return true
+	}, func(w int) {
+		for i := 0; i < each; i++ {
+			if _, err := st.Upsert(ctx, l, doc(t, map[string]any{"id": "shared", "pk": "s", "by": float64(w)}), nil); err != nil {
+				t.Errorf("upsert shared: %v", err)
 			}
-		})
-	}
-	var wg sync.WaitGroup
-	for w := 0; w < writers; w++ {
-		wg.Go(func() {
-			for i := 0; i < each; i++ {
-				if _, err := st.Upsert(ctx, l, doc(t, map[string]any{"id": "shared", "pk": "s", "by": float64(w)}), nil); err != nil {
-					t.Errorf("upsert shared: %v", err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(stop)
-	readers.Wait()
+		}
+	})
 	all := feedAll(t, st, l, 50)
 	require.Len(t, all, 1, "one document, never two")
 	for _, got := range all {
@@ -738,4 +721,33 @@ func (s *suite) ttl(t *testing.T, st store.Store) {
 	require.NoError(t, err)
 	s.opts.Advance(time.Hour)
 	mustRead(t, st, off, "a", "x")
+}
+
+// readWhileWriting runs readers goroutines calling read(r) over and over,
+// each until it returns false, while writers goroutines run write(w) once
+// each; when every write has returned, the readers stop, and it returns
+// once they have.
+func readWhileWriting(readers, writers int, read func(r int) bool, write func(w int)) {
+	stop := make(chan struct{})
+	var rg, wg sync.WaitGroup
+	for r := range readers {
+		rg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if !read(r) {
+					return
+				}
+			}
+		})
+	}
+	for w := range writers {
+		wg.Go(func() { write(w) })
+	}
+	wg.Wait()
+	close(stop)
+	rg.Wait()
 }

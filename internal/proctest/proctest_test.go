@@ -1,0 +1,54 @@
+package proctest_test
+
+import (
+	"bufio"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/internal/proctest"
+)
+
+// TestEchoChild is the child of TestStartAndChild: it says its
+// environment's WORD, then echoes each line of stdin until it closes.
+func TestEchoChild(t *testing.T) {
+	proctest.Child(t)
+	proctest.Say("word %s", os.Getenv("WORD"))
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		proctest.Say("echo %s", in.Text())
+	}
+}
+
+// TestStartAndChild: a child started by Start runs its test (Child lets it
+// through), sees the environment Start passed, and talks by lines both
+// ways; this process is no child, so IsChild says so; Kill ends the child
+// with every line it said read.
+func TestStartAndChild(t *testing.T) {
+	require.False(t, proctest.IsChild(t))
+	p := proctest.Start(t, "TestEchoChild", "WORD=hello")
+	assert.Equal(t, "word hello", <-p.Lines)
+	p.Send(t, "one")
+	assert.Equal(t, "echo one", <-p.Lines)
+	p.Send(t, "two")
+	assert.Equal(t, "echo two", <-p.Lines)
+	p.Kill()
+	for line := range p.Lines {
+		t.Errorf("a line after Kill returned: %q", line)
+	}
+}
+
+// TestBuild builds a command once: the second call returns the same
+// binary.
+func TestBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go build")
+	}
+	bin := proctest.Build(t, "github.com/docshard/docshard/cmd/docshard")
+	info, err := os.Stat(bin)
+	require.NoError(t, err)
+	assert.NotZero(t, info.Mode()&0o111, "executable")
+	assert.Equal(t, bin, proctest.Build(t, "github.com/docshard/docshard/cmd/docshard"))
+}
