@@ -23,6 +23,7 @@ import (
 	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/cosmos/cosmostest"
 	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/retry"
 )
 
 // faultProxy sits between the SDK and cosmium and answers chosen requests
@@ -138,6 +139,35 @@ func TestThrottledWritesRetryAfterRetryAfter(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, 15*time.Millisecond, wait)
 	assert.Len(t, p.requests, 4, "bounded: the first attempt and three retries")
+}
+
+// TestOneLayerRetriesThrottles: with the store's defaults, one call
+// throttled throughout makes exactly as many requests as the retry layer
+// makes attempts (not the layer's attempts times the SDK's retries), each
+// after the service's retry-after; the store alone sends it once.
+func TestOneLayerRetriesThrottles(t *testing.T) {
+	p, _, ctx, l := faultCollection(t, "onelayer")
+	st := p.store(t, 0)
+	p.inject = func(*http.Request, int) (int, map[string]string) {
+		return http.StatusTooManyRequests, map[string]string{"x-ms-retry-after-ms": "5"}
+	}
+	for _, tc := range []struct {
+		name string
+		st   store.Store
+		want int
+	}{
+		{"the store alone", st, 1},
+		{"through the retry layer", retry.Wrap(st, nil), retry.DefaultMaxAttempts},
+		{"through the layer, 3 attempts", retry.Wrap(st, &retry.Options{Policy: retry.Policy{MaxAttempts: 3}}), 3},
+	} {
+		p.writes.Store(0)
+		_, err := tc.st.Create(ctx, l, []byte(`{"id":"t","pk":"x"}`), nil)
+		require.ErrorIs(t, err, store.ErrThrottled, tc.name)
+		wait, ok := store.RetryAfter(err)
+		assert.True(t, ok, tc.name)
+		assert.Equal(t, 5*time.Millisecond, wait, tc.name)
+		assert.EqualValues(t, tc.want, p.writes.Load(), "%s: HTTP requests for one throttled call", tc.name)
+	}
 }
 
 func TestRejectedWritesAreNotRetried(t *testing.T) {

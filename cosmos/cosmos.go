@@ -87,9 +87,16 @@ type Options struct {
 	HTTPClient *http.Client
 	// QueryMode says where cross-partition queries run.
 	QueryMode QueryMode
-	// MaxThrottleRetries is how often the SDK retries a throttled (429)
-	// request after the service's retry-after before the store returns
-	// store.ErrThrottled; 0 means 3, -1 none.
+	// MaxThrottleRetries is how often the SDK itself retries a throttled
+	// (429) request, after the service's retry-after, before the store
+	// returns store.ErrThrottled; 0 (and -1) means never. Leave it 0 when
+	// the store is used through docshard's retry layer (package
+	// store/retry: the router, a reshard, the spillover coordinator and
+	// the shared state all are), which retries throttled calls itself
+	// after the same retry-after: two layers would multiply their attempts
+	// (nine of its attempts of three SDK retries each were 36 requests for
+	// one throttled call). Set it only for a store used without that
+	// layer.
 	MaxThrottleRetries int
 	// PageSize is the page size when the caller gives no hint; 0 means
 	// 100.
@@ -198,12 +205,11 @@ func (s *Store) client(what string, a Account) (*azcosmos.Client, error) {
 	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
 		return nil, fmt.Errorf("cosmos: %s: endpoint %q uses http; only a loopback emulator may skip TLS", what, a.Endpoint)
 	}
+	// The SDK retries nothing unless asked: throttling belongs to the
+	// retry layer (store/retry), MaxThrottleRetries.
 	retries := int32(s.opts.MaxThrottleRetries)
-	switch {
-	case retries == 0:
-		retries = 3
-	case retries < 0:
-		retries = -1
+	if retries <= 0 {
+		retries = -1 // azcore: none (0 would mean its default, 3)
 	}
 	co := &azcosmos.ClientOptions{EnableContentResponseOnWrite: true, ClientOptions: azcore.ClientOptions{
 		// Documents without a partition-key value: see undefinedkey.go.
@@ -212,9 +218,9 @@ func (s *Store) client(what string, a Account) (*azcosmos.Client, error) {
 			MaxRetries:    retries,
 			RetryDelay:    50 * time.Millisecond,
 			MaxRetryDelay: 5 * time.Second,
-			// Only throttling is retried, after the service's retry-after: a
-			// request that failed in transport may have been applied, and a
-			// rejected one will be rejected again.
+			// When asked to, only throttling is retried, after the service's
+			// retry-after: a request that failed in transport may have been
+			// applied, and a rejected one will be rejected again.
 			StatusCodes: []int{http.StatusTooManyRequests},
 			ShouldRetry: func(resp *http.Response, err error) bool {
 				return err == nil && resp != nil && resp.StatusCode == http.StatusTooManyRequests

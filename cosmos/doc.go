@@ -60,9 +60,13 @@
 //
 // Errors map to the store's sentinels by status code: 400 bad request, 404
 // not found, 409 conflict, 412 precondition failed, 413 too large, 429
-// throttled (with the service's x-ms-retry-after-ms). Throttled requests are
-// retried by the SDK after the service's retry-after, at most
-// Options.MaxThrottleRetries times, then returned as store.ErrThrottled for
-// the router's own bounded retries. Nothing else is retried: a rejected
+// throttled (with the service's x-ms-retry-after-ms, as the error's
+// RetryAfter). The store itself retries nothing by default: throttled and
+// transient failures belong to docshard's one retry layer (package
+// store/retry), which the router, a reshard, the spillover coordinator and
+// the shared state run their calls through, and which waits the service's
+// retry-after; so one throttled call makes at most that layer's
+// Policy.MaxAttempts requests. Options.MaxThrottleRetries turns the SDK's
+// own retry of 429s on, for a store used without the layer. A rejected
 // request is final, and a write is never sent twice by the store.
 package cosmos

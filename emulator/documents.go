@@ -82,6 +82,9 @@ func (s *Server) documents(c *call, ref collRef) *apiError {
 // applies to the replace only, as in Cosmos DB); a replace that finds the
 // document deleted since tries the create again. Each step is atomic, so
 // concurrent upserts of one document all succeed and it is never missing.
+// The loop is that race, not a retry of a failed call (store/retry is the
+// layer that retries those, in the client): it goes round only while a
+// concurrent delete and create keep changing which step applies.
 func (s *Server) upsert(ctx context.Context, l string, body []byte, opts *store.WriteOptions) (*store.Document, bool, error) {
 	createOpts := &store.WriteOptions{PartitionKey: opts.PartitionKey, Epoch: opts.Epoch}
 	for {

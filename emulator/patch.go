@@ -86,6 +86,12 @@ func (s *Server) patch(c *call, ref collRef, id string, key any, ifMatch string)
 	if e != nil {
 		return nil, e
 	}
+	// An optimistic read-modify-write, not a retry of a failed call (no
+	// failure is retried here: store/retry is the layer that does that, in
+	// the client): a concurrent writer that changed the document between
+	// the read and the conditional replace makes the patch apply again to
+	// its new version, as Cosmos DB's patch applies to the current one. It
+	// gives up after 64 rounds with a 429, so the client retries later.
 	for attempt := 0; attempt < 64; attempt++ {
 		cur, err := s.st.Read(ctx, ref.link, id, &store.ReadOptions{PartitionKey: key})
 		if err != nil {

@@ -40,4 +40,14 @@
 //
 // Resolvers are pure, immutable values: safe for concurrent use, never
 // mutated, swapped whole when configuration changes.
+//
+// # Optional capabilities
+//
+// Beyond the Resolver contract a resolver may offer small extra interfaces,
+// which callers detect with a type assertion (docs/design.md, "The resolver
+// contract", lists them): Kinded (its JSON kind), KeyDefiner (the key it
+// reads documents by), TextResolver (placement by a key's text, without
+// allocating), Owner (collections that hold documents they do not own, as
+// during a transition) and Freezer (writes to moving keys refused, as
+// during a transition's cutover).
 package resolver

@@ -229,3 +229,15 @@ type Owner interface {
 	Owner(key any) (string, error)
 	Holders(key any) ([]string, error)
 }
+
+// Freezer is an optional capability of a resolver that can refuse writes to
+// the keys it is moving (a transition during its cutover): while Frozen
+// reports true, ResolveForCreate (and the router's writes) fail with an
+// error wrapping ErrMoving for a key whose two placements differ, until a
+// new resolver is published. A router that follows the shared state polls
+// it faster while the resolver in force is frozen, so a write waiting on a
+// moving key (router.FollowOptions.MovingWait) learns the switch soon. A
+// resolver without it never refuses writes that way.
+type Freezer interface {
+	Frozen() bool
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/retry"
 )
 
 // Errors of the router. Store errors pass through (test them with the store
@@ -63,25 +64,32 @@ func (e *PartialError) Error() string {
 // Unwrap returns ErrPartialResults.
 func (e *PartialError) Unwrap() error { return ErrPartialResults }
 
-// Hooks receive metrics. Any of them may be nil (nil costs nothing: the
-// clock is not even read). They are called from the goroutines doing the
-// work, so they must be safe for concurrent use and quick.
+// Hooks receive metrics and open tracing spans. Any of them may be nil
+// (nil costs nothing: the clock is not even read). They are called from
+// the goroutines doing the work, so they must be safe for concurrent use
+// and quick. Each receives the context of the call it reports, so a meter
+// can read baggage or exemplars from it.
 type Hooks struct {
 	// FanOut reports, once per query, how many collections it runs on.
-	FanOut func(dbLink string, width int)
-	// Call reports one store call: the collection, the operation
+	FanOut func(ctx context.Context, dbLink string, width int)
+	// Call reports one store call attempt: its context (the one Span
+	// returned, when Span is set), the collection, the operation
 	// ("create", "read", "query", ...), its latency and its error. A
 	// retried call reports every attempt.
-	Call func(link, op string, latency time.Duration, err error)
-	// Retry reports a throttled call about to be retried after wait.
-	Retry func(link, op string, attempt int, wait time.Duration)
+	Call func(ctx context.Context, link, op string, latency time.Duration, err error)
+	// Retry reports a failed store call about to be retried after wait:
+	// attempt is the number of attempts made, err the last one's error
+	// (see RetryPolicy for what is retried).
+	Retry func(ctx context.Context, link, op string, attempt int, wait time.Duration, err error)
 	// Documents reports how many results a query page returned.
-	Documents func(dbLink string, n int)
+	Documents func(ctx context.Context, dbLink string, n int)
 	// Span is called as each store call attempt starts, with the caller's
-	// context, the collection and the operation; the function it returns
-	// is called with the attempt's outcome. A tracer opens a span here
-	// (package router/routerotel does).
-	Span func(ctx context.Context, link, op string) (end func(err error))
+	// context, the collection and the operation. The store call runs with
+	// the context it returns, so a tracer returns one holding its span and
+	// the backend's own spans (azcosmos's HTTP requests) nest under it; the
+	// function it returns is called with the attempt's outcome. Package
+	// router/routerotel opens OpenTelemetry spans here.
+	Span func(ctx context.Context, link, op string) (context.Context, func(err error))
 }
 
 // Options configure a Client. A nil *Options means defaults.
@@ -94,7 +102,8 @@ type Options struct {
 	// collections during a query; 0 means automatic: 100 per collection,
 	// at least 2000.
 	MaxBufferedItemCount int
-	// Retry bounds retries of throttled calls.
+	// Retry bounds the retries of store calls (see RetryPolicy for what is
+	// retried and the defaults of its zero value).
 	Retry RetryPolicy
 	// Hooks receive metrics.
 	Hooks Hooks
@@ -112,8 +121,8 @@ type Options struct {
 // Client routes calls to the collections of a store. It is safe for
 // concurrent use; its resolvers can be swapped under traffic.
 type Client struct {
-	raw   store.Store // as given
-	st    *retryStore // raw with retries and hooks: every call goes here
+	raw   store.Store  // as given
+	st    *retry.Store // raw with retries and hooks: every call goes here (Follower: pollStore)
 	opts  Options
 	dbs   atomic.Pointer[registry] // immutable once published
 	regMu sync.Mutex               // serialises Register/Unregister
@@ -164,11 +173,11 @@ func New(st store.Store, opts *Options) *Client {
 	if c.opts.MaxDegreeOfParallelism == 0 {
 		c.opts.MaxDegreeOfParallelism = -1
 	}
-	c.opts.Retry = c.opts.Retry.withDefaults()
+	c.opts.Retry = c.opts.Retry.WithDefaults()
 	if c.opts.RouteCacheSize == 0 {
 		c.opts.RouteCacheSize = 4096
 	}
-	c.st = newRetryStore(st, c.opts.Retry, &c.opts.Hooks)
+	c.st = retry.New(st, retryOptions(c.opts.Retry, &c.opts.Hooks))
 	c.dbs.Store(newRegistry(map[string]*dbEntry{}))
 	return c
 }

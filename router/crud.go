@@ -106,7 +106,7 @@ func (c *Client) find(ctx context.Context, rt *route, id string) (string, *store
 func (c *Client) findIn(ctx context.Context, links []string, id string, ro *store.ReadOptions) (string, *store.Document, error) {
 	var last error
 	for _, l := range links {
-		d, err := c.st.read(ctx, l, id, ro)
+		d, err := c.st.Read(ctx, l, id, ro)
 		if err == nil {
 			return l, d, nil
 		}
@@ -151,7 +151,7 @@ func (c *Client) Read(ctx context.Context, dbLink, id string, key any) (*store.D
 	if len(rt.links) == 1 {
 		// The common case, one place to look: findIn's loop would return
 		// the store's answer as it is.
-		return c.st.read(ctx, rt.links[0], id, &rt.ro)
+		return c.st.Read(ctx, rt.links[0], id, &rt.ro)
 	}
 	_, d, err := c.find(ctx, rt, id)
 	return d, err

@@ -391,7 +391,7 @@ func TestThrottlingIsRetried(t *testing.T) {
 	}
 	var retries atomic.Int32
 	c := setup(t, 2, fs, &router.Options{MaxDegreeOfParallelism: -1, Retry: router.RetryPolicy{MaxAttempts: 4}, Hooks: router.Hooks{
-		Retry: func(l, op string, attempt int, wait time.Duration) {
+		Retry: func(_ context.Context, l, op string, attempt int, wait time.Duration, _ error) {
 			retries.Add(1)
 			assert.Equal(t, 2*time.Millisecond, wait, "the store's retry-after is honoured")
 		},

@@ -69,10 +69,15 @@
 //
 // # Failures
 //
-// Throttled store calls (store.ErrThrottled) are retried after the store's
-// retry-after, bounded in attempts and total wait, within the caller's
-// context; nothing else is retried. A collection failing mid-query fails
+// Every store call runs through the project's one retry layer (package
+// store/retry, under Options.Retry): throttled calls (store.ErrThrottled)
+// and calls that never reached the store are retried, and transient
+// failures (store.ErrUnavailable) of calls safe to repeat, after the
+// store's retry-after or a backoff, bounded in attempts and total wait,
+// within the caller's context; a create is never sent twice after an
+// outcome the router cannot know. A collection failing mid-query fails
 // the query, or with QueryOptions.PartialResults is left out and named
 // (*PartialError). Hooks report fan-out width, per-call latency, retries
-// and documents returned.
+// and documents returned, each with the call's context, and open a span
+// per store call attempt whose context the store call runs with.
 package router

@@ -84,10 +84,6 @@ type FollowOptions struct {
 	MovingWait time.Duration
 }
 
-// freezer is what a resolver that can refuse writes to moving keys says of
-// itself (the transition resolver during a cutover).
-type freezer interface{ Frozen() bool }
-
 // fastPoll is the poll interval while the state is frozen.
 const fastPoll = 25 * time.Millisecond
 
@@ -97,7 +93,8 @@ const fastPoll = 25 * time.Millisecond
 // and stamps the database's writes with the state's epoch, so a store that
 // is a store.Fencer refuses the writes of a router that has not seen a new
 // epoch yet. When the store refuses a write as fenced, the router refreshes
-// at once and retries the write once by the new state.
+// at once and writes again by the new state (see guarded: up to
+// maxFencedRetries times, each after a refresh that found a newer version).
 //
 // Writes are refused with a *LeaseError while the lease has lapsed (a
 // check of the clock, no store round trip). A new version is acknowledged
@@ -165,7 +162,7 @@ func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions)
 	if o.MovingWait <= 0 {
 		o.MovingWait = 10 * time.Second
 	}
-	f := &Follower{c: c, st: c.st, db: key, router: o.RouterID, opts: o, base: time.Now(),
+	f := &Follower{c: c, st: c.pollStore(o.PollInterval), db: key, router: o.RouterID, opts: o, base: time.Now(),
 		stop: make(chan struct{}), done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	ch := make(chan struct{})
 	f.changed.Store(&ch)
@@ -353,7 +350,7 @@ func (f *Follower) switchTo(s *shardstate.State) error {
 	old := f.c.install(e)
 	f.entry = e
 	f.state.Store(s)
-	fr, ok := r.(freezer)
+	fr, ok := r.(resolver.Freezer)
 	if was := f.frozen.Swap(ok && fr.Frozen()); was != f.frozen.Load() {
 		select {
 		case f.kick <- struct{}{}:
@@ -421,16 +418,28 @@ func (f *Follower) awaitChange(ctx context.Context, ch chan struct{}, since *tim
 	}
 }
 
-// maxFencedRetries bounds how often one write is retried after the store
-// refused it as fenced: each retry follows a refresh that found a newer
-// version, so more than one happens only when versions follow each other
-// faster than a write completes.
+// maxFencedRetries bounds how often one write is sent again after the
+// store refused it as fenced: each time follows a refresh that found a
+// newer version, so more than one happens only when versions follow each
+// other faster than a write completes.
 const maxFencedRetries = 8
 
 // guarded runs a write on a database: directly for a registered resolver;
-// for a followed one, after the lease check, counted in flight, and again
-// by the new state when the store refuses it as fenced and a refresh finds
-// a newer version.
+// for a followed one, after the lease check and counted in flight. These
+// are not retries of failed store calls (the client's retry layer,
+// store/retry, has already retried those under the RetryPolicy inside op):
+// they are the two cases where the write was refused because the router
+// routed it by a placement that is being replaced, and is made again, from
+// the placement on, by the new one:
+//
+//   - resolver.ErrMoving (the key is frozen by a reshard's cutover; nothing
+//     was sent): the write waits for the next version, at most
+//     FollowOptions.MovingWait in all, then is placed again;
+//   - store.ErrFenced (the store refused the write atomically; nothing was
+//     written): the router refreshes the state at once and, when the
+//     refresh found a newer version, places the write again, at most
+//     maxFencedRetries times; a refresh that finds no newer version ends
+//     the write with the fenced error.
 func guarded[T any](c *Client, ctx context.Context, dbLink string, op func(e *dbEntry) (T, error)) (T, error) {
 	retries := 0
 	var moving time.Time // when the write first found its key moving

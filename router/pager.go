@@ -323,7 +323,7 @@ func (p *Pager) NextPage(ctx context.Context) (*QueryPage, error) {
 	if !p.started {
 		p.started = true
 		if h := p.c.opts.Hooks.FanOut; h != nil {
-			h(p.dbLink, len(s.srcs))
+			h(ctx, p.dbLink, len(s.srcs))
 		}
 	}
 	page := &QueryPage{}
@@ -351,7 +351,7 @@ func (p *Pager) NextPage(ctx context.Context) (*QueryPage, error) {
 		page.Continuation = p.token()
 	}
 	if h := p.c.opts.Hooks.Documents; h != nil {
-		h(p.dbLink, len(page.Items))
+		h(ctx, p.dbLink, len(page.Items))
 	}
 	if len(page.Failed) > 0 {
 		return page, &PartialError{Failed: page.Failed}

@@ -142,7 +142,9 @@ func TestTokenStaysCompact(t *testing.T) {
 
 func TestPartialResults(t *testing.T) {
 	fs := &faulty{Store: newMem(t)}
-	c := setup(t, 3, fs, nil)
+	// An unavailable collection is retried (a query is repeatable), here
+	// with millisecond waits, before it fails the query.
+	c := setup(t, 3, fs, &router.Options{Retry: router.RetryPolicy{DefaultWait: time.Millisecond, MaxBackoff: time.Millisecond}})
 	addUsers(t, c, 60, func(i int) string { return fmt.Sprint("k", i) })
 	fs.fail = func(op, l, id string) error {
 		if op == "query" && l == "dbs/app/colls/u1" {
@@ -209,9 +211,9 @@ func TestPartialResults(t *testing.T) {
 func TestHooks(t *testing.T) {
 	var width, docs, calls, queryCalls atomic.Int32
 	c := setup(t, 5, nil, &router.Options{MaxDegreeOfParallelism: -1, Hooks: router.Hooks{
-		FanOut:    func(_ string, w int) { width.Store(int32(w)) },
-		Documents: func(_ string, n int) { docs.Add(int32(n)) },
-		Call: func(l, op string, d time.Duration, err error) {
+		FanOut:    func(_ context.Context, _ string, w int) { width.Store(int32(w)) },
+		Documents: func(_ context.Context, _ string, n int) { docs.Add(int32(n)) },
+		Call: func(_ context.Context, l, op string, d time.Duration, err error) {
 			calls.Add(1)
 			if op == "query" {
 				queryCalls.Add(1)
@@ -233,7 +235,7 @@ func TestHooks(t *testing.T) {
 func TestKeyedQueryNarrowsFanOut(t *testing.T) {
 	var width atomic.Int32
 	st := newMem(t)
-	c := router.New(st, &router.Options{Hooks: router.Hooks{FanOut: func(_ string, w int) { width.Store(int32(w)) }}})
+	c := router.New(st, &router.Options{Hooks: router.Hooks{FanOut: func(_ context.Context, _ string, w int) { width.Store(int32(w)) }}})
 	ten, err := lookup.New(resolver.MustKeyDef("/userId"), map[string]resolver.Target{
 		"vip": resolver.LinkTarget("dbs/app/colls/vip"),
 	}, resolver.ResolverTarget(ring(t, 4)))

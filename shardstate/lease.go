@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/retry"
 )
 
 // Lease is a router's claim to write to a database: the state version it
@@ -65,6 +66,7 @@ var ErrLeaseLost = errors.New("shardstate: the lease was lost")
 // change published before the lease was written is seen (see Lease). Cost:
 // one write.
 func RenewLease(ctx context.Context, st store.Store, l Lease) (*Lease, error) {
+	st = retry.Ensure(st)
 	db, coll, err := names(l.Database)
 	if err != nil {
 		return nil, err
@@ -100,6 +102,7 @@ func RenewLease(ctx context.Context, st store.Store, l Lease) (*Lease, error) {
 // following the state: a change need not wait for it to lapse. A missing
 // lease is not an error. Cost: one delete.
 func ReleaseLease(ctx context.Context, st store.Store, dbLink, router string) error {
+	st = retry.Ensure(st)
 	db, coll, err := names(dbLink)
 	if err != nil {
 		return err
@@ -115,6 +118,7 @@ func ReleaseLease(ctx context.Context, st store.Store, dbLink, router string) er
 // lease document is a *DocumentError naming it. Cost: one query over the
 // lease partition, paged.
 func Leases(ctx context.Context, st store.Store, dbLink string) ([]*Lease, error) {
+	st = retry.Ensure(st)
 	db, coll, err := names(dbLink)
 	if err != nil {
 		return nil, err
@@ -207,6 +211,7 @@ func (e *StaleRoutersError) Unwrap() error { return e.Err }
 // *StaleRoutersError naming the routers. Cost: one lease query per poll;
 // the wait is at most the longest ValidFor plus the margin.
 func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version int64, opts *WaitOptions) error {
+	st = retry.Ensure(st)
 	o := store.OptionsOf(opts)
 	if o.Poll <= 0 {
 		o.Poll = 250 * time.Millisecond

@@ -13,6 +13,7 @@ import (
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/retry"
 )
 
 // CollectionID is the id of the collection, in each database, that holds
@@ -169,6 +170,7 @@ func Identity() string {
 // resolver that does not decode. Cost: one point read and one decode of
 // the resolver.
 func Load(ctx context.Context, st store.Store, dbLink string) (*State, error) {
+	st = retry.Ensure(st)
 	db, coll, err := names(dbLink)
 	if err != nil {
 		return nil, err
@@ -234,6 +236,7 @@ type InitOptions struct {
 // and one document create. A state collection partitioned by another path
 // than KeyPath is a *store.KeyPathError.
 func Init(ctx context.Context, st store.Store, dbLink string, r resolver.Resolver, opts *InitOptions) (*State, error) {
+	st = retry.Ensure(st)
 	o := store.OptionsOf(opts)
 	db, coll, err := names(dbLink)
 	if err != nil {
@@ -288,7 +291,7 @@ func LoadOrInit(ctx context.Context, st store.Store, dbLink string, seed resolve
 func ensureCollection(ctx context.Context, st store.Store, coll string, spec *store.CollectionSpec) error {
 	sp := store.OptionsOf(spec)
 	sp.PartitionKeyPath = KeyPath
-	if _, err := store.EnsureCollections(ctx, st, store.Wanted{Create: []string{coll}, Spec: sp}); err != nil {
+	if _, err := store.EnsureCollections(retry.Repeatable(ctx), st, store.Wanted{Create: []string{coll}, Spec: sp}); err != nil {
 		return fmt.Errorf("shardstate: the state collection: %w", err)
 	}
 	return nil
@@ -346,6 +349,7 @@ type Change struct {
 // fencing store, a fence raise (which waits out the database's writes in
 // progress).
 func Publish(ctx context.Context, st store.Store, cur *State, ch Change) (*State, error) {
+	st = retry.Ensure(st)
 	if cur == nil || cur.ETag == "" {
 		return nil, errors.New("shardstate: Publish needs the current state as Load returned it (with its ETag)")
 	}
@@ -410,7 +414,8 @@ func record(ctx context.Context, st store.Store, coll string, s *State) error {
 	if err != nil {
 		return fmt.Errorf("shardstate: encoding version %d of %s: %w", s.Version, s.Database, err)
 	}
-	_, err = st.Create(ctx, coll, body, &store.WriteOptions{PartitionKey: kindHistory})
+	// Repeatable: a second attempt's conflict is the first one's record.
+	_, err = st.Create(retry.Repeatable(ctx), coll, body, &store.WriteOptions{PartitionKey: kindHistory})
 	if err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("shardstate: recording version %d of %s in its history: %w", s.Version, s.Database, err)
 	}
@@ -422,9 +427,19 @@ func record(ctx context.Context, st store.Store, coll string, s *State) error {
 func historyID(v int64) string { return fmt.Sprintf("v%012d", v) }
 
 // RaiseFence raises the store's fence for s's database to s.Epoch when the
-// store is a store.Fencer; elsewhere it does nothing. It is idempotent, so
-// a process resuming a change calls it again. Cost: one store call.
+// store is a store.Fencer. It is idempotent, so a process resuming a change
+// calls it again. Cost: one store call.
+//
+// On a store that is not a Fencer (Cosmos DB) there is no fence to raise,
+// and RaiseFence returns nil without a call: that is the protocol, not a
+// failure. Such a store cannot refuse a stale router's write, so the
+// changes that need every router to have moved on wait for their leases
+// instead (WaitForRouters; docs/design.md, "Fencing"). A wrapper must not
+// hide the capability, or fencing would silently stop: the project's one
+// wrapper, store/retry, keeps every capability of the store it wraps (its
+// tests check each), so st may be wrapped or not.
 func RaiseFence(ctx context.Context, st store.Store, s *State) error {
+	st = retry.Ensure(st)
 	f, ok := st.(store.Fencer)
 	if !ok {
 		return nil
@@ -440,6 +455,7 @@ func RaiseFence(ctx context.Context, st store.Store, s *State) error {
 // *DocumentError naming it. Cost: one query over the history partition,
 // paged, and a point read.
 func History(ctx context.Context, st store.Store, dbLink string) ([]*State, error) {
+	st = retry.Ensure(st)
 	cur, err := Load(ctx, st, dbLink)
 	if err != nil {
 		return nil, err

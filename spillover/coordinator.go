@@ -12,6 +12,7 @@ import (
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/retry"
 )
 
 // ErrNotSpillover: the database's shared state routes by another kind of
@@ -125,7 +126,10 @@ type Coordinator struct {
 //
 // Cost: a state read, a collection listing, a create per missing
 // collection, and one check (a state read and a collection-info read).
+// Every store call runs through the retry layer (store/retry): st's own
+// when st is wrapped already, else a default one.
 func Start(ctx context.Context, st store.Store, dbLink string, opts *CoordinatorOptions) (*Coordinator, error) {
+	st = retry.Ensure(st) // every call retried once, by the one layer
 	o := store.OptionsOf(opts)
 	if o.CheckInterval <= 0 {
 		o.CheckInterval = time.Second
@@ -253,7 +257,7 @@ func (c *Coordinator) create(ctx context.Context, r *Resolver, l string) error {
 }
 
 func (c *Coordinator) ensure(ctx context.Context, w store.Wanted) error {
-	if _, err := store.EnsureCollections(ctx, c.st, w); err != nil {
+	if _, err := store.EnsureCollections(retry.Repeatable(ctx), c.st, w); err != nil {
 		return fmt.Errorf("spillover: %w", err)
 	}
 	return nil
@@ -263,7 +267,7 @@ func (c *Coordinator) ensure(ctx context.Context, w store.Wanted) error {
 // throttled or refused for size (store.ErrThrottled,
 // store.ErrQuotaExceeded) asks for a check soon (at most one per MinGap).
 // Cost: two errors.Is on failed calls; nothing on successful ones.
-func (c *Coordinator) Observe(l, op string, _ time.Duration, err error) {
+func (c *Coordinator) Observe(_ context.Context, l, op string, _ time.Duration, err error) {
 	if err == nil || !(errors.Is(err, store.ErrThrottled) || errors.Is(err, store.ErrQuotaExceeded)) {
 		return
 	}

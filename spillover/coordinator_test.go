@@ -115,9 +115,9 @@ func TestCoordinatorFills(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(nil)
 	var coord *spillover.Coordinator
-	c := router.New(st, &router.Options{Hooks: router.Hooks{Call: func(l, op string, d time.Duration, err error) {
+	c := router.New(st, &router.Options{Hooks: router.Hooks{Call: func(ctx context.Context, l, op string, d time.Duration, err error) {
 		if coord != nil {
-			coord.Observe(l, op, d, err)
+			coord.Observe(ctx, l, op, d, err)
 		}
 	}}})
 	var opened []string
@@ -312,7 +312,7 @@ func TestObserveChecksSoon(t *testing.T) {
 		require.NoError(t, err)
 	}
 	for _, op := range []string{"read", "query", "read feed", "read collection", "create collection"} {
-		coord.Observe(db+"/colls/log1", op, 0, &store.Error{Kind: store.ErrThrottled})
+		coord.Observe(ctx, db+"/colls/log1", op, 0, &store.Error{Kind: store.ErrThrottled})
 	}
 	select {
 	case l := <-opened:

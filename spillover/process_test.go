@@ -52,9 +52,9 @@ func TestSpillWriterChild(t *testing.T) {
 	}
 	stopAt := os.Getenv("STOP_AT")
 	var coord atomic.Pointer[spillover.Coordinator]
-	c := router.New(st, &router.Options{Hooks: router.Hooks{Call: func(l, op string, d time.Duration, err error) {
+	c := router.New(st, &router.Options{Hooks: router.Hooks{Call: func(ctx context.Context, l, op string, d time.Duration, err error) {
 		if co := coord.Load(); co != nil {
-			co.Observe(l, op, d, err)
+			co.Observe(ctx, l, op, d, err)
 		}
 	}}})
 	co, err := spillover.Start(ctx, st, db, &spillover.CoordinatorOptions{CheckInterval: procCheck, By: os.Getenv("NAME"),

@@ -24,6 +24,7 @@ import (
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/retry"
 )
 
 // The steps of a reshard, as its phase records them.
@@ -513,7 +514,7 @@ func (m *manager) ensureCollections(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("transition: the next resolver's collections: %w", err)
 	}
-	if _, err := store.EnsureCollections(ctx, m.st, w); err != nil {
+	if _, err := store.EnsureCollections(retry.Repeatable(ctx), m.st, w); err != nil {
 		return fmt.Errorf("transition: %w", err)
 	}
 	return nil
@@ -604,7 +605,7 @@ func (m *manager) publishWait(ctx context.Context, r resolver.Resolver, newEpoch
 // when another run owns the reshard now (it took it over after this one's
 // heartbeat lapsed) or has finished it, the error is ErrTakenOver.
 func (m *manager) whyFenced(ctx context.Context, err error) error {
-	s, lerr := shardstate.Load(ctx, m.raw, m.db)
+	s, lerr := shardstate.Load(ctx, m.st, m.db)
 	if lerr != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/memstore"
+	"github.com/docshard/docshard/store/retry"
 	"github.com/docshard/docshard/transition"
 )
 
@@ -430,7 +431,7 @@ func TestReshardUnderFaults(t *testing.T) {
 	var failed atomic.Int64
 	wg := writers(t, c, l, 0, 2, stop, &failed)
 	_, err := transition.Reshard(ctx, f, db, ring(t, 3), &transition.ReshardOptions{
-		CheckpointEvery: 100, Retry: transition.RetryPolicy{Attempts: 20, FirstWait: time.Millisecond}})
+		CheckpointEvery: 100, Retry: transition.RetryPolicy{Policy: retry.Policy{MaxAttempts: 20, DefaultWait: time.Millisecond}}})
 	close(stop)
 	wg.Wait()
 	require.NoError(t, err)
@@ -440,7 +441,7 @@ func TestReshardUnderFaults(t *testing.T) {
 	checkPlaced(t, st, ring(t, 3), l)
 
 	f = &faulty{Store: st, rng: rand.New(rand.NewPCG(4, 4)), always: "upsert"}
-	_, err = transition.Reshard(ctx, f, db, ring(t, 2), &transition.ReshardOptions{Retry: transition.RetryPolicy{Attempts: 3, FirstWait: time.Millisecond}})
+	_, err = transition.Reshard(ctx, f, db, ring(t, 2), &transition.ReshardOptions{Retry: transition.RetryPolicy{Policy: retry.Policy{MaxAttempts: 3, DefaultWait: time.Millisecond}}})
 	require.ErrorIs(t, err, store.ErrUnavailable)
 	assert.ErrorContains(t, err, "failed 3 times")
 	f.always = ""

@@ -213,8 +213,12 @@ func (r *Resolver) ReadMode() string { return r.readMode }
 // WriteTo returns the placement new documents go to.
 func (r *Resolver) WriteTo() string { return r.writeTo }
 
-// Frozen reports whether writes to moving keys are refused (ErrMoving).
+// Frozen reports whether writes to moving keys are refused
+// (resolver.ErrMoving): the resolver.Freezer capability, which a router
+// following the shared state polls faster for.
 func (r *Resolver) Frozen() bool { return r.frozen }
+
+var _ resolver.Freezer = (*Resolver)(nil)
 
 // Moves reports whether key's two placements differ.
 func (r *Resolver) Moves(key any) (bool, error) {

@@ -142,7 +142,7 @@ func runDemo(ctx context.Context, out io.Writer, n, collections int) error {
 		q := store.Query{Text: ch.sql}
 		opts := &router.QueryOptions{PartitionKey: ch.key, MaxDegreeOfParallelism: -1}
 		var width int
-		wc := router.New(st, &router.Options{MaxDegreeOfParallelism: -1, Hooks: router.Hooks{FanOut: func(_ string, w int) { width = w }}})
+		wc := router.New(st, &router.Options{MaxDegreeOfParallelism: -1, Hooks: router.Hooks{FanOut: func(_ context.Context, _ string, w int) { width = w }}})
 		_ = wc.Register(db, ring)
 		got, err := wc.Query(ctx, db, q, opts)
 		if err != nil {

@@ -66,9 +66,9 @@ Ctrl-C; either way it prints how many documents were written before.`,
 			defer st.Close()
 			ctx := cmd.Context()
 			var coord atomic.Pointer[spillover.Coordinator]
-			client := router.New(st, &router.Options{Hooks: router.Hooks{Call: func(l, op string, d time.Duration, err error) {
+			client := router.New(st, &router.Options{Hooks: router.Hooks{Call: func(ctx context.Context, l, op string, d time.Duration, err error) {
 				if c := coord.Load(); c != nil {
-					c.Observe(l, op, d, err)
+					c.Observe(ctx, l, op, d, err)
 				}
 			}}})
 			rt, err := route(ctx, client, st, db, docshard.StateFollow, g.stderr)

@@ -51,7 +51,7 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	defer coord.Close()
 	var width int
-	client := router.New(st, &router.Options{Hooks: router.Hooks{Call: coord.Observe, FanOut: func(_ string, w int) { width = w }}})
+	client := router.New(st, &router.Options{Hooks: router.Hooks{Call: coord.Observe, FanOut: func(_ context.Context, _ string, w int) { width = w }}})
 	follower, err := client.Follow(ctx, db, &router.FollowOptions{PollInterval: 50 * time.Millisecond})
 	if err != nil {
 		return err

@@ -42,7 +42,7 @@ func run(ctx context.Context, out io.Writer) error {
 	st := memstore.New(nil)
 	defer st.Close()
 	var width int
-	client := router.New(st, &router.Options{MaxDegreeOfParallelism: -1, Hooks: router.Hooks{FanOut: func(_ string, w int) { width = w }}})
+	client := router.New(st, &router.Options{MaxDegreeOfParallelism: -1, Hooks: router.Hooks{FanOut: func(_ context.Context, _ string, w int) { width = w }}})
 	if err := client.Register("dbs/metrics", r); err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ const Scope = "github.com/docshard/docshard/router"
 const (
 	MetricFanOut    = "docshard.router.fanout"        // histogram: collections a query runs on
 	MetricDuration  = "docshard.router.call.duration" // histogram, seconds: one store call attempt
-	MetricRetries   = "docshard.router.retries"       // counter: throttled calls retried
+	MetricRetries   = "docshard.router.retries"       // counter: failed calls retried
 	MetricDocuments = "docshard.router.documents"     // counter: rows returned by query pages
 )
 
@@ -65,7 +65,7 @@ func Hooks(opts *Options) (router.Hooks, error) {
 	if err != nil {
 		return router.Hooks{}, fmt.Errorf("routerotel: %s: %w", MetricDuration, err)
 	}
-	retries, err := meter.Int64Counter(MetricRetries, metric.WithDescription("throttled store calls retried"), metric.WithUnit("{retry}"))
+	retries, err := meter.Int64Counter(MetricRetries, metric.WithDescription("failed store calls retried"), metric.WithUnit("{retry}"))
 	if err != nil {
 		return router.Hooks{}, fmt.Errorf("routerotel: %s: %w", MetricRetries, err)
 	}
@@ -73,24 +73,25 @@ func Hooks(opts *Options) (router.Hooks, error) {
 	if err != nil {
 		return router.Hooks{}, fmt.Errorf("routerotel: %s: %w", MetricDocuments, err)
 	}
-	bg := context.Background()
 	return router.Hooks{
-		FanOut: func(db string, width int) {
-			fanOut.Record(bg, int64(width), metric.WithAttributes(AttrDatabase.String(db)))
+		FanOut: func(ctx context.Context, db string, width int) {
+			fanOut.Record(ctx, int64(width), metric.WithAttributes(AttrDatabase.String(db)))
 		},
-		Call: func(link, op string, latency time.Duration, err error) {
-			duration.Record(bg, latency.Seconds(), metric.WithAttributes(AttrCollection.String(link), AttrOperation.String(op), AttrFailed.Bool(err != nil)))
+		Call: func(ctx context.Context, link, op string, latency time.Duration, err error) {
+			duration.Record(ctx, latency.Seconds(), metric.WithAttributes(AttrCollection.String(link), AttrOperation.String(op), AttrFailed.Bool(err != nil)))
 		},
-		Retry: func(link, op string, _ int, _ time.Duration) {
-			retries.Add(bg, 1, metric.WithAttributes(AttrCollection.String(link), AttrOperation.String(op)))
+		Retry: func(ctx context.Context, link, op string, _ int, _ time.Duration, _ error) {
+			retries.Add(ctx, 1, metric.WithAttributes(AttrCollection.String(link), AttrOperation.String(op)))
 		},
-		Documents: func(db string, n int) {
-			documents.Add(bg, int64(n), metric.WithAttributes(AttrDatabase.String(db)))
+		Documents: func(ctx context.Context, db string, n int) {
+			documents.Add(ctx, int64(n), metric.WithAttributes(AttrDatabase.String(db)))
 		},
-		Span: func(ctx context.Context, link, op string) func(error) {
-			_, span := tracer.Start(ctx, "docshard "+op, trace.WithSpanKind(trace.SpanKindClient),
+		// The store call runs with the span's context, so the backend's
+		// spans (azcosmos's HTTP requests) are its children.
+		Span: func(ctx context.Context, link, op string) (context.Context, func(error)) {
+			ctx, span := tracer.Start(ctx, "docshard "+op, trace.WithSpanKind(trace.SpanKindClient),
 				trace.WithAttributes(AttrCollection.String(link), AttrOperation.String(op)))
-			return func(err error) {
+			return ctx, func(err error) {
 				if err != nil {
 					span.RecordError(err)
 					span.SetStatus(codes.Error, err.Error())

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/docshard/docshard/hashring"
 	"github.com/docshard/docshard/resolver"
@@ -98,4 +99,50 @@ func TestHooksRecord(t *testing.T) {
 	assert.Equal(t, 5, children, "create, read and three query calls: %v", names)
 	assert.Equal(t, 1, names["docshard create"])
 	assert.Equal(t, 3, names["docshard query"])
+}
+
+// tracedStore opens a span of its own in each Read, from the context it
+// is called with, as a backend that traces its requests (azcosmos) does.
+type tracedStore struct {
+	store.Store
+	tracer trace.Tracer
+}
+
+func (s tracedStore) Read(ctx context.Context, l, id string, o *store.ReadOptions) (*store.Document, error) {
+	_, span := s.tracer.Start(ctx, "backend read")
+	defer span.End()
+	return s.Store.Read(ctx, l, id, o)
+}
+
+// TestBackendSpansNest: the store call runs with the context of the span
+// the hook opened, so the backend's span is that span's child, not its
+// sibling.
+func TestBackendSpansNest(t *testing.T) {
+	ctx := context.Background()
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	hooks, err := routerotel.Hooks(&routerotel.Options{MeterProvider: sdkmetric.NewMeterProvider(), TracerProvider: tp})
+	require.NoError(t, err)
+	mem := memstore.New(nil)
+	defer mem.Close()
+	ring, err := hashring.New([]string{"dbs/app/colls/c0"}, &hashring.Options{PartitionKey: resolver.MustKeyDef("/userId")})
+	require.NoError(t, err)
+	c := router.New(tracedStore{Store: mem, tracer: tp.Tracer("backend")}, &router.Options{Hooks: hooks})
+	require.NoError(t, c.Register("dbs/app", ring))
+	_, err = c.EnsureCollections(ctx, "dbs/app", nil)
+	require.NoError(t, err)
+	_, err = c.Create(ctx, "dbs/app", `{"id":"1","userId":"ann"}`, nil)
+	require.NoError(t, err)
+
+	_, err = c.Read(ctx, "dbs/app", "1", "ann")
+	require.NoError(t, err)
+	byName := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range spans.Ended() {
+		byName[s.Name()] = s
+	}
+	router, backend := byName["docshard read"], byName["backend read"]
+	require.NotNil(t, router)
+	require.NotNil(t, backend)
+	assert.Equal(t, router.SpanContext().SpanID(), backend.Parent().SpanID(), "the backend's span is the router's span's child")
+	assert.Equal(t, router.SpanContext().TraceID(), backend.SpanContext().TraceID())
 }

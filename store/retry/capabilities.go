@@ -1,0 +1,66 @@
+package retry
+
+import (
+	"context"
+
+	"github.com/docshard/docshard/store"
+)
+
+// The optional capabilities of package store, each retried under the
+// Store's policy. Wrap (through capabilities_gen.go, which capgen writes
+// from store/capabilities.go) gives a wrapped store exactly the
+// capabilities of the store it wraps: adding a capability to package store
+// means running go generate here and writing its type below (named after
+// the interface, lower-cased, with "Cap"), else this package does not
+// compile and its capability test fails.
+
+//go:generate go run ./internal/capgen ../capabilities.go capabilities_gen.go
+
+// changeFeederCap is store.ChangeFeeder under the policy: a change-feed
+// read is repeatable.
+type changeFeederCap struct {
+	s *Store
+	c store.ChangeFeeder
+}
+
+// ReadChanges implements store.ChangeFeeder.
+func (c changeFeederCap) ReadChanges(ctx context.Context, l string, opts *store.ChangeFeedOptions) (*store.ChangePage, error) {
+	return do(ctx, c.s, l, "read changes", nil, func(ctx context.Context) (*store.ChangePage, error) {
+		return c.c.ReadChanges(ctx, l, opts)
+	})
+}
+
+// fencerCap is store.Fencer under the policy: raising a fence keeps the
+// maximum, so it is repeatable, and so is reading one.
+type fencerCap struct {
+	s *Store
+	c store.Fencer
+}
+
+// RaiseFence implements store.Fencer.
+func (c fencerCap) RaiseFence(ctx context.Context, dbLink string, epoch int64) (int64, error) {
+	return do(ctx, c.s, dbLink, "raise fence", nil, func(ctx context.Context) (int64, error) {
+		return c.c.RaiseFence(ctx, dbLink, epoch)
+	})
+}
+
+// Fence implements store.Fencer.
+func (c fencerCap) Fence(ctx context.Context, dbLink string) (int64, error) {
+	return do(ctx, c.s, dbLink, "read fence", nil, func(ctx context.Context) (int64, error) {
+		return c.c.Fence(ctx, dbLink)
+	})
+}
+
+// batcherCap is store.Batcher under the policy: a batch is repeatable
+// when every operation is (no create, no unconditional delete).
+type batcherCap struct {
+	s *Store
+	c store.Batcher
+}
+
+// ExecuteBatch implements store.Batcher.
+func (c batcherCap) ExecuteBatch(ctx context.Context, l string, partitionKey any, ops []store.BatchOp, opts *store.BatchOptions) ([]store.BatchResult, error) {
+	return do(ctx, c.s, l, "batch", func() bool { return batchRepeatable(ctx, ops) }, func(ctx context.Context) ([]store.BatchResult, error) {
+		return c.c.ExecuteBatch(ctx, l, partitionKey, ops, opts)
+	})
+}
