@@ -8,6 +8,7 @@ import (
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/retry"
 	"github.com/docshard/docshard/transition"
 )
 
@@ -31,7 +32,10 @@ func Ensure(ctx context.Context, st store.Store, r *Resolver) ([]string, error) 
 	if err != nil {
 		return nil, fmt.Errorf("managed: %w", err)
 	}
-	created, err := store.EnsureCollections(ctx, st, w)
+	// Through the one retry layer (never a second); a create whose outcome
+	// was unknown is sent again, and EnsureCollections takes its conflict
+	// for the collection it made.
+	created, err := store.EnsureCollections(retry.Repeatable(ctx), retry.Ensure(st), w)
 	if err != nil {
 		return created, fmt.Errorf("managed: %w", err)
 	}

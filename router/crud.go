@@ -9,6 +9,7 @@ import (
 	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/retry"
 )
 
 // WriteOptions qualify a create, upsert or delete. A nil *WriteOptions
@@ -360,7 +361,7 @@ func (c *Client) EnsureCollections(ctx context.Context, dbLink string, spec *sto
 	if err != nil {
 		return nil, err
 	}
-	created, err := store.EnsureCollections(ctx, c.st, w)
+	created, err := store.EnsureCollections(retry.Repeatable(ctx), c.st, w)
 	if err != nil {
 		err = fmt.Errorf("router: %s: %w", dbLink, err)
 	}

@@ -385,6 +385,17 @@ func Publish(ctx context.Context, st store.Store, cur *State, ch Change) (*State
 		return nil, fmt.Errorf("shardstate: encoding version %d of %s: %w", next.Version, db, err)
 	}
 	d, err := st.Replace(ctx, coll, stateID, body, &store.WriteOptions{PartitionKey: kindState, IfMatch: cur.ETag})
+	if err != nil && (retry.OutcomeUnknown(err) || errors.Is(err, store.ErrPreconditionFailed)) {
+		// The swap may have landed with its answer lost (the retry layer
+		// then reports the unknown outcome, or a caller's Repeatable
+		// context the refusal of its second attempt): a state that is
+		// exactly this write (its version, writer, time and epoch) is it,
+		// and the rest of the publish (the fence) still has to happen.
+		if c, lerr := Load(ctx, st, db); lerr == nil && c.Version == next.Version && c.UpdatedBy == next.UpdatedBy &&
+			c.UpdatedAt.Equal(next.UpdatedAt) && c.Epoch == next.Epoch {
+			d, err = &store.Document{ETag: c.ETag}, nil
+		}
+	}
 	switch {
 	case errors.Is(err, store.ErrPreconditionFailed):
 		c, lerr := Load(ctx, st, db)

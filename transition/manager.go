@@ -567,8 +567,15 @@ func (m *manager) publishWait(ctx context.Context, r resolver.Resolver, newEpoch
 		var ce *shardstate.ConflictError
 		if errors.As(err, &ce) && ce.Current != nil && m.isOwnWrite(ce.Current, r, phase, newEpoch) {
 			// A retried compare-and-swap whose first attempt took effect
-			// (the store failed after writing): the state is this write.
+			// (the store failed after writing): the state is this write,
+			// but Publish stopped at the conflict before raising the fence
+			// of a new epoch: raise it here (a maximum: idempotent).
 			m.state = ce.Current
+			if newEpoch {
+				if err := shardstate.RaiseFence(ctx, m.st, m.state); err != nil {
+					return fmt.Errorf("transition: version %d of %s is published, but its fence is not raised yet: %w", m.state.Version, m.db, err)
+				}
+			}
 			break
 		}
 		if errors.As(err, &ce) && ce.Current != nil {

@@ -46,8 +46,12 @@ func (p RetryPolicy) policy() retry.Policy {
 
 // newRetrying returns st as a reshard works through it: under the retry
 // layer with p, every retry logged at Debug, every capability of st kept.
+// Every call is Repeatable: the reshard takes a refusal after an unknown
+// outcome for what it is (a removal's not-found is done, a copy's failed
+// precondition is a newer write, a state change's conflict is checked
+// against its own write), as it did before the one layer.
 func newRetrying(st store.Store, p RetryPolicy, log *slog.Logger) store.Store {
-	return retry.Wrap(st, &retry.Options{Policy: p.policy(), Hooks: retry.Hooks{
+	return retry.Wrap(st, &retry.Options{Policy: p.policy(), Repeatable: true, Hooks: retry.Hooks{
 		Retry: func(ctx context.Context, l, op string, attempt int, wait time.Duration, err error) {
 			log.DebugContext(ctx, "reshard retrying a store call", "op", op, "link", l, "attempt", attempt, "wait", wait, "error", err)
 		},

@@ -10,6 +10,7 @@ import (
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/retry"
 )
 
 // Finding is one document out of place.
@@ -37,6 +38,7 @@ func (r *Report) OK() bool { return len(r.Misplaced) == 0 && len(r.Duplicates) =
 // document whose key r cannot read or place is misplaced, with Want empty.
 // Cost: a read feed of every document; memory for one entry per document.
 func Verify(ctx context.Context, st store.Store, dbLink string, r resolver.Resolver) (*Report, error) {
+	st = retry.Ensure(st) // its reads retried by the one layer, never a second
 	colls, err := st.ListCollections(ctx, dbLink)
 	if err != nil {
 		return nil, err

@@ -39,7 +39,7 @@ type fencerCap struct {
 
 // RaiseFence implements store.Fencer.
 func (c fencerCap) RaiseFence(ctx context.Context, dbLink string, epoch int64) (int64, error) {
-	return do(ctx, c.s, dbLink, "raise fence", nil, func(ctx context.Context) (int64, error) {
+	return do(ctx, c.s, dbLink, "raise fence", always, func(ctx context.Context) (int64, error) {
 		return c.c.RaiseFence(ctx, dbLink, epoch)
 	})
 }

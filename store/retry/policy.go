@@ -130,10 +130,13 @@ func (p Policy) Next(attempt int, waited time.Duration, err error, repeatable bo
 // success). A store that was closed (its ErrUnavailable says so) is not
 // retried either.
 //
-// A conditional write retried after an unknown outcome may report
-// store.ErrPreconditionFailed (or a delete store.ErrNotFound) for a write
-// that the first attempt applied: callers of conditional writes read again
-// on those, as they do when another writer won.
+// A write retried after an unknown outcome may be refused (not found, a
+// failed precondition, a conflict) because the first attempt was applied:
+// the layer then returns the unknown outcome (an error wrapping the first
+// attempt's store.ErrUnavailable), never the refusal, so a caller never
+// takes a write that landed for one that did not (see Refusal). A caller
+// that recognises its own write in a refusal marks its context with
+// Repeatable and gets the refusal itself.
 func Retryable(err error, repeatable bool) bool {
 	switch {
 	case err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
@@ -145,6 +148,30 @@ func Retryable(err error, repeatable bool) bool {
 	}
 	return false
 }
+
+// OutcomeUnknown reports whether a write that failed with err may have
+// been applied all the same: a transient failure (store.ErrUnavailable: a
+// timeout, a reset connection, a 5xx answer) of a request that was sent. A
+// throttled call was not applied; a call that was never sent was not
+// either.
+func OutcomeUnknown(err error) bool {
+	return errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrThrottled) && !notSent(err)
+}
+
+// Refusal reports whether err is an answer that a write's second attempt
+// gets when its first was applied: not found (a delete, or a replace of a
+// document the first attempt deleted), a failed precondition (If-Match on
+// the ETag the first attempt changed) or a conflict (a create). After an
+// unknown outcome such a refusal does not mean "not applied", so the layer
+// reports the unknown outcome instead, unless the caller marked its context
+// with Repeatable (it recognises its own write).
+func Refusal(err error) bool {
+	return errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrPreconditionFailed) || errors.Is(err, store.ErrConflict)
+}
+
+// always is the repeatability of writes that are always repeatable
+// (replace, upsert, a fence raise).
+func always() bool { return true }
 
 // notSent reports whether err says the request never left: the connection
 // was not opened (any dial error: refused, no route, a name that does not

@@ -31,8 +31,16 @@ type Hooks struct {
 // Options configure a Store. A nil *Options means the default Policy and
 // no hooks.
 type Options struct {
+	// Policy bounds the retries of each call (zero fields: the defaults).
 	Policy Policy
-	Hooks  Hooks
+	// Hooks observe every attempt.
+	Hooks Hooks
+	// Repeatable treats every call as if its context were marked with
+	// Repeatable: plain creates and deletes are retried after an unknown
+	// outcome too, and a refusal after an unknown outcome (not found, a
+	// failed precondition, a conflict) is returned as it is, for a caller
+	// that recognises its own earlier write in it (a reshard does).
+	Repeatable bool
 }
 
 // Store runs each call of the store it wraps under a Policy: a call that
@@ -56,13 +64,16 @@ type Store struct {
 	// untimed: no Call or Span hook, so a first attempt that succeeds
 	// needs nothing from the wrapper (see Read).
 	untimed bool
+	// repeatable: Options.Repeatable.
+	repeatable bool
 }
 
 // New returns a Store that runs st's calls under opts. Use Wrap for a
 // store.Store that keeps st's capabilities.
 func New(st store.Store, opts *Options) *Store {
 	o := store.OptionsOf(opts)
-	return &Store{inner: st, policy: o.Policy.WithDefaults(), hooks: o.Hooks, untimed: o.Hooks.Call == nil && o.Hooks.Span == nil}
+	return &Store{inner: st, policy: o.Policy.WithDefaults(), hooks: o.Hooks, untimed: o.Hooks.Call == nil && o.Hooks.Span == nil,
+		repeatable: o.Repeatable}
 }
 
 // Wrap returns st with its calls run under opts, offering exactly the
@@ -75,6 +86,9 @@ func Wrap(st store.Store, opts *Options) store.Store { return New(st, opts).Capa
 // store by their caller (package shardstate's, the spillover coordinator)
 // that must retry, without a second layer under a caller's own.
 func Ensure(st store.Store) store.Store {
+	if s, ok := st.(*Store); ok {
+		return s.Capable() // a bare *Store has no capabilities: never hide the wrapped store's
+	}
 	if _, ok := st.(layer); ok {
 		return st
 	}
@@ -101,7 +115,14 @@ func (s *Store) Policy() Policy { return s.policy }
 // do and the closure (three calls, a few nanoseconds), nothing else. fn
 // does not escape, so the closures are not allocated. The point read
 // skips even that (Read).
+//
+// repeatable is nil for a call without side effects (a read: any later
+// answer is true), and otherwise says whether the write may be sent again
+// after an unknown outcome (Retryable).
 func do[T any](ctx context.Context, s *Store, l, op string, repeatable func() bool, fn func(context.Context) (T, error)) (T, error) {
+	if s.repeatable && !marked(ctx) {
+		ctx = Repeatable(ctx)
+	}
 	if s.untimed {
 		v, err := fn(ctx)
 		if err == nil {
@@ -122,8 +143,21 @@ func loop[T any](ctx context.Context, s *Store, l, op string, repeatable func() 
 		attempt = 1
 	}
 	var waited time.Duration
+	var unknown error // the first failure of a write whose outcome is unknown
 	for {
 		if err != nil {
+			if repeatable != nil {
+				if unknown != nil && Refusal(err) && !marked(ctx) {
+					// The refusal may be the earlier attempt's own effect
+					// (a replace If-Match that landed before its answer was
+					// lost is refused the second time): report the outcome
+					// as unknown, never as "not applied".
+					return v, fmt.Errorf("store: %s %s: the outcome of an attempt is unknown: %w (a later attempt was refused, perhaps because the first was applied: %v)", op, l, unknown, err)
+				}
+				if unknown == nil && OutcomeUnknown(err) {
+					unknown = err
+				}
+			}
 			wait, again := s.policy.Next(attempt, waited, err, repeatable == nil || repeatable())
 			if !again {
 				if attempt > 1 {
@@ -147,7 +181,9 @@ func loop[T any](ctx context.Context, s *Store, l, op string, repeatable func() 
 		actx := ctx
 		var end func(error)
 		if h := s.hooks.Span; h != nil {
-			actx, end = h(ctx, l, op)
+			if actx, end = h(ctx, l, op); actx == nil {
+				actx = ctx // a hook that returns no context keeps the caller's
+			}
 		}
 		var start time.Time
 		if s.hooks.Call != nil {
@@ -229,16 +265,18 @@ func (s *Store) Read(ctx context.Context, l, id string, opts *store.ReadOptions)
 	})
 }
 
-// Replace implements store.Documents.
+// Replace implements store.Documents; it is repeatable (sending the same
+// body twice leaves what sending it once does), but a refusal after an
+// unknown outcome is reported as the unknown outcome (see loop).
 func (s *Store) Replace(ctx context.Context, l, id string, doc []byte, opts *store.WriteOptions) (*store.Document, error) {
-	return do(ctx, s, l, "replace", nil, func(ctx context.Context) (*store.Document, error) {
+	return do(ctx, s, l, "replace", always, func(ctx context.Context) (*store.Document, error) {
 		return s.inner.Replace(ctx, l, id, doc, opts)
 	})
 }
 
-// Upsert implements store.Documents.
+// Upsert implements store.Documents; it is repeatable, as Replace is.
 func (s *Store) Upsert(ctx context.Context, l string, doc []byte, opts *store.WriteOptions) (*store.Document, error) {
-	return do(ctx, s, l, "upsert", nil, func(ctx context.Context) (*store.Document, error) {
+	return do(ctx, s, l, "upsert", always, func(ctx context.Context) (*store.Document, error) {
 		return s.inner.Upsert(ctx, l, doc, opts)
 	})
 }
