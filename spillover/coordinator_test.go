@@ -367,6 +367,8 @@ func TestSealedCollectionDeleted(t *testing.T) {
 	require.NoError(t, err)
 	_, err = shardstate.Init(ctx, st, db, r, nil)
 	require.NoError(t, err)
+	// The newest exists, the sealed one is gone: it was deleted.
+	require.NoError(t, st.CreateCollection(ctx, db+"/colls/log1", &store.CollectionSpec{PartitionKeyPath: "/id"}))
 	_, err = spillover.Start(ctx, st, db, nil)
 	var mce *store.MissingCollectionError
 	require.ErrorAs(t, err, &mce)
@@ -376,13 +378,23 @@ func TestSealedCollectionDeleted(t *testing.T) {
 	_, err = st.CollectionInfo(ctx, db+"/colls/log0")
 	require.ErrorIs(t, err, store.ErrNotFound, "the sealed collection is not created again")
 
-	// Restored, it starts; the missing newest is created.
+	// Restored, it starts.
 	require.NoError(t, st.CreateCollection(ctx, db+"/colls/log0", &store.CollectionSpec{PartitionKeyPath: "/id"}))
 	coord, err := spillover.Start(ctx, st, db, nil)
 	require.NoError(t, err)
 	require.NoError(t, coord.Close())
-	_, err = st.CollectionInfo(ctx, db+"/colls/log1")
+
+	// A configuration that starts with a sealed collection on a new store
+	// (none of its collections exists: nothing was ever stored) makes them
+	// all.
+	fresh := memstore.New(nil)
+	coord, err = spillover.Start(ctx, fresh, db, &spillover.CoordinatorOptions{Seed: r})
 	require.NoError(t, err)
+	require.NoError(t, coord.Close())
+	for _, l := range []string{db + "/colls/log0", db + "/colls/log1"} {
+		_, err = fresh.CollectionInfo(ctx, l)
+		require.NoError(t, err, l)
+	}
 }
 
 // TestCoordinatorKeyPathConflict: a collection partitioned by another path

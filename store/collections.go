@@ -89,7 +89,8 @@ type Wanted struct {
 	Create []string
 	// Keep lists collections that must exist and are never created again
 	// (KeepReason says why, and what to do): a missing one is a
-	// *MissingCollectionError.
+	// *MissingCollectionError. When none of Create and Keep exists (a new
+	// database: nothing was ever stored in them), Keep's are created too.
 	Keep       []string
 	KeepReason string
 	// Spec is the spec of every collection; its PartitionKeyPath (empty
@@ -117,6 +118,9 @@ func EnsureCollections(ctx context.Context, st Store, w Wanted) ([]string, error
 	}
 	n := len(w.Create)
 	all := append(slices.Clip(w.Create), w.Keep...)
+	if len(w.Keep) > 0 && noneExists(ctx, st, all) {
+		n = len(all) // a new database: its kept collections never held anything
+	}
 	created := make([]bool, n)
 	errs := make([]error, len(all))
 	sem := make(chan struct{}, ensureParallel)
@@ -141,12 +145,24 @@ func EnsureCollections(ctx context.Context, st Store, w Wanted) ([]string, error
 	}
 	wg.Wait()
 	var out []string
-	for i, l := range w.Create {
+	for i, l := range all[:n] {
 		if created[i] {
 			out = append(out, l)
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// noneExists reports whether no collection of links exists (a read error
+// other than not-found counts as existing, so the caller's own checks
+// report it). Cost: a collection-info read per link, until one exists.
+func noneExists(ctx context.Context, st Store, links []string) bool {
+	for _, l := range links {
+		if _, err := st.CollectionInfo(ctx, l); !errors.Is(err, ErrNotFound) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkExisting holds existing collection l to path want; keep: l is one

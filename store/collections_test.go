@@ -24,6 +24,7 @@ func TestEnsureCollectionsRule(t *testing.T) {
 		created  bool
 		mismatch bool
 		missing  bool
+		fresh    bool // keep: the newest collection does not exist either (a new database)
 	}{
 		{name: "missing collection is created", want: "/userId", created: true},
 		{name: "existing matching", existing: ptr("/userId"), want: "/userId"},
@@ -35,6 +36,7 @@ func TestEnsureCollectionsRule(t *testing.T) {
 		{name: "kept, existing matching", existing: ptr("/userId"), want: "/userId", keep: true},
 		{name: "kept, different path", existing: ptr("/tenant"), want: "/userId", keep: true, mismatch: true},
 		{name: "kept, missing", want: "/userId", keep: true, missing: true},
+		{name: "kept, nothing exists: a new database", want: "/userId", keep: true, fresh: true, created: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -44,14 +46,23 @@ func TestEnsureCollectionsRule(t *testing.T) {
 			}
 			w := store.Wanted{Spec: store.CollectionSpec{PartitionKeyPath: tc.want}}
 			if tc.keep {
-				w.Keep, w.KeepReason = []string{l}, "restore it"
+				// The collection written now (a spillover's newest) beside
+				// the kept one; it exists unless the database is new.
+				const newest = "dbs/app/colls/newest"
+				if !tc.fresh {
+					require.NoError(t, st.CreateCollection(ctx, newest, &store.CollectionSpec{PartitionKeyPath: tc.want}))
+				}
+				w.Create, w.Keep, w.KeepReason = []string{newest}, []string{l}, "restore it"
 			} else {
 				w.Create = []string{l}
 			}
 			created, err := store.EnsureCollections(ctx, st, w)
-			if tc.created {
+			switch {
+			case tc.fresh:
+				assert.Equal(t, []string{"dbs/app/colls/newest", l}, created)
+			case tc.created:
 				assert.Equal(t, []string{l}, created)
-			} else {
+			default:
 				assert.Empty(t, created)
 			}
 			var kpe *store.KeyPathError

@@ -6,6 +6,7 @@ package provision
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/docshard/docshard/resolver"
@@ -29,7 +30,7 @@ func CheckPrefix(p, missing string) error {
 	case strings.HasPrefix(p, "_"):
 		return resolver.Invalid("collectionPrefix", p, "must not start with _ (docshard's own collections do)")
 	case len(p) > MaxPrefix:
-		return resolver.Invalid("collectionPrefix", p, "longer than 200 bytes")
+		return resolver.Invalid("collectionPrefix", p, fmt.Sprintf("longer than %d bytes", MaxPrefix))
 	}
 	return nil
 }
@@ -42,8 +43,15 @@ func Template(spec *store.CollectionSpec, key resolver.KeyDef) (store.Collection
 	var t store.CollectionSpec
 	if spec != nil {
 		t = *spec
-		if p := t.PartitionKeyPath; p != "" && (key.IsZero() || p != key.Paths()[0]) {
-			return t, resolver.Invalid("template.partitionKeyPath", p, "must be the partition key's first path (or left out)")
+		if p := t.PartitionKeyPath; p != "" {
+			// The one conflict rule (store.SameKeyPath): /id and /"id" are one path.
+			same := false
+			if !key.IsZero() {
+				same, _ = store.SameKeyPath(p, key.Paths()[0])
+			}
+			if !same {
+				return t, resolver.Invalid("template.partitionKeyPath", p, "must be the partition key's first path (or left out)")
+			}
 		}
 	}
 	if !key.IsZero() {

@@ -51,6 +51,7 @@ func TestTemplate(t *testing.T) {
 		{"none, no key", nil, resolver.KeyDef{}, store.CollectionSpec{}, false},
 		{"ttl", &store.CollectionSpec{DefaultTTL: &ttl}, key, store.CollectionSpec{DefaultTTL: &ttl, PartitionKeyPath: "/u"}, false},
 		{"the key's path", &store.CollectionSpec{PartitionKeyPath: "/u"}, key, store.CollectionSpec{PartitionKeyPath: "/u"}, false},
+		{"the key's path, quoted", &store.CollectionSpec{PartitionKeyPath: `/"u"`}, key, store.CollectionSpec{PartitionKeyPath: "/u"}, false},
 		{"another path", &store.CollectionSpec{PartitionKeyPath: "/v"}, key, store.CollectionSpec{}, true},
 		{"a path without a key", &store.CollectionSpec{PartitionKeyPath: "/v"}, resolver.KeyDef{}, store.CollectionSpec{}, true},
 	} {
