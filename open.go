@@ -190,7 +190,8 @@ func (r *Routing) Notice() string {
 //   - StateFollow: the state, seeded from the configuration's resolver
 //     when st holds none; followed with a client, read once without.
 //
-// With a client c it registers the choice on c (router.Client.Register,
+// st must be the store c routes to (the state is read from it, and the
+// follower polls it). With a client c it registers the choice on c (router.Client.Register,
 // or router.Client.Follow with fo; fo's Seed is ignored: the
 // configuration's resolver seeds), and the caller closes the Routing's
 // Follower. A nil c only decides, for a caller that needs the resolver

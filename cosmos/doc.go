@@ -61,7 +61,9 @@
 // Errors map to the store's sentinels by status code: 400 bad request, 404
 // not found, 409 conflict, 412 precondition failed, 413 too large, 429
 // throttled (with the service's x-ms-retry-after-ms, as the error's
-// RetryAfter). The store itself retries nothing by default: throttled and
+// RetryAfter). The store itself retries no 429 by default (azcosmos's own
+// policy still sends a read once more after a 5xx, a 408 or a connection
+// that failed before sending, as the SDK always does): throttled and
 // transient failures belong to docshard's one retry layer (package
 // store/retry), which the router, a reshard, the spillover coordinator and
 // the shared state run their calls through, and which waits the service's

@@ -371,7 +371,8 @@ func (c *Client) EnsureCollections(ctx context.Context, dbLink string, spec *sto
 // WantedCollections returns what EnsureCollections makes exist for
 // resolver r of database dbLink and template spec (nil: defaults): for a
 // resolver.Provisioner, its Provision (its collections, its template and
-// key path; spec's TTL and indexing policy are not used); else every
+// key path; spec's TTL and indexing policy are not used, but a spec
+// partitioned by another path than the Provision's is still refused); else every
 // collection r.ResolveForRead(nil) names, from spec, partitioned by r's
 // partition-key path (the first path of a composite key; a resolver that
 // is no resolver.KeyDefiner, or has an empty one, needs the path in spec).
