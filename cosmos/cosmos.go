@@ -331,7 +331,7 @@ func (s *Store) checkOpen(op, l string) error {
 	s.closedMu.RLock()
 	defer s.closedMu.RUnlock()
 	if s.closed {
-		return &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, Message: "the store is closed"}
+		return &store.Error{Kind: store.ErrClosed, Op: op, Link: l}
 	}
 	return nil
 }

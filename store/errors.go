@@ -15,6 +15,9 @@ var (
 	// ErrCollectionNotFound: the collection does not exist. It wraps
 	// ErrNotFound, so errors.Is(err, ErrNotFound) holds too.
 	ErrCollectionNotFound = &kindError{msg: "collection not found", parent: ErrNotFound}
+	// ErrClosed: the store was closed (Close); final, never worth a retry.
+	// It wraps ErrUnavailable, so errors.Is(err, ErrUnavailable) holds too.
+	ErrClosed = &kindError{msg: "unavailable: the store is closed", parent: ErrUnavailable}
 	// ErrConflict: a document or collection with that id already exists.
 	ErrConflict = errors.New("conflict")
 	// ErrPreconditionFailed: an If-Match ETag does not match the stored one.

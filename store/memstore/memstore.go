@@ -173,7 +173,7 @@ func (s *Store) beginDatabase(ctx context.Context, op, databaseLink string) (str
 // canonical form of l by canonical.
 func (s *Store) beginWith(ctx context.Context, op, l string, canonical func(string) (string, error)) (string, error) {
 	if s.closed.Load() {
-		return "", &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, Message: "the store is closed"}
+		return "", &store.Error{Kind: store.ErrClosed, Op: op, Link: l}
 	}
 	if err := ctx.Err(); err != nil {
 		return "", &store.Error{Op: op, Link: l, Err: err}
@@ -385,7 +385,7 @@ func (s *Store) diskErr(op, l, id string, err error) error {
 	case errors.Is(err, errGone):
 		return &store.Error{Kind: store.ErrCollectionNotFound, Op: op, Link: l, ID: id}
 	case errors.Is(err, errClosed):
-		return &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, ID: id, Message: "the store is closed"}
+		return &store.Error{Kind: store.ErrClosed, Op: op, Link: l, ID: id}
 	case errors.Is(err, ErrReadOnly):
 		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Err: ErrReadOnly}
 	}

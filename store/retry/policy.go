@@ -127,7 +127,7 @@ func (p Policy) Next(attempt int, waited time.Duration, err error, repeatable bo
 // unconditional Delete (a second attempt would report not found),
 // CreateCollection and DeleteCollection are not, unless the caller marks
 // its context with Repeatable (it handles that conflict or not-found as
-// success). A store that was closed (its ErrUnavailable says so) is not
+// success). A store that was closed (store.ErrClosed) is not
 // retried either.
 //
 // A write retried after an unknown outcome may be refused (not found, a
@@ -144,7 +144,7 @@ func Retryable(err error, repeatable bool) bool {
 	case errors.Is(err, store.ErrThrottled), notSent(err):
 		return true
 	case errors.Is(err, store.ErrUnavailable):
-		return repeatable && !closed(err)
+		return repeatable && !errors.Is(err, store.ErrClosed)
 	}
 	return false
 }
@@ -179,16 +179,6 @@ func always() bool { return true }
 func notSent(err error) bool {
 	var oe *net.OpError
 	return (errors.As(err, &oe) && oe.Op == "dial") || errors.Is(err, syscall.ECONNREFUSED)
-}
-
-// closedMessage is what the project's stores say in the ErrUnavailable
-// they return after Close (store/memstore, cosmos).
-const closedMessage = "the store is closed"
-
-// closed reports whether err is a store's refusal after Close: final.
-func closed(err error) bool {
-	var se *store.Error
-	return errors.As(err, &se) && se.Message == closedMessage
 }
 
 type repeatableKey struct{}

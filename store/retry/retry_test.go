@@ -121,7 +121,7 @@ func TestRetryable(t *testing.T) {
 		{"reset connection, not repeatable: outcome unknown", &store.Error{Kind: store.ErrUnavailable, Err: reset}, false, false},
 		{"503, repeatable", &store.Error{Kind: store.ErrUnavailable, Status: 503}, true, true},
 		{"503, not repeatable", &store.Error{Kind: store.ErrUnavailable, Status: 503}, false, false},
-		{"a closed store", &store.Error{Kind: store.ErrUnavailable, Message: closedMessage}, true, false},
+		{"a closed store", &store.Error{Kind: store.ErrClosed}, true, false},
 		{"not found", &store.Error{Kind: store.ErrNotFound}, true, false},
 		{"conflict", &store.Error{Kind: store.ErrConflict}, true, false},
 		{"precondition", &store.Error{Kind: store.ErrPreconditionFailed}, true, false},
