@@ -515,9 +515,7 @@ func walk(e Expr, visit func(Expr) bool) {
 	if e == nil || !visit(e) {
 		return
 	}
-	for _, x := range operands(e) {
-		walk(*x, visit)
-	}
+	eachOperand(e, func(x *Expr) { walk(*x, visit) })
 }
 
 // itemName is the property name a SELECT item gets without an alias.

@@ -492,9 +492,7 @@ func mapExpr(e Expr, f func(Expr) Expr) Expr {
 	if e == nil {
 		return nil
 	}
-	for _, x := range operands(e) {
-		*x = mapExpr(*x, f)
-	}
+	eachOperand(e, func(x *Expr) { *x = mapExpr(*x, f) })
 	if n, ok := e.(*Subquery); ok {
 		mapQuery(n.Q, f)
 	}

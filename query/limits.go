@@ -103,9 +103,7 @@ func checkDepth(q *Query) error {
 		case *Subquery:
 			stack = append(stack, item{n.Q, d})
 		case Expr:
-			for _, x := range operands(n) {
-				push(d, *x)
-			}
+			eachOperand(n, func(x *Expr) { push(d, *x) })
 		}
 	}
 	return nil
