@@ -385,24 +385,24 @@ func Publish(ctx context.Context, st store.Store, cur *State, ch Change) (*State
 		return nil, fmt.Errorf("shardstate: encoding version %d of %s: %w", next.Version, db, err)
 	}
 	d, err := st.Replace(ctx, coll, stateID, body, &store.WriteOptions{PartitionKey: kindState, IfMatch: cur.ETag})
+	var now *State // the state read after a refused or unknown swap
 	if err != nil && (retry.OutcomeUnknown(err) || errors.Is(err, store.ErrPreconditionFailed)) {
 		// The swap may have landed with its answer lost (the retry layer
 		// then reports the unknown outcome, or a caller's Repeatable
 		// context the refusal of its second attempt): a state that is
 		// exactly this write (its version, writer, time and epoch) is it,
 		// and the rest of the publish (the fence) still has to happen.
-		if c, lerr := Load(ctx, st, db); lerr == nil && c.Version == next.Version && c.UpdatedBy == next.UpdatedBy &&
-			c.UpdatedAt.Equal(next.UpdatedAt) && c.Epoch == next.Epoch {
-			d, err = &store.Document{ETag: c.ETag}, nil
+		if c, lerr := Load(ctx, st, db); lerr == nil {
+			now = c
+			if c.Version == next.Version && c.UpdatedBy == next.UpdatedBy && c.UpdatedAt.Equal(next.UpdatedAt) && c.Epoch == next.Epoch {
+				d, err = &store.Document{ETag: c.ETag}, nil
+			}
 		}
 	}
 	switch {
 	case errors.Is(err, store.ErrPreconditionFailed):
-		c, lerr := Load(ctx, st, db)
-		if lerr != nil {
-			c = nil
-		}
-		return nil, &ConflictError{Database: db, Expected: cur.Version, Current: c}
+		// Another writer's state (nil when it could not be read).
+		return nil, &ConflictError{Database: db, Expected: cur.Version, Current: now}
 	case errors.Is(err, store.ErrNotFound):
 		return nil, fmt.Errorf("%w: %s (it was deleted after version %d was read)", ErrNoState, db, cur.Version)
 	case err != nil:
