@@ -205,19 +205,27 @@ func TestCrashWhileOpening(t *testing.T) {
 			if step != spillover.StepPublished {
 				assert.Contains(t, string(s.Phase), `"opening":"dbs/app/colls/log1"`, "the phase names the collection being opened")
 			}
-			// Writes go on meanwhile (to the full log0, or log1 once published).
+			// Writes made meanwhile go to log1 once published; before, log0
+			// is at its limit, its quota refuses them, and they wait for
+			// the coordinator that finishes the opening.
+			errs := make(chan error, 3)
 			for i := 10; i < 13; i++ {
-				_, err := c.Create(ctx, db, map[string]any{"id": fmt.Sprint(i)}, nil)
-				require.NoError(t, err)
 				ids[fmt.Sprint(i)] = true
+				go func() {
+					_, err := c.Create(ctx, db, map[string]any{"id": fmt.Sprint(i)}, nil)
+					errs <- err
+				}()
 			}
 			next, err := spillover.Start(ctx, st, db, &spillover.CoordinatorOptions{CheckInterval: time.Hour})
 			require.NoError(t, err)
 			defer next.Close()
+			for range 3 {
+				require.NoError(t, <-errs)
+			}
 			s, r = current(t, st)
 			assert.Nil(t, s.Phase, "the opening is finished")
 			assert.Equal(t, []string{db + "/colls/log0", db + "/colls/log1"}, r.Collections())
-			checkFilled(t, st, ids, 13)
+			checkFilled(t, st, ids, 10)
 		})
 	}
 }
@@ -302,12 +310,13 @@ func TestObserveChecksSoon(t *testing.T) {
 		t.Fatal("a throttled write did not lead to a check")
 	}
 	// A failed read, feed or collection call asks for nothing: no check,
-	// so no opening follows, though log1 is past its fill point again.
+	// so no opening follows, though log1 is at its fill point (and its
+	// limit: a sixth write would be refused for quota, which would).
 	st.mu.Lock()
 	st.on = false
 	st.mu.Unlock()
 	require.Eventually(t, func() bool { return f.Version() > 1 }, 5*time.Second, 10*time.Millisecond)
-	for i := range 10 {
+	for i := range 5 {
 		_, err := c.Create(ctx, db, map[string]any{"id": fmt.Sprint("again-", i)}, nil)
 		require.NoError(t, err)
 	}
