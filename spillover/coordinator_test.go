@@ -425,3 +425,45 @@ func TestCoordinatorKeyPathConflict(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, coord.Close())
 }
+
+// TestMeasureWaitsForRouters: after an opening, the one step that depends
+// on every router having moved on, measuring the sealed collection's
+// bounds (so range reads skip it), waits for each router's lease to
+// acknowledge the version that sealed it (or lapse): a router that has
+// not polled since the opening holds it, and the bounds are published
+// only after it refreshed.
+func TestMeasureWaitsForRouters(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	var f *router.Follower
+	waited := 0
+	coord, err := spillover.Start(ctx, st, db, &spillover.CoordinatorOptions{Seed: seed(t, 10, 1, "/n"), CheckInterval: time.Hour,
+		Routers: &shardstate.WaitOptions{Poll: time.Millisecond, Pending: func(pending []*shardstate.Lease) {
+			for _, l := range pending {
+				if l.Router != "lagging" {
+					continue
+				}
+				waited++
+				_, r := current(t, st)
+				assert.Equal(t, []string{db + "/colls/log0"}, r.Unmeasured(), "no bounds while a router may write by the old version")
+				assert.NoError(t, f.Refresh(ctx)) // the router polls: it acknowledges the opening
+			}
+		}}})
+	require.NoError(t, err)
+	defer coord.Close()
+	c := router.New(st, nil)
+	f, err = c.Follow(ctx, db, &router.FollowOptions{RouterID: "lagging", PollInterval: time.Hour, LeaseDuration: 2 * time.Hour})
+	require.NoError(t, err)
+	defer f.Close()
+	for i := range 10 {
+		_, err := c.Create(ctx, db, map[string]any{"id": fmt.Sprint(i), "n": i}, nil)
+		require.NoError(t, err)
+	}
+	opened, err := coord.Check(ctx)
+	require.NoError(t, err)
+	require.Equal(t, db+"/colls/log1", opened)
+	require.NoError(t, coord.Measure(ctx, db+"/colls/log0"))
+	assert.Equal(t, 1, waited, "the measurement waited for the lagging router once")
+	_, r := current(t, st)
+	assert.Empty(t, r.Unmeasured(), "measured once every router moved on")
+}
