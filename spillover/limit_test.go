@@ -96,3 +96,35 @@ func TestLimitHolds(t *testing.T) {
 		})
 	}
 }
+
+// TestCollectionWithoutQuota: a collection created before quotas (by an
+// older docshard) keeps working: it takes writes past its limit, as it
+// did, until the coordinator's check opens the next, which has the quota.
+func TestCollectionWithoutQuota(t *testing.T) {
+	ctx := emulatortest.Context(t)
+	st := memstore.New(nil)
+	defer st.Close()
+	require.NoError(t, st.CreateCollection(ctx, db+"/colls/log0", &store.CollectionSpec{PartitionKeyPath: "/id"}))
+	coord, err := spillover.Start(ctx, st, db, &spillover.CoordinatorOptions{Seed: seed(t, 10, 1, ""), CheckInterval: time.Hour})
+	require.NoError(t, err)
+	defer coord.Close()
+	c := router.New(st, &router.Options{Hooks: router.Hooks{Call: coord.Observe}})
+	f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: time.Hour, LeaseDuration: 2 * time.Hour})
+	require.NoError(t, err)
+	defer f.Close()
+	for i := range 15 {
+		_, err := c.Create(ctx, db, map[string]any{"id": fmt.Sprint(i)}, nil)
+		require.NoError(t, err, "no quota on log0: it takes the 11th document and more")
+	}
+	opened, err := coord.Check(ctx)
+	require.NoError(t, err)
+	require.Equal(t, db+"/colls/log1", opened)
+	info, err := st.CollectionInfo(ctx, db+"/colls/log1")
+	require.NoError(t, err)
+	require.NotNil(t, info.Spec.Quota, "the collections the coordinator opens have the quota")
+	assert.Equal(t, store.Quota{MaxDocuments: 10}, *info.Spec.Quota)
+	require.NoError(t, f.Refresh(ctx))
+	rows, err := c.Query(ctx, db, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, nil)
+	require.NoError(t, err)
+	assert.JSONEq(t, "15", string(rows[0]))
+}
