@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/docshard/docshard/link"
@@ -21,7 +23,14 @@ type containerSpec struct {
 	path partitionkey.Path
 }
 
+// headerQuota is docshard serve's quota extension, as package emulator
+// defines it (HeaderQuota).
+const headerQuota = "x-docshard-quota"
+
 // CreateCollection creates the container (and its database when missing).
+// A spec's Quota is sent as docshard serve's extension (x-docshard-quota),
+// which serve enforces; Cosmos DB ignores it and keeps only its own
+// limits, whose refusals are store.ErrQuotaExceeded too.
 func (s *Store) CreateCollection(ctx context.Context, l string, spec *store.CollectionSpec) error {
 	const op = "create collection"
 	if err := s.checkOpen(op, l); err != nil {
@@ -58,7 +67,14 @@ func (s *Store) CreateCollection(ctx context.Context, l string, spec *store.Coll
 	if err != nil {
 		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 	}
-	if _, err := db.CreateContainer(ctx, props, nil); err != nil {
+	cctx := ctx
+	if sp.Quota != nil {
+		// docshard serve's extension (emulator.HeaderQuota): Cosmos DB
+		// ignores the header and enforces only its own limits.
+		text, _ := json.Marshal(sp.Quota)
+		cctx = policy.WithHTTPHeader(ctx, http.Header{headerQuota: {string(text)}})
+	}
+	if _, err := db.CreateContainer(cctx, props, nil); err != nil {
 		if conflict(err) {
 			return &store.Error{Kind: store.ErrConflict, Op: op, Link: l, Status: 409, Message: "the collection exists"}
 		}
@@ -159,7 +175,9 @@ func (s *Store) spec(ctx context.Context, op string, cc *azcosmos.ContainerClien
 
 // CollectionInfo returns the container's spec and usage: from the quota
 // headers (x-ms-resource-usage) when the service sends them, otherwise by
-// counting and measuring the documents (a full scan).
+// counting and measuring the documents (a full scan). The spec's Quota is
+// the one docshard serve enforces (its x-docshard-quota header), nil on
+// Cosmos DB.
 func (s *Store) CollectionInfo(ctx context.Context, l string) (*store.CollectionInfo, error) {
 	const op = "collection info"
 	cc, c, err := s.container(op, l)
@@ -175,6 +193,13 @@ func (s *Store) CollectionInfo(ctx context.Context, l string) (*store.Collection
 		return nil, err
 	}
 	info := &store.CollectionInfo{Link: c.String(), Spec: cs.spec}
+	info.Spec.Quota = nil // only what the server says it enforces
+	if v := resp.RawResponse.Header.Get(headerQuota); v != "" {
+		var q store.Quota
+		if json.Unmarshal([]byte(v), &q) == nil {
+			info.Spec.Quota = &q
+		}
+	}
 	if usage := resp.RawResponse.Header.Get("x-ms-resource-usage"); usage != "" {
 		docs, okD := usageField(usage, "documentsCount")
 		kb, okS := usageField(usage, "documentsSize")

@@ -55,6 +55,7 @@ var cosmiumSkips = map[string]string{
 	storetest.SkipFeedStableUnderWrites:  "cosmium has no paging: the store pages by offset into a re-read of the whole container, and cosmium reorders documents that are written during the walk",
 	storetest.SkipBatchAtomic:            "cosmium v0.1.20 runs a batch's operations one by one and answers 200 even when one fails: nothing is rolled back",
 	storetest.SkipBatchIsolation:         "cosmium v0.1.20 applies a batch's operations one by one, so readers see part of a batch",
+	storetest.SkipQuota:                  "a collection's quota is docshard serve's extension (x-docshard-quota); cosmium ignores it",
 }
 
 // cosmiumNoChangeFeed is why the change-feed cases are skipped on cosmium.

@@ -13,6 +13,17 @@ import (
 	"github.com/docshard/docshard/store"
 )
 
+// HeaderQuota is docshard's extension for a collection's quota
+// (store.CollectionSpec.Quota), which Cosmos DB's API has no setting for:
+// on a container create it gives the quota as JSON,
+// {"maxDocuments":N,"maxBytes":N} (either may be left out), and the
+// server's store refuses every write that would take the container past
+// it with 403, sub-status 1014 (as Cosmos DB refuses a write to a full
+// partition; the cosmos backend maps it to store.ErrQuotaExceeded). Every
+// answer with a container that has a quota carries it in this header.
+// Cosmos DB ignores the header, and other clients need not send it.
+const HeaderQuota = "x-docshard-quota"
+
 // containerBody is a container as a client creates or replaces it.
 type containerBody struct {
 	ID           string `json:"id"`
@@ -92,6 +103,9 @@ func (s *Server) collections(c *call, db string) *apiError {
 	if e != nil {
 		return e
 	}
+	if spec.Quota, e = quotaHeader(c.r.Header.Get(HeaderQuota)); e != nil {
+		return e
+	}
 	s.admin.Lock()
 	defer s.admin.Unlock()
 	if _, ok, e := s.databaseExists(ctx, db); e != nil {
@@ -151,6 +165,24 @@ func (s *Server) collection(c *call, ref collRef) *apiError {
 	return c.badMethod()
 }
 
+// quotaHeader reads HeaderQuota: nil when absent.
+func quotaHeader(v string) (*store.Quota, *apiError) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	var q store.Quota
+	dec := json.NewDecoder(strings.NewReader(v))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&q); err != nil {
+		return nil, errorf(http.StatusBadRequest, `%s %q: want {"maxDocuments": N, "maxBytes": N}: %v`, HeaderQuota, v, err)
+	}
+	sp := store.CollectionSpec{Quota: &q}
+	if _, _, err := store.CheckSpec(&sp); err != nil {
+		return nil, fromStore(err)
+	}
+	return sp.Quota, nil
+}
+
 func sameTTL(a, b *int) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
 
 // sameJSON reports whether two JSON texts hold equal values.
@@ -176,6 +208,10 @@ func (s *Server) writeContainer(c *call, status int, ref collRef) *apiError {
 		h := c.w.Header()
 		h.Set("x-ms-resource-quota", fmt.Sprintf("documentSize=%d;documentsSize=%d;documentsCount=-1;collectionSize=%d;", 10240, 10485760, 10485760))
 		h.Set("x-ms-resource-usage", fmt.Sprintf("documentSize=%d;documentsSize=%d;documentsCount=%d;collectionSize=%d;", kb/1024, kb, info.Documents, kb))
+	}
+	if q := info.Spec.Quota; q != nil {
+		text, _ := json.Marshal(q)
+		c.w.Header().Set(HeaderQuota, string(text))
 	}
 	c.json(status, containerJSON(ref, info.Spec), 1)
 	return nil

@@ -69,6 +69,7 @@ const (
 	msgConflict     = "Entity with the specified id already exists in the system."
 	msgPrecondition = "Operation cannot be performed because one of the specified precondition is not met."
 	msgTooLarge     = "Request size is too large."
+	msgQuota        = "Storage quota exceeded: the collection is full."
 )
 
 // unsupported answers a Cosmos DB feature docshard serve does not offer.
@@ -93,6 +94,10 @@ func fromStore(err error) *apiError {
 		return e
 	case errors.Is(err, store.ErrPreconditionFailed):
 		e.status, e.msg = http.StatusPreconditionFailed, msgPrecondition+" "+detail
+	case errors.Is(err, store.ErrQuotaExceeded):
+		// As Cosmos DB refuses a write to a full partition: 403/1014.
+		e.status, e.substatus = http.StatusForbidden, 1014
+		e.msg = msgQuota + " " + detail
 	case errors.Is(err, store.ErrTooLarge):
 		e.status, e.msg = http.StatusRequestEntityTooLarge, msgTooLarge+" "+detail
 	case errors.Is(err, store.ErrBadRequest):

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
@@ -78,7 +79,9 @@ type FollowOptions struct {
 	OnError func(error)
 	// MovingWait bounds how long a write to a key that is being switched
 	// to another collection (resolver.ErrMoving: a reshard's cutover) waits
-	// for the switch to be published before it fails; 0 means 10 seconds.
+	// for the switch to be published before it fails, and how long a write
+	// that a spillover's full newest collection refused
+	// (store.ErrQuotaExceeded) waits for the next one; 0 means 10 seconds.
 	// While the state says keys are being switched, the router polls every
 	// 25 ms.
 	MovingWait time.Duration
@@ -111,6 +114,7 @@ type Follower struct {
 
 	state    atomic.Pointer[shardstate.State] // the state routed by
 	frozen   atomic.Bool                      // the state refuses writes to moving keys
+	hurry    atomic.Int32                     // writes waiting for a spillover's next collection
 	changed  atomic.Pointer[chan struct{}]    // closed when the version changes
 	deadline atomic.Int64                     // lease end, in ns since base
 	lastErr  atomic.Pointer[error]            // the last renewal's error
@@ -228,7 +232,7 @@ func (f *Follower) run() {
 	t := time.NewTimer(f.opts.PollInterval)
 	defer t.Stop()
 	interval := func() time.Duration {
-		if f.frozen.Load() {
+		if f.frozen.Load() || f.hurry.Load() > 0 {
 			return min(f.opts.PollInterval, fastPoll)
 		}
 		return f.opts.PollInterval
@@ -396,15 +400,16 @@ func (f *Follower) admit() error {
 }
 
 // awaitChange waits until the version changes from the one whose change
-// channel is ch (a write found its key moving), for at most MovingWait
-// since *since (set on the first wait).
-func (f *Follower) awaitChange(ctx context.Context, ch chan struct{}, since *time.Time) error {
+// channel is ch (a write found its key moving, or a spillover's newest
+// collection full), for at most MovingWait since *since (set on the first
+// wait); what names what the write waits for in the error.
+func (f *Follower) awaitChange(ctx context.Context, ch chan struct{}, since *time.Time, what string) error {
 	if since.IsZero() {
 		*since = time.Now()
 	}
 	left := f.opts.MovingWait - time.Since(*since)
 	if left <= 0 {
-		return fmt.Errorf("waited %s for the switch to be published", f.opts.MovingWait)
+		return fmt.Errorf("waited %s for %s to be published", f.opts.MovingWait, what)
 	}
 	t := time.NewTimer(left)
 	defer t.Stop()
@@ -414,8 +419,44 @@ func (f *Follower) awaitChange(ctx context.Context, ch chan struct{}, since *tim
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C:
-		return fmt.Errorf("waited %s for the switch to be published", f.opts.MovingWait)
+		return fmt.Errorf("waited %s for %s to be published", f.opts.MovingWait, what)
 	}
+}
+
+// awaitSpill is awaitChange for a write refused because a spillover's
+// newest collection is full: while it waits, the state is polled every
+// fastPoll, so the write learns of the next collection soon after a
+// coordinator publishes it.
+func (f *Follower) awaitSpill(ctx context.Context, ch chan struct{}, since *time.Time) error {
+	if f.hurry.Add(1) == 1 {
+		select {
+		case f.kick <- struct{}{}:
+		default:
+		}
+	}
+	defer f.hurry.Add(-1)
+	return f.awaitChange(ctx, ch, since, "the next collection")
+}
+
+// spiller is a resolver that writes to one collection at a time and
+// replaces it with a new one when it fills (a spillover:
+// spillover.Resolver.Newest).
+type spiller interface{ Newest() string }
+
+// spills reports whether err is a write refused for quota by the newest
+// collection of r, a spillover, with nothing written: the write waits for
+// the next collection, which the spillover's coordinator opens.
+func spills(r resolver.Resolver, err error) bool {
+	sp, ok := r.(spiller)
+	if !ok || !errors.Is(err, store.ErrQuotaExceeded) {
+		return false
+	}
+	var me *MoveError
+	if errors.As(err, &me) && me.Duplicate {
+		return false
+	}
+	var se *store.Error
+	return errors.As(err, &se) && link.Same(se.Link, sp.Newest())
 }
 
 // maxFencedRetries bounds how often one write is sent again after the
@@ -428,7 +469,7 @@ const maxFencedRetries = 8
 // for a followed one, after the lease check and counted in flight. These
 // are not retries of failed store calls (the client's retry layer,
 // store/retry, has already retried those under the RetryPolicy inside op):
-// they are the two cases where the write was refused because the router
+// they are the three cases where the write was refused because the router
 // routed it by a placement that is being replaced, and is made again, from
 // the placement on, by the new one:
 //
@@ -439,7 +480,13 @@ const maxFencedRetries = 8
 //     written): the router refreshes the state at once and, when the
 //     refresh found a newer version, places the write again, at most
 //     maxFencedRetries times; a refresh that finds no newer version ends
-//     the write with the fenced error.
+//     the write with the fenced error;
+//   - store.ErrQuotaExceeded from the newest collection of a spillover
+//     (it is full; nothing was written): the write waits for the next
+//     version, which names the next collection (the spillover's
+//     coordinator opens it on seeing the refusal through Hooks.Call),
+//     polling every 25 ms meanwhile, at most FollowOptions.MovingWait in
+//     all (shared with the moving wait), then is placed again.
 func guarded[T any](c *Client, ctx context.Context, dbLink string, op func(e *dbEntry) (T, error)) (T, error) {
 	retries := 0
 	var moving time.Time // when the write first found its key moving
@@ -470,7 +517,16 @@ func guarded[T any](c *Client, ctx context.Context, dbLink string, op func(e *db
 			if e.follow.Version() != e.version.Load() {
 				continue // switched meanwhile
 			}
-			if werr := e.follow.awaitChange(ctx, *changed, &moving); werr != nil {
+			if werr := e.follow.awaitChange(ctx, *changed, &moving, "the switch"); werr != nil {
+				return v, fmt.Errorf("%w (%w)", err, werr)
+			}
+			continue
+		}
+		if spills(e.r, err) {
+			if e.follow.Version() != e.version.Load() {
+				continue // the next collection is published already
+			}
+			if werr := e.follow.awaitSpill(ctx, *changed, &moving); werr != nil {
 				return v, fmt.Errorf("%w (%w)", err, werr)
 			}
 			continue

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docshard/docshard/link"
@@ -106,6 +107,13 @@ type Coordinator struct {
 	closeOnce sync.Once
 	checkMu   sync.Mutex // serialises checks
 
+	// refused is the canonical link of the last collection a write was
+	// refused for quota (Observe): full, whatever its usage says (a
+	// document larger than what maxBytes leaves may be refused below the
+	// fill ratio). full asks for a check at once, skipping MinGap.
+	refused atomic.Pointer[string]
+	full    chan struct{}
+
 	measureMu sync.Mutex
 	measuring bool
 	tried     map[string]bool // collections measured without a value
@@ -147,7 +155,7 @@ func Start(ctx context.Context, st store.Store, dbLink string, opts *Coordinator
 	if err != nil {
 		return nil, fmt.Errorf("spillover: %w", err)
 	}
-	c := &Coordinator{st: st, db: s.Database, opts: o, kick: make(chan struct{}, 1), stop: make(chan struct{}),
+	c := &Coordinator{st: st, db: s.Database, opts: o, kick: make(chan struct{}, 1), full: make(chan struct{}, 1), stop: make(chan struct{}),
 		done: make(chan struct{}), tried: map[string]bool{}}
 	r, ph, err := c.decode(s)
 	if err != nil {
@@ -253,7 +261,7 @@ func kindOf(r resolver.Resolver) string {
 // store.EnsureCollections (the one conflict rule: one that exists must be
 // partitioned by the template's path, else a *store.KeyPathError).
 func (c *Coordinator) create(ctx context.Context, r *Resolver, l string) error {
-	return c.ensure(ctx, store.Wanted{Create: []string{l}, Spec: r.template})
+	return c.ensure(ctx, store.Wanted{Create: []string{l}, Spec: r.Template()})
 }
 
 func (c *Coordinator) ensure(ctx context.Context, w store.Wanted) error {
@@ -264,9 +272,12 @@ func (c *Coordinator) ensure(ctx context.Context, w store.Wanted) error {
 }
 
 // Observe is a router.Hooks.Call: a write to a collection that was
-// throttled or refused for size (store.ErrThrottled,
-// store.ErrQuotaExceeded) asks for a check soon (at most one per MinGap).
-// Cost: two errors.Is on failed calls; nothing on successful ones.
+// throttled (store.ErrThrottled) asks for a check soon (at most one per
+// MinGap); a write refused for quota (store.ErrQuotaExceeded: the
+// collection is at its limit) marks the collection full and asks for a
+// check at once, which opens the next collection if it is the newest; the
+// router sends the refused write there once it is published. Cost: two
+// errors.Is on failed calls; nothing on successful ones.
 func (c *Coordinator) Observe(_ context.Context, l, op string, _ time.Duration, err error) {
 	if err == nil || !(errors.Is(err, store.ErrThrottled) || errors.Is(err, store.ErrQuotaExceeded)) {
 		return
@@ -276,8 +287,15 @@ func (c *Coordinator) Observe(_ context.Context, l, op string, _ time.Duration, 
 	default:
 		return // reads, queries, feeds, collection calls: usage is not the cause
 	}
+	ask := c.kick
+	if errors.Is(err, store.ErrQuotaExceeded) {
+		if cl, err := link.Canonical(l); err == nil {
+			c.refused.Store(&cl)
+			ask = c.full
+		}
+	}
 	select {
-	case c.kick <- struct{}{}:
+	case ask <- struct{}{}:
 	default:
 	}
 }
@@ -302,11 +320,13 @@ func (c *Coordinator) run() {
 		select {
 		case <-c.stop:
 			return
+		case <-c.full: // a write was refused: it waits for the next collection
 		case <-c.kick:
 			if wait := c.opts.MinGap - time.Since(last); wait > 0 {
 				select {
 				case <-c.stop:
 					return
+				case <-c.full:
 				case <-time.After(wait):
 				}
 			}
@@ -331,7 +351,8 @@ func (c *Coordinator) run() {
 
 // Check reads the state and the newest collection's usage once: it
 // finishes an opening under way, or opens the next collection when the
-// newest is full, and returns the collection it published ("" when none).
+// newest is full (its usage at the fill ratio, or a write to it refused
+// for quota, as Observe saw), and returns the collection it published ("" when none).
 // Losing a compare-and-swap to another process is not an error: that
 // process acted. Cost: a state read and a collection-info read; opening
 // adds a collection create and two state changes.
@@ -356,7 +377,7 @@ func (c *Coordinator) Check(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("spillover: reading the usage of %s: %w", r.Newest(), err)
 	}
-	if !r.Full(info.Documents, info.Bytes) {
+	if !r.Full(info.Documents, info.Bytes) && !c.wasRefused(r.Newest()) {
 		c.measureLater(r)
 		return "", nil
 	}
@@ -383,6 +404,13 @@ func (c *Coordinator) Check(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return c.finish(ctx, s, r)
+}
+
+// wasRefused reports whether a write to collection l was refused for
+// quota (Observe).
+func (c *Coordinator) wasRefused(l string) bool {
+	p := c.refused.Load()
+	return p != nil && *p == canonical(l)
 }
 
 func (c *Coordinator) step(name string) error {

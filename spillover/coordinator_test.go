@@ -205,19 +205,27 @@ func TestCrashWhileOpening(t *testing.T) {
 			if step != spillover.StepPublished {
 				assert.Contains(t, string(s.Phase), `"opening":"dbs/app/colls/log1"`, "the phase names the collection being opened")
 			}
-			// Writes go on meanwhile (to the full log0, or log1 once published).
+			// Writes made meanwhile go to log1 once published; before, log0
+			// is at its limit, its quota refuses them, and they wait for
+			// the coordinator that finishes the opening.
+			errs := make(chan error, 3)
 			for i := 10; i < 13; i++ {
-				_, err := c.Create(ctx, db, map[string]any{"id": fmt.Sprint(i)}, nil)
-				require.NoError(t, err)
 				ids[fmt.Sprint(i)] = true
+				go func() {
+					_, err := c.Create(ctx, db, map[string]any{"id": fmt.Sprint(i)}, nil)
+					errs <- err
+				}()
 			}
 			next, err := spillover.Start(ctx, st, db, &spillover.CoordinatorOptions{CheckInterval: time.Hour})
 			require.NoError(t, err)
 			defer next.Close()
+			for range 3 {
+				require.NoError(t, <-errs)
+			}
 			s, r = current(t, st)
 			assert.Nil(t, s.Phase, "the opening is finished")
 			assert.Equal(t, []string{db + "/colls/log0", db + "/colls/log1"}, r.Collections())
-			checkFilled(t, st, ids, 13)
+			checkFilled(t, st, ids, 10)
 		})
 	}
 }
@@ -302,12 +310,13 @@ func TestObserveChecksSoon(t *testing.T) {
 		t.Fatal("a throttled write did not lead to a check")
 	}
 	// A failed read, feed or collection call asks for nothing: no check,
-	// so no opening follows, though log1 is past its fill point again.
+	// so no opening follows, though log1 is at its fill point (and its
+	// limit: a sixth write would be refused for quota, which would).
 	st.mu.Lock()
 	st.on = false
 	st.mu.Unlock()
 	require.Eventually(t, func() bool { return f.Version() > 1 }, 5*time.Second, 10*time.Millisecond)
-	for i := range 10 {
+	for i := range 5 {
 		_, err := c.Create(ctx, db, map[string]any{"id": fmt.Sprint("again-", i)}, nil)
 		require.NoError(t, err)
 	}
@@ -415,4 +424,46 @@ func TestCoordinatorKeyPathConflict(t *testing.T) {
 	coord, err := spillover.Start(ctx, st2, db, &spillover.CoordinatorOptions{Seed: seed(t, 10, 0.5, "")})
 	require.NoError(t, err)
 	require.NoError(t, coord.Close())
+}
+
+// TestMeasureWaitsForRouters: after an opening, the one step that depends
+// on every router having moved on, measuring the sealed collection's
+// bounds (so range reads skip it), waits for each router's lease to
+// acknowledge the version that sealed it (or lapse): a router that has
+// not polled since the opening holds it, and the bounds are published
+// only after it refreshed.
+func TestMeasureWaitsForRouters(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	var f *router.Follower
+	waited := 0
+	coord, err := spillover.Start(ctx, st, db, &spillover.CoordinatorOptions{Seed: seed(t, 10, 1, "/n"), CheckInterval: time.Hour,
+		Routers: &shardstate.WaitOptions{Poll: time.Millisecond, Pending: func(pending []*shardstate.Lease) {
+			for _, l := range pending {
+				if l.Router != "lagging" {
+					continue
+				}
+				waited++
+				_, r := current(t, st)
+				assert.Equal(t, []string{db + "/colls/log0"}, r.Unmeasured(), "no bounds while a router may write by the old version")
+				assert.NoError(t, f.Refresh(ctx)) // the router polls: it acknowledges the opening
+			}
+		}}})
+	require.NoError(t, err)
+	defer coord.Close()
+	c := router.New(st, nil)
+	f, err = c.Follow(ctx, db, &router.FollowOptions{RouterID: "lagging", PollInterval: time.Hour, LeaseDuration: 2 * time.Hour})
+	require.NoError(t, err)
+	defer f.Close()
+	for i := range 10 {
+		_, err := c.Create(ctx, db, map[string]any{"id": fmt.Sprint(i), "n": i}, nil)
+		require.NoError(t, err)
+	}
+	opened, err := coord.Check(ctx)
+	require.NoError(t, err)
+	require.Equal(t, db+"/colls/log1", opened)
+	require.NoError(t, coord.Measure(ctx, db+"/colls/log0"))
+	assert.Equal(t, 1, waited, "the measurement waited for the lagging router once")
+	_, r := current(t, st)
+	assert.Empty(t, r.Unmeasured(), "measured once every router moved on")
 }

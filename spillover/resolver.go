@@ -17,9 +17,11 @@ import (
 // Kind is the "kind" of the spillover resolver's JSON form.
 const Kind = "spillover"
 
-// DefaultFillRatio is the fill ratio when none is given: a collection is
-// sealed once it holds 90% of its limit, leaving a tenth of the limit for
-// the writes made before every writer has moved on (docs/design.md#spillover).
+// DefaultFillRatio is the fill ratio when none is given: the next
+// collection is opened once the newest holds 90% of its limit, leaving a
+// tenth of the limit for the writes made before every writer has moved on;
+// past the limit the store's quota refuses them, and they go to the next
+// collection (docs/design.md#the-limit).
 const DefaultFillRatio = 0.9
 
 // Range key types (JSON "rangeType").
@@ -39,8 +41,11 @@ type Options struct {
 	// prefix followed by a decimal sequence number, "log0", "log1", ...
 	CollectionPrefix string
 	// MaxDocuments and MaxBytes are a collection's limit (JSON
-	// "maxDocuments", "maxBytes"); at least one must be positive, and a
-	// collection is full when either is reached (times FillRatio).
+	// "maxDocuments", "maxBytes"); at least one must be positive. The
+	// next collection is opened when either is reached times FillRatio,
+	// and the collections are created with the limit as their quota
+	// (store.CollectionSpec.Quota), which the embedded store and docshard
+	// serve enforce on every write: no collection created so holds more.
 	MaxDocuments int64
 	MaxBytes     int64
 	// FillRatio is the share of the limit at which the next collection is
@@ -48,8 +53,8 @@ type Options struct {
 	FillRatio float64
 	// Template is the spec new collections are created with (JSON
 	// "template": "defaultTtl", "indexingPolicy"); its partition-key path,
-	// when given, must be the partition key's first path. nil means
-	// defaults.
+	// when given, must be the partition key's first path, and its quota is
+	// left out (MaxDocuments and MaxBytes set it). nil means defaults.
 	Template *store.CollectionSpec
 	// RangeKey is a field the documents carry that grows as they are
 	// written, a time or a sequence number (JSON "rangeKey"); with it,
@@ -175,6 +180,7 @@ func New(collections []string, opts *Options) (*Resolver, error) {
 	if r.template, err = provision.Template(o.Template, o.PartitionKey); err != nil {
 		return nil, err
 	}
+	r.template.Quota = &store.Quota{MaxDocuments: o.MaxDocuments, MaxBytes: o.MaxBytes}
 	if err := r.setRanges(o); err != nil {
 		return nil, err
 	}
@@ -340,8 +346,23 @@ func (r *Resolver) NextLink() string {
 func (r *Resolver) Sequence(id string) (int64, bool) { return sequence(r.prefix, id) }
 
 // Template returns the spec new collections are created with, partitioned
-// by the partition key's first path.
-func (r *Resolver) Template() store.CollectionSpec { return r.template }
+// by the partition key's first path, with the limit as their quota
+// (store.CollectionSpec.Quota), so a store that enforces quotas refuses
+// any write past it. Cost: a copy of the spec.
+func (r *Resolver) Template() store.CollectionSpec {
+	t := r.template
+	q := *t.Quota
+	t.Quota = &q
+	return t
+}
+
+// userTemplate is the template as the resolver's JSON gives it: without
+// the quota, which maxDocuments and maxBytes set.
+func (r *Resolver) userTemplate() store.CollectionSpec {
+	t := r.template
+	t.Quota = nil
+	return t
+}
 
 // sealedReason is what a *store.MissingCollectionError says of a sealed
 // collection that is missing.
@@ -358,11 +379,11 @@ func (r *Resolver) wanted() store.Wanted {
 			sealed = append(sealed, l)
 		}
 	}
-	return store.Wanted{Create: []string{r.newestLink}, Keep: sealed, KeepReason: sealedReason, Spec: r.template}
+	return store.Wanted{Create: []string{r.newestLink}, Keep: sealed, KeepReason: sealedReason, Spec: r.Template()}
 }
 
 // Provision implements resolver.Provisioner: the newest collection is
-// created from the template when missing; the sealed ones must exist and
+// created from the template (with the limit as its quota) when missing; the sealed ones must exist and
 // are never created again (a missing one is reported: it held documents).
 func (r *Resolver) Provision() resolver.Provision {
 	w := r.wanted()
@@ -406,7 +427,7 @@ func (r *Resolver) Unmeasured() []string {
 
 // options returns the resolver's settings, to build a changed copy.
 func (r *Resolver) options() *Options {
-	t := r.template
+	t := r.userTemplate()
 	return &Options{PartitionKey: r.key, CollectionPrefix: r.prefix, MaxDocuments: r.maxDocs, MaxBytes: r.maxBytes,
 		FillRatio: r.fill, Template: &t, RangeKey: r.rangeKey, RangeType: r.rangeType, Ranges: append([]Bounds(nil), r.rangeList...)}
 }
@@ -505,7 +526,7 @@ type spec struct {
 // "maxBytes", "template", "rangeKey", "rangeType" and "ranges" when set.
 func (r *Resolver) MarshalJSON() ([]byte, error) {
 	s := spec{Kind: Kind, PartitionKey: r.key, Collections: r.colls, CollectionPrefix: r.prefix, MaxDocuments: r.maxDocs,
-		MaxBytes: r.maxBytes, FillRatio: r.fill, Template: provision.JSON(r.template), RangeKey: r.rangeKey, RangeType: r.rangeType, Ranges: r.rangeList}
+		MaxBytes: r.maxBytes, FillRatio: r.fill, Template: provision.JSON(r.userTemplate()), RangeKey: r.rangeKey, RangeType: r.rangeType, Ranges: r.rangeList}
 	return json.Marshal(s)
 }
 

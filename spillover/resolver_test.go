@@ -12,6 +12,7 @@ import (
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/resolver/resolvertest"
 	"github.com/docshard/docshard/spillover"
+	"github.com/docshard/docshard/store"
 )
 
 func TestDecodeRefusesBadConfig(t *testing.T) {
@@ -39,6 +40,7 @@ func TestDecodeRefusesBadConfig(t *testing.T) {
 		{"bounds of the newest", `{"kind":"spillover","partitionKey":"/id","collections":["dbs/app/colls/log0"],"collectionPrefix":"log","maxDocuments":10,"rangeKey":"/n","rangeType":"number","ranges":[{"target":"dbs/app/colls/log0","low":1,"high":2}]}`, "ranges[0].target"},
 		{"bounds of the wrong type", `{"kind":"spillover","partitionKey":"/id","collections":["dbs/app/colls/log0","dbs/app/colls/log1"],"collectionPrefix":"log","maxDocuments":10,"rangeKey":"/n","rangeType":"number","ranges":[{"target":"dbs/app/colls/log0","low":"a","high":2}]}`, "ranges[0].low"},
 		{"template on another path", `{"kind":"spillover","partitionKey":"/id","collections":["dbs/app/colls/log0"],"collectionPrefix":"log","maxDocuments":10,"template":{"partitionKeyPath":"/x"}}`, "template.partitionKeyPath"},
+		{"template with a quota", `{"kind":"spillover","partitionKey":"/id","collections":["dbs/app/colls/log0"],"collectionPrefix":"log","maxDocuments":10,"template":{"quota":{"maxDocuments":5}}}`, "template.quota"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,8 +61,24 @@ func TestJSONRoundTrip(t *testing.T) {
 		require.NoError(t, err)
 		assert.JSONEq(t, text, string(out))
 	}
+	// The limit is the template's quota, which the JSON leaves out.
+	r, err := resolver.Unmarshal([]byte(`{"kind":"spillover","partitionKey":"/id","collections":["dbs/app/colls/log0"],"collectionPrefix":"log","maxDocuments":7,"maxBytes":900,"fillRatio":0.5,"template":{"defaultTtl":60}}`))
+	require.NoError(t, err)
+	tmpl := r.(*spillover.Resolver).Template()
+	require.NotNil(t, tmpl.Quota)
+	assert.Equal(t, store.Quota{MaxDocuments: 7, MaxBytes: 900}, *tmpl.Quota, "collections are created with the limit as their quota")
+	var prov store.CollectionSpec
+	require.NoError(t, json.Unmarshal(r.(resolver.Provisioner).Provision().Template, &prov))
+	assert.Equal(t, tmpl.Quota, prov.Quota, "a router creating the newest collection gives it the quota too")
+	next, err := r.(*spillover.Resolver).WithNext()
+	require.NoError(t, err)
+	assert.Equal(t, tmpl.Quota, next.Template().Quota)
+	out, err := resolver.Marshal(next)
+	require.NoError(t, err)
+	assert.NotContains(t, string(out), "quota")
+
 	// fillRatio left out means the default, written out.
-	r, err := resolver.Unmarshal([]byte(`{"kind":"spillover","partitionKey":"/id","collections":["dbs/app/colls/log0"],"collectionPrefix":"log","maxDocuments":5}`))
+	r, err = resolver.Unmarshal([]byte(`{"kind":"spillover","partitionKey":"/id","collections":["dbs/app/colls/log0"],"collectionPrefix":"log","maxDocuments":5}`))
 	require.NoError(t, err)
 	assert.Equal(t, spillover.DefaultFillRatio, r.(*spillover.Resolver).FillRatio())
 }

@@ -38,8 +38,10 @@ var (
 	ErrUnavailable = errors.New("unavailable")
 	// ErrQuotaExceeded: the collection (or the document's logical
 	// partition) is full: the backend refuses writes that would grow it
-	// (Cosmos DB's 403 with sub-status 1014 or a storage quota message).
-	// A spillover opens its next collection when it sees one.
+	// past its CollectionSpec.Quota (the embedded store, docshard serve)
+	// or its own limits (Cosmos DB's 403 with sub-status 1014 or a storage
+	// quota message); nothing is written. A spillover opens its next
+	// collection when it sees one, and its router sends the write there.
 	ErrQuotaExceeded = errors.New("storage quota exceeded")
 )
 

@@ -101,6 +101,40 @@ type CollectionSpec struct {
 	// Indexing is an indexing policy in Cosmos DB's JSON form, passed
 	// through to backends that use one and kept by the others.
 	Indexing json.RawMessage `json:"indexingPolicy,omitempty"`
+	// Quota, when set, bounds the collection's usage: a write that would
+	// take it past either bound is refused with an error wrapping
+	// ErrQuotaExceeded, and nothing is written. It is a docshard extension
+	// (Cosmos DB has no such setting): the embedded store enforces it
+	// atomically with each write, docshard serve through it, and a store
+	// that cannot (Cosmos DB) keeps only its own limits; see each backend.
+	// nil means no quota.
+	Quota *Quota `json:"quota,omitempty"`
+}
+
+// Quota is a collection's usage limit (CollectionSpec.Quota). A bound of 0
+// is no bound on that measure.
+type Quota struct {
+	// MaxDocuments is the most documents the collection holds: a create
+	// (or an upsert that creates) of one more is refused.
+	MaxDocuments int64 `json:"maxDocuments,omitempty"`
+	// MaxBytes is the most bytes of stored JSON text (system properties
+	// included, as CollectionInfo.Bytes counts them) the collection holds:
+	// a write that would grow it past that is refused.
+	MaxBytes int64 `json:"maxBytes,omitempty"`
+}
+
+// Allows reports whether a collection with usage (documents, bytes) may
+// take a write that adds addDocs documents and addBytes bytes (either may
+// be negative: a write that does not grow a measure is never refused for
+// it). A nil quota allows everything. Cost: two comparisons.
+func (q *Quota) Allows(documents, bytes, addDocs, addBytes int64) bool {
+	if q == nil {
+		return true
+	}
+	if addDocs > 0 && q.MaxDocuments > 0 && documents+addDocs > q.MaxDocuments {
+		return false
+	}
+	return addBytes <= 0 || q.MaxBytes <= 0 || bytes+addBytes <= q.MaxBytes
 }
 
 // CollectionInfo describes an existing collection.

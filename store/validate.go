@@ -32,10 +32,11 @@ func ValidateID(id string) error {
 // CheckSpec validates a collection spec as Cosmos DB would and returns a
 // normalised copy (an empty PartitionKeyPath becomes "/id"; DefaultTTL and
 // Indexing are copied, so the caller's spec can change afterwards) and the
-// parsed key path. A bad key path (partitionkey.ParsePath's grammar; the
+// parsed key path; a Quota is copied too, and one that bounds nothing
+// becomes nil. A bad key path (partitionkey.ParsePath's grammar; the
 // error names the path and the byte offset), a DefaultTTL that is 0, below
-// -1 or above 2^31-1, or an indexing policy that is not a JSON object wrap
-// ErrBadRequest. A nil spec means defaults.
+// -1 or above 2^31-1, an indexing policy that is not a JSON object, or a
+// negative quota bound wrap ErrBadRequest. A nil spec means defaults.
 func CheckSpec(spec *CollectionSpec) (CollectionSpec, partitionkey.Path, error) {
 	var sp CollectionSpec
 	if spec != nil {
@@ -61,6 +62,17 @@ func CheckSpec(spec *CollectionSpec) (CollectionSpec, partitionkey.Path, error) 
 			return sp, path, &Error{Kind: ErrBadRequest, Message: "the indexing policy is not a JSON object"}
 		}
 		sp.Indexing = append(json.RawMessage(nil), t...)
+	}
+	if q := sp.Quota; q != nil {
+		if q.MaxDocuments < 0 || q.MaxBytes < 0 {
+			return sp, path, &Error{Kind: ErrBadRequest, Message: fmt.Sprintf("quota maxDocuments %d, maxBytes %d: want 0 (no bound) or more", q.MaxDocuments, q.MaxBytes)}
+		}
+		if *q == (Quota{}) {
+			sp.Quota = nil // bounds nothing
+		} else {
+			cp := *q
+			sp.Quota = &cp
+		}
 	}
 	return sp, path, nil
 }

@@ -18,7 +18,7 @@ type Finding struct {
 	ID         string `json:"id"`              // the document's id
 	Key        string `json:"key"`             // its partition key's identity text
 	Collection string `json:"collection"`      // where it is
-	Want       string `json:"want,omitempty"`  // where the resolver puts it
+	Want       string `json:"want,omitempty"`  // where the resolver puts it (ResolveForCreate)
 	Other      string `json:"other,omitempty"` // for a duplicate: the other collection that holds it
 }
 
@@ -34,9 +34,15 @@ func (r *Report) OK() bool { return len(r.Misplaced) == 0 && len(r.Duplicates) =
 
 // Verify reads every collection of a database (its state collection
 // excepted, collections the resolver does not name included) and reports
-// each document that r places elsewhere, and each (id, key) held twice. A
-// document whose key r cannot read or place is misplaced, with Want empty.
-// Cost: a read feed of every document; memory for one entry per document.
+// each document that is not in place, and each (id, key) held twice. A
+// document is in place in any collection r reads its key from
+// (ResolveForRead: every collection that may hold the key, by the
+// Resolver contract), so a spillover's documents are in place in whichever
+// of its collections holds them, while a ring's must be in the one
+// collection it places the key in. A misplaced document's Want is where r
+// would put it now (ResolveForCreate); a document whose key r cannot read
+// or place is misplaced, with Want empty. Cost: a read feed of every
+// document; memory for one entry per document.
 func Verify(ctx context.Context, st store.Store, dbLink string, r resolver.Resolver) (*Report, error) {
 	st = retry.Ensure(st) // its reads retried by the one layer, never a second
 	colls, err := st.ListCollections(ctx, dbLink)
@@ -58,7 +64,7 @@ func Verify(ctx context.Context, st store.Store, dbLink string, r resolver.Resol
 			}
 			for _, raw := range page.Items {
 				rep.Documents++
-				f := place(r, c, raw)
+				f, key, ok := placeKey(r, c, raw)
 				ident := f.ID + "\x00" + f.Key
 				if prev, dup := seen[ident]; dup {
 					f.Other = prev
@@ -66,7 +72,7 @@ func Verify(ctx context.Context, st store.Store, dbLink string, r resolver.Resol
 				} else {
 					seen[ident] = c
 				}
-				if f.Want == "" || !link.Same(f.Want, c) {
+				if !ok || !inPlace(r, f, key) {
 					rep.Misplaced = append(rep.Misplaced, f)
 				}
 			}
@@ -78,8 +84,14 @@ func Verify(ctx context.Context, st store.Store, dbLink string, r resolver.Resol
 	return rep, nil
 }
 
-// place says where r puts a stored document.
+// place says where r puts a stored document found in coll.
 func place(r resolver.Resolver, coll string, raw []byte) Finding {
+	f, _, _ := placeKey(r, coll, raw)
+	return f
+}
+
+// placeKey is place, with the document's key and whether r could read it.
+func placeKey(r resolver.Resolver, coll string, raw []byte) (Finding, any, bool) {
 	var meta struct {
 		ID string `json:"id"`
 	}
@@ -87,11 +99,28 @@ func place(r resolver.Resolver, coll string, raw []byte) Finding {
 	f := Finding{ID: meta.ID, Collection: coll}
 	key, err := r.PartitionKey(raw)
 	if err != nil {
-		return f
+		return f, nil, false
 	}
 	if text, err := partitionkey.IdentityText(partitionkey.CollectionKey(key)); err == nil {
 		f.Key = text
 	}
 	f.Want, _ = r.ResolveForCreate(key)
-	return f
+	return f, key, true
+}
+
+// inPlace reports whether a document of f with this key is in place where
+// it is: in a collection r reads the key from (ResolveForRead), or, when r
+// refuses reads (a transition in read mode "none"), the one it writes it
+// to.
+func inPlace(r resolver.Resolver, f Finding, key any) bool {
+	reads, err := r.ResolveForRead(key)
+	if err != nil {
+		return f.Want != "" && link.Same(f.Want, f.Collection)
+	}
+	for _, l := range reads {
+		if link.Same(l, f.Collection) {
+			return true
+		}
+	}
+	return false
 }

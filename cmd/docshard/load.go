@@ -78,9 +78,10 @@ Ctrl-C; either way it prints how many documents were written before.`,
 			defer rt.Follower.Close()
 			if _, ok := rt.Resolver.(*spillover.Resolver); ok {
 				if !cmd.Flags().Changed("workers") {
-					// The newest collection overshoots its fill point by
-					// the writes made between two checks: fewer writers
-					// keep that small.
+					// The newest collection takes writes past its fill
+					// point until a check opens the next (past its limit
+					// the store's quota refuses them, and they wait for
+					// the next collection): fewer writers keep that small.
 					workers = spilloverLoadWorkers
 				}
 				// The coordinator makes the collections exist (checking

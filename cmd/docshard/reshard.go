@@ -184,8 +184,10 @@ func newVerifyCmd(g *globals) *cobra.Command {
 		Use:   "verify -c FILE [--db LINK] [--json]",
 		Short: "Check that every document sits where the resolver puts it, exactly once",
 		Long: `verify reads every collection of the database and checks each document against the resolver
-the database routes by (its shared state's, else the file's): it exits 1 naming the first misplaced or
-duplicated documents. During a reshard it refuses: finish the reshard first.`,
+the database routes by (its shared state's, else the file's): a document is in place in any collection
+the resolver reads its key from (a ring's one collection for the key; any of a spillover's collections).
+It exits 1 naming the first misplaced or duplicated documents. During a reshard it refuses: finish the
+reshard first.`,
 		Args: cobra.NoArgs,
 		RunE: g.withStore(true, func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
 			rt, err := docshard.RouteDatabase(ctx, nil, st, *db, docshard.StateRead, nil)

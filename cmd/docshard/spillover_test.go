@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/spillover"
+	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/memstore"
 )
 
@@ -91,4 +94,83 @@ databases:
 	assert.NotEqual(t, 0, code)
 	assert.Contains(t, errOut, "collectionPrefix")
 	assert.Contains(t, errOut, "dbs/app/colls/log3")
+}
+
+// TestLoadSpilloverLimit: the issue's runs, scaled down (a limit of 300,
+// not 1,000). maxDocuments is a limit no collection exceeds: one load of
+// 4.4 times the limit into the durable store, and four concurrent loads
+// through docshard serve, each with its own coordinator checking only once
+// an hour, so only the store's quota keeps a collection within its limit.
+// Then verify accepts every document in whichever collection holds it: a
+// spillover reads them all.
+func TestLoadSpilloverLimit(t *testing.T) {
+	const limit, total = 300, 1320
+	const resolverYAML = `{kind: spillover, partitionKey: /id, collections: [dbs/app/colls/log0], collectionPrefix: log, maxDocuments: 300, fillRatio: 0.9}`
+	lines := func(prefix string, n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, `{"id":"%s%d","n":%d}`+"\n", prefix, i, i)
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name  string
+		loads int
+		serve bool
+	}{
+		{"one load into the durable store", 1, false},
+		{"four loads through serve", 4, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ctx := context.Background()
+			storeYAML := fmt.Sprintf("store: {kind: embedded, path: %q}", filepath.Join(dir, "data"))
+			endpoint := ""
+			if tc.serve {
+				endpoint = startServe(t, nil, "serve", "--dir", filepath.Join(dir, "data"), "--addr", "127.0.0.1:0").endpoint
+				storeYAML = fmt.Sprintf("store: {kind: cosmos, endpoint: %q}", endpoint)
+				t.Setenv("DOCSHARD_STORE_KEY", "")
+			}
+			cfg := writeFile(t, dir, "c.yaml", storeYAML+"\ndatabases:\n  - link: dbs/app\n    resolver: "+resolverYAML+"\n")
+			var wg sync.WaitGroup
+			for i := range tc.loads {
+				wg.Go(func() {
+					code, _, errOut := runCLI(t, lines(fmt.Sprintf("l%d-", i), total/tc.loads), "load", "-c", cfg, "--check-every", "1h", "--create", "-")
+					assert.Equal(t, 0, code, errOut)
+				})
+			}
+			wg.Wait()
+			code, out, errOut := runCLI(t, "", "query", "-c", cfg, "SELECT VALUE COUNT(1) FROM c")
+			require.Equal(t, 0, code, errOut)
+			assert.Equal(t, fmt.Sprintf("%d\n", total), out)
+			code, out, errOut = runCLI(t, "", "verify", "-c", cfg)
+			assert.Equal(t, 0, code, "verify: %s%s", out, errOut)
+			assert.Contains(t, out, fmt.Sprintf("%d documents", total))
+
+			var st store.Store
+			if tc.serve {
+				cs, err := cosmos.New(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: endpoint}})
+				require.NoError(t, err)
+				st = cs
+			} else {
+				ms, err := memstore.Open(filepath.Join(dir, "data"), nil)
+				require.NoError(t, err)
+				st = ms
+			}
+			defer st.Close()
+			s, err := shardstate.Load(ctx, st, "dbs/app")
+			require.NoError(t, err)
+			r, err := s.Decode()
+			require.NoError(t, err)
+			var counts []int64
+			for _, l := range r.(*spillover.Resolver).Collections() {
+				info, err := st.CollectionInfo(ctx, l)
+				require.NoError(t, err)
+				counts = append(counts, info.Documents)
+				assert.LessOrEqual(t, info.Documents, int64(limit), "%s holds %d documents, maxDocuments is %d", l, info.Documents, limit)
+			}
+			t.Logf("%d documents in %v", total, counts)
+			assert.Len(t, counts, (total+limit-1)/limit, "every collection filled to its limit before the next was opened")
+		})
+	}
 }

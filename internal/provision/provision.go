@@ -38,11 +38,18 @@ func CheckPrefix(p, missing string) error {
 // Template returns the spec collections are created with: spec (nil means
 // defaults), partitioned by key's first path. A spec whose
 // partitionKeyPath is set must name that path; otherwise the error is a
-// *resolver.ConfigError naming "template.partitionKeyPath".
+// *resolver.ConfigError naming "template.partitionKeyPath". A spec with a
+// quota is refused, naming "template.quota".
 func Template(spec *store.CollectionSpec, key resolver.KeyDef) (store.CollectionSpec, error) {
 	var t store.CollectionSpec
 	if spec != nil {
 		t = *spec
+		if t.Quota != nil {
+			// A kind that bounds its collections (spillover) sets the
+			// quota from its own settings; a ring has nowhere to send a
+			// write its collection refuses.
+			return t, resolver.Invalid("template.quota", nil, "not a template setting: a spillover's maxDocuments and maxBytes set its collections' quota")
+		}
 		if p := t.PartitionKeyPath; p != "" {
 			// The one conflict rule (store.SameKeyPath): /id and /"id" are one path.
 			same := false

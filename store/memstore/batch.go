@@ -218,6 +218,10 @@ func (s *Store) commitBatch(c *collection, op, l, pk string, docs map[string]*ba
 		}
 	}
 	slices.SortFunc(written, func(a, b *batchDoc) int { return a.last - b.last })
+	g := batchGrowth(written)
+	if err := c.hold(op, l, "", g); err != nil {
+		return err
+	}
 	if s.disk != nil && len(written) > 0 {
 		first := c.lsns.reserve(puts) // none when the batch only deletes
 		ops := make([]*diskOp, len(written))
@@ -233,11 +237,15 @@ func (s *Store) commitBatch(c *collection, op, l, pk string, docs map[string]*ba
 		}
 		if err := s.disk.submit(&diskOp{kind: opBatch, bucket: docsBucket(c.uid), batch: ops}, true); err != nil {
 			c.lsns.abandon(first, puts)
+			c.mu.Lock()
+			c.unhold(g)
+			c.mu.Unlock()
 			return s.diskErr(op, l, "", err)
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.unhold(g)
 	if c.dropped {
 		return &store.Error{Kind: store.ErrCollectionNotFound, Op: op, Link: l}
 	}
@@ -251,6 +259,25 @@ func (s *Store) commitBatch(c *collection, op, l, pk string, docs map[string]*ba
 	}
 	s.purgeLocked(c, now, 16)
 	return nil
+}
+
+// batchGrowth is what a batch's written documents add to the usage, as
+// commitBatch publishes and removes them: the net growth of each measure,
+// 0 when it does not grow (a batch that deletes as much as it adds is
+// never refused for quota).
+func batchGrowth(written []*batchDoc) room {
+	var docs, bytes int64
+	for _, d := range written {
+		if d.cur != nil {
+			docs++
+			bytes += int64(len(d.cur.body))
+		}
+		if d.old != nil {
+			docs--
+			bytes -= int64(len(d.old.body))
+		}
+	}
+	return room{docs: max(docs, 0), bytes: max(bytes, 0)}
 }
 
 // docID returns the string "id" of a document that was refused, to name

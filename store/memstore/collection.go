@@ -88,6 +88,7 @@ type collection struct {
 	expiry  expiryHeap
 	docs    int64 // live entries (expired ones until purged)
 	bytes   int64
+	held    room // growth of writes between their quota check and their commit (see hold)
 	dropped bool
 
 	nextSeq    atomic.Uint64
@@ -309,6 +310,72 @@ func (c *collection) purge(now int64, limit int, tryLock func(e *entry) (func(),
 	}
 	c.setNextExpiry()
 	return out
+}
+
+// room is growth a write adds to a collection's usage: documents and
+// bytes, each 0 or more.
+type room struct{ docs, bytes int64 }
+
+// growth is what writing e over old (the entry of its identity, expired or
+// not, which publish replaces; nil when none) adds to the usage, counted
+// as publish counts it; a measure that does not grow is 0.
+func growth(old, e *entry) room {
+	var r room
+	if old == nil {
+		r.docs = 1
+		r.bytes = int64(len(e.body))
+	} else {
+		r.bytes = max(int64(len(e.body))-int64(len(old.body)), 0)
+	}
+	return r
+}
+
+// hold checks a write that grows the collection by g against its quota
+// (store.CollectionSpec.Quota) and, when it fits, holds that room until
+// the write publishes or fails (unhold): the usage plus every held room
+// stays within the quota, so writes that commit together (the durable
+// store's group commits) never take the collection past it. A write that
+// does not fit is an error wrapping store.ErrQuotaExceeded. Without a
+// quota it costs nothing and takes no lock.
+func (c *collection) hold(op, l, id string, g room) error {
+	q := c.spec.Quota
+	if q == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	docs, bytes := c.docs+c.held.docs, c.bytes+c.held.bytes
+	if !q.Allows(docs, bytes, g.docs, g.bytes) {
+		return store.Errorf(store.ErrQuotaExceeded, op, l, id,
+			"the collection holds %d documents and %d bytes (with the writes in progress), and its quota is %s: "+
+				"this write would take it past that; write to another collection (a spillover's router opens its next one)",
+			docs, bytes, quotaText(q))
+	}
+	c.held.docs += g.docs
+	c.held.bytes += g.bytes
+	return nil
+}
+
+// unhold gives back room a write held (hold), when it publishes (in the
+// same critical section, so the usage counts it instead) or fails. Caller
+// holds c.mu for writing when the collection has a quota.
+func (c *collection) unhold(g room) {
+	if c.spec.Quota == nil {
+		return
+	}
+	c.held.docs -= g.docs
+	c.held.bytes -= g.bytes
+}
+
+// quotaText names a quota's bounds as its JSON does.
+func quotaText(q *store.Quota) string {
+	switch {
+	case q.MaxDocuments > 0 && q.MaxBytes > 0:
+		return fmt.Sprintf("maxDocuments %d, maxBytes %d", q.MaxDocuments, q.MaxBytes)
+	case q.MaxDocuments > 0:
+		return fmt.Sprintf("maxDocuments %d", q.MaxDocuments)
+	}
+	return fmt.Sprintf("maxBytes %d", q.MaxBytes)
 }
 
 // expiryHeap orders entries by expiry, soonest first.

@@ -341,14 +341,22 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 	if err != nil {
 		return nil, err
 	}
+	g := growth(old, e)
+	if err := c.hold(mode, l, in.id, g); err != nil {
+		return nil, err
+	}
 	if s.disk != nil {
 		e.lsn = c.lsns.reserve(1) // the record holds it
 		if err := s.disk.submit(putOp(c, e, old), true); err != nil {
 			c.lsns.abandon(e.lsn, 1)
+			c.mu.Lock()
+			c.unhold(g)
+			c.mu.Unlock()
 			return nil, s.diskErr(mode, l, in.id, err)
 		}
 	}
 	c.mu.Lock()
+	c.unhold(g)
 	if c.dropped {
 		c.mu.Unlock()
 		return nil, &store.Error{Kind: store.ErrCollectionNotFound, Op: mode, Link: l}

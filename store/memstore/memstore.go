@@ -290,9 +290,9 @@ func (s *Store) ListCollections(ctx context.Context, dbLink string) ([]string, e
 	return out, nil
 }
 
-// CollectionInfo returns a collection's spec and its usage: the documents
-// that have not expired and the bytes of their stored JSON text (system
-// properties included). Usage is kept as documents are written, so this
+// CollectionInfo returns a collection's spec (its quota included, which
+// writes are held to) and its usage: the documents that have not expired
+// and the bytes of their stored JSON text (system properties included). Usage is kept as documents are written, so this
 // costs no scan.
 func (s *Store) CollectionInfo(ctx context.Context, l string) (*store.CollectionInfo, error) {
 	c, err := s.collection(ctx, "collection info", l)
@@ -307,6 +307,10 @@ func (s *Store) CollectionInfo(ctx context.Context, l string) (*store.Collection
 	if info.Spec.DefaultTTL != nil {
 		ttl := *info.Spec.DefaultTTL
 		info.Spec.DefaultTTL = &ttl
+	}
+	if q := info.Spec.Quota; q != nil {
+		cp := *q
+		info.Spec.Quota = &cp
 	}
 	info.Spec.Indexing = append(json.RawMessage(nil), info.Spec.Indexing...)
 	if len(info.Spec.Indexing) == 0 {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -188,4 +190,98 @@ func (s *suite) contextCanceled(t *testing.T, st store.Store) {
 	page, err := st.ReadFeed(ctx, l, nil)
 	require.NoError(t, err)
 	assert.Len(t, page.Items, 1, "cancelled writes wrote nothing")
+}
+
+// quota: a collection created with a Quota reports it back, and refuses
+// every write that would take it past either bound with ErrQuotaExceeded
+// and nothing written, however many writers race for the last places;
+// writes that do not grow it (a replace of the same size, a delete) go on,
+// and a delete makes room again.
+func (s *suite) quota(t *testing.T, st store.Store) {
+	const maxDocs = 20
+	l := s.coll(t, st, &store.CollectionSpec{PartitionKeyPath: "/pk", Quota: &store.Quota{MaxDocuments: maxDocs}})
+	info, err := st.CollectionInfo(ctx, l)
+	require.NoError(t, err)
+	require.NotNil(t, info.Spec.Quota, "the quota reads back")
+	assert.Equal(t, store.Quota{MaxDocuments: maxDocs}, *info.Spec.Quota)
+
+	// 8 writers race for 20 places with 48 creates and upserts.
+	var mu sync.Mutex
+	var stored []string
+	refused := 0
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 6 {
+				doc := []byte(fmt.Sprintf(`{"id":"w%d-%d","pk":"p%d"}`, w, i, i%3))
+				var err error
+				if i%2 == 0 {
+					_, err = st.Create(ctx, l, doc, nil)
+				} else {
+					_, err = st.Upsert(ctx, l, doc, nil)
+				}
+				mu.Lock()
+				if err == nil {
+					stored = append(stored, fmt.Sprintf("w%d-%d", w, i))
+				} else if assert.ErrorIs(t, err, store.ErrQuotaExceeded) {
+					refused++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	assert.Len(t, stored, maxDocs, "exactly the quota's documents are stored")
+	assert.Equal(t, 48-maxDocs, refused)
+	info, err = st.CollectionInfo(ctx, l)
+	require.NoError(t, err)
+	assert.EqualValues(t, maxDocs, info.Documents)
+	n := 0
+	opts := &store.FeedOptions{}
+	for {
+		page, err := st.ReadFeed(ctx, l, opts)
+		require.NoError(t, err)
+		n += len(page.Items)
+		if opts.Continuation = page.Continuation; opts.Continuation == "" {
+			break
+		}
+	}
+	assert.Equal(t, maxDocs, n, "nothing refused was written")
+
+	// Full: a replace of one stored document goes on; a new one does not,
+	// until a delete makes room.
+	var w, i int
+	_, err = fmt.Sscanf(stored[0], "w%d-%d", &w, &i)
+	require.NoError(t, err)
+	key := fmt.Sprintf("p%d", i%3)
+	_, err = st.Replace(ctx, l, stored[0], []byte(fmt.Sprintf(`{"id":%q,"pk":%q}`, stored[0], key)), nil)
+	require.NoError(t, err, "a replace adds no document")
+	_, err = st.Upsert(ctx, l, []byte(`{"id":"late","pk":"p0"}`), nil)
+	requireKind(t, err, store.ErrQuotaExceeded, "the 21st document")
+	require.NoError(t, st.Delete(ctx, l, stored[0], &store.WriteOptions{PartitionKey: key}))
+	_, err = st.Create(ctx, l, []byte(`{"id":"late","pk":"p0"}`), nil)
+	require.NoError(t, err, "a delete made room")
+
+	// Bytes: a write that would grow the collection past maxBytes is
+	// refused, whether it adds a document or grows one.
+	b := s.coll(t, st, &store.CollectionSpec{PartitionKeyPath: "/pk", Quota: &store.Quota{MaxBytes: 400}})
+	_, err = st.Create(ctx, b, []byte(`{"id":"a","pk":"x","pad":"`+strings.Repeat("a", 100)+`"}`), nil)
+	require.NoError(t, err)
+	_, err = st.Create(ctx, b, []byte(`{"id":"b","pk":"x","pad":"`+strings.Repeat("b", 300)+`"}`), nil)
+	requireKind(t, err, store.ErrQuotaExceeded, "a document past maxBytes")
+	_, err = st.Replace(ctx, b, "a", []byte(`{"id":"a","pk":"x","pad":"`+strings.Repeat("a", 400)+`"}`), nil)
+	requireKind(t, err, store.ErrQuotaExceeded, "a replace that grows past maxBytes")
+	d, err := st.Read(ctx, b, "a", &store.ReadOptions{PartitionKey: "x"})
+	require.NoError(t, err)
+	assert.Contains(t, string(d.Body), strings.Repeat("a", 100)+`"`, "the refused replace changed nothing")
+	_, err = st.Replace(ctx, b, "a", []byte(`{"id":"a","pk":"x","pad":"short"}`), nil)
+	require.NoError(t, err, "a replace that shrinks")
+
+	// A negative bound is refused.
+	neg := s.collLink(t)
+	err = st.CreateCollection(ctx, neg, &store.CollectionSpec{PartitionKeyPath: "/pk", Quota: &store.Quota{MaxDocuments: -1}})
+	if err == nil {
+		_ = st.DeleteCollection(ctx, neg)
+	}
+	requireKind(t, err, store.ErrBadRequest, "a negative quota")
 }

@@ -81,6 +81,7 @@ const (
 	SkipConcurrentWriters        = "ConcurrentWriters"
 	SkipAtomicUpsert             = "AtomicUpsert" // concurrent upserts of one stored document, read throughout
 	SkipUsage                    = "Usage"        // CollectionInfo's document count and bytes
+	SkipQuota                    = "Quota"        // CollectionSpec.Quota kept and enforced under concurrent writers (a docshard extension)
 	SkipTTL                      = "TTL"
 	SkipUseAfterClose            = "UseAfterClose"
 	SkipContextCanceled          = "ContextCanceled"
@@ -154,6 +155,7 @@ var cases = []testCase{
 	{SkipConcurrentWriters, (*suite).concurrentWriters},
 	{SkipAtomicUpsert, (*suite).atomicUpsert},
 	{SkipUsage, (*suite).usage},
+	{SkipQuota, (*suite).quota},
 	{SkipTTL, (*suite).ttl},
 	{SkipUseAfterClose, (*suite).useAfterClose},
 	{SkipContextCanceled, (*suite).contextCanceled},
