@@ -179,3 +179,22 @@ func TestListenerPassesAnswersThrough(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
 	assert.Contains(t, string(body), `"databaseAccountEndpoint"`)
 }
+
+// A query nested or chained far past the parser's limits is answered 400,
+// Cosmos-shaped, naming the limit and where the query went past it; the
+// parser stops there (query.TestDeepQueriesStayBoundedInTheParser).
+func TestDeepQueriesAreBadRequests(t *testing.T) {
+	srv := rawServer(t)
+	for _, text := range []string{
+		"SELECT * FROM c WHERE " + strings.Repeat("NOT ", 100_000) + "true",
+		"SELECT * FROM c WHERE " + strings.Repeat("(", 100_000) + "true" + strings.Repeat(")", 100_000),
+	} {
+		body, err := json.Marshal(map[string]string{"query": text})
+		require.NoError(t, err)
+		code, h, answer := send(t, srv, rawRequest{method: "POST", path: docs, body: body, header: queryHeader(nil)})
+		require.Equal(t, http.StatusBadRequest, code, "%.300s", answer)
+		assert.Equal(t, "BadRequest", cosmosError(t, h, answer))
+		assert.Contains(t, string(answer), "query: limit exceeded")
+		assert.Contains(t, string(answer), "at byte")
+	}
+}
