@@ -60,6 +60,8 @@ func statusCode(status int) string {
 		return "RequestHeaderFieldsTooLarge"
 	case http.StatusHTTPVersionNotSupported:
 		return "HttpVersionNotSupported"
+	case http.StatusExpectationFailed:
+		return "ExpectationFailed"
 	case http.StatusTooManyRequests:
 		return "TooManyRequests"
 	case http.StatusNotImplemented:
@@ -127,7 +129,7 @@ func fromStore(err error) *apiError {
 // answered in Cosmos DB's shape, as the Server answers everything else:
 // a header past http.Server.MaxHeaderBytes (431), a malformed request line
 // or header, a missing Host (400), an unsupported transfer encoding (501) or
-// HTTP version (505). net/http writes each as one plain-text response of a
+// HTTP version (505), an Expect header other than 100-continue (417). net/http writes each as one plain-text response of a
 // fixed form, which the connection recognises and replaces with a JSON body
 // {"code": ..., "message": ...}; every other write passes through as is. It
 // costs one comparison of the start of each write. Over HTTPS net/http
@@ -173,11 +175,15 @@ func (c *refusalConn) CloseWrite() error {
 
 // netHTTPRefusal recognises a response net/http wrote itself: "HTTP/1.1
 // 431 Request Header Fields Too Large" and the refusal headers, then the
-// body; it returns the status and the body's text.
+// body; or its 417 to an Expect other than 100-continue, which the Server
+// never answers. It returns the status and the refusal's text.
 func netHTTPRefusal(b []byte) (int, string, bool) {
 	const proto = "HTTP/1.1 "
 	if !bytes.HasPrefix(b, []byte(proto)) {
 		return 0, "", false
+	}
+	if bytes.HasPrefix(b[len(proto):], []byte("417 ")) {
+		return http.StatusExpectationFailed, "the Expect header asks for what the server does not do (only 100-continue is)", true
 	}
 	eol := bytes.Index(b, []byte("\r\n"))
 	if eol < 0 || !bytes.HasPrefix(b[eol:], []byte(netHTTPRefusalHeaders)) || eol < len(proto)+3 {

@@ -159,6 +159,7 @@ func TestNetHTTPRefusalsAreCosmosShaped(t *testing.T) {
 		{"no Host", "GET / HTTP/1.1\r\n\r\n", http.StatusBadRequest, "BadRequest", "missing required Host header"},
 		{"unknown transfer encoding", "POST /dbs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", http.StatusNotImplemented, "NotImplemented", "Unsupported transfer encoding"},
 		{"HTTP/3 request line", "GET / HTTP/3.0\r\nHost: x\r\n\r\n", http.StatusHTTPVersionNotSupported, "HttpVersionNotSupported", "unsupported protocol version"},
+		{"unknown expectation", "GET / HTTP/1.1\r\nHost: x\r\nExpect: something\r\n\r\n", http.StatusExpectationFailed, "ExpectationFailed", "only 100-continue"},
 		{"method not allowed", "DELETE / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + signedHeader("DELETE", "", "") + "\r\n", http.StatusMethodNotAllowed, "MethodNotAllowed", "DELETE is not allowed"},
 	}
 	for _, tc := range cases {
