@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,7 +34,31 @@ type Options struct {
 	// Logf reports what the client is not told in full: a handler's panic.
 	// Nil discards it.
 	Logf func(format string, args ...any)
+	// BodyTimeout is how long a request's body may take to arrive, from
+	// when its headers were read: a body still arriving then is answered
+	// 408 (when the handler reads it) and its connection closed, so a
+	// client trickling bodies, signed or not, holds no connection longer.
+	// 0 means DefaultBodyTimeout; negative means no limit.
+	BodyTimeout time.Duration
 }
+
+// The limits docshard serve reads requests with. BodyTimeout is the
+// Server's own (Options.BodyTimeout); the others are http.Server's, which
+// the caller sets (cmd/docshard/serve.go does), with Listener so that its
+// refusals are Cosmos-shaped too.
+const (
+	// DefaultBodyTimeout is Options.BodyTimeout's default: a 3 MB body,
+	// the largest accepted, arrives in it at 2.4 Mbit/s.
+	DefaultBodyTimeout = 10 * time.Second
+	// DefaultHeaderTimeout is how long docshard serve waits for a
+	// request's headers (http.Server.ReadHeaderTimeout).
+	DefaultHeaderTimeout = 10 * time.Second
+	// MaxHeaderBytes is the most header bytes docshard serve reads
+	// (http.Server.MaxHeaderBytes; net/http allows 4 KB more): Cosmos DB's
+	// largest headers, session tokens and continuations, are far smaller.
+	// Past it the request is answered 431, Cosmos-shaped through Listener.
+	MaxHeaderBytes = 1 << 20
+)
 
 // String describes the options without the key.
 func (o Options) String() string {
@@ -61,9 +86,10 @@ type Server struct {
 	paths   sync.Map      // collection link -> []string: partition-key path, cached
 	// extensions is HeaderServe's value: docshard's extensions the store
 	// supports.
-	extensions string
-	refs       refCache  // collections addressed, with their ids
-	signers    sync.Pool // *signer
+	extensions  string
+	refs        refCache  // collections addressed, with their ids
+	signers     sync.Pool // *signer
+	bodyTimeout time.Duration
 
 	lastDate atomic.Pointer[parsedDate] // the last x-ms-date parsed
 }
@@ -93,7 +119,10 @@ func New(st store.Store, opts *Options) (*Server, error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	return &Server{st: st, key: key, catalog: cat, logf: o.Logf, now: time.Now, extensions: extensions(st)}, nil
+	if o.BodyTimeout == 0 {
+		o.BodyTimeout = DefaultBodyTimeout
+	}
+	return &Server{st: st, key: key, catalog: cat, logf: o.Logf, now: time.Now, extensions: extensions(st), bodyTimeout: o.BodyTimeout}, nil
 }
 
 // call is one request being answered. It is one allocation, which holds
@@ -105,9 +134,12 @@ type call struct {
 	activity string
 	rw       responseWriter // what w points to
 	segs     [8]string      // the path's segments
-	vals     [12]string     // response header values (set)
-	nvals    int
-	scratch  [256]byte // a document's system properties
+	// bodyDeadline says the connection's read deadline bounds the body;
+	// bodyRead that the handler read all of it (the deadline is lifted).
+	bodyDeadline, bodyRead bool
+	vals                   [12]string // response header values (set)
+	nvals                  int
+	scratch                [256]byte // a document's system properties
 }
 
 // responseWriter records whether the response has begun, so a panic is
@@ -127,6 +159,9 @@ func (w *responseWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+// Unwrap gives http.ResponseController the writer it wraps.
+func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // ServeHTTP answers one request: it checks the signature, routes by path
 // and method, and answers errors with Cosmos DB's status and body. A panic
 // in a handler is answered 500 with a Cosmos-shaped body and reported to
@@ -136,6 +171,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.w = &c.rw
 	if c.activity == "" {
 		c.activity = newActivityID()
+	}
+	if s.bodyTimeout > 0 && r.ContentLength != 0 {
+		// Every read of the body is bounded: the handler's, and net/http's
+		// after a handler that answered without reading it (an unsigned
+		// request), which would otherwise wait for up to 256 KB of it.
+		rc := http.NewResponseController(c.w)
+		c.bodyDeadline = rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) == nil
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -369,6 +411,12 @@ func (c *call) fail(e *apiError) {
 	if e.status == http.StatusTooManyRequests {
 		c.set("X-Ms-Retry-After-Ms", strconv.FormatInt(e.retryAfter.Milliseconds(), 10))
 	}
+	if c.bodyDeadline && !c.bodyRead && c.r.ProtoMajor == 1 {
+		// The body was not read, or not all of it: the connection ends
+		// with this answer rather than wait for the rest. (An HTTP/2
+		// stream's unread body holds no connection.)
+		c.set("Connection", "close")
+	}
 	body, _ := json.Marshal(map[string]string{"code": e.code, "message": e.msg + "\r\nActivityId: " + c.activity + ", docshard serve"})
 	c.set("Content-Type", "application/json")
 	c.set("Content-Length", strconv.Itoa(len(body)))
@@ -381,15 +429,22 @@ func (c *call) fail(e *apiError) {
 // are answered 413.
 const maxBody = store.MaxDocumentSize + 1<<20
 
-// body reads the request body.
+// body reads the request body, within the server's body timeout.
 func (c *call) body() ([]byte, *apiError) {
 	data, err := readBody(c.w, c.r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		switch {
+		case errors.As(err, &tooBig):
 			return nil, errorf(http.StatusRequestEntityTooLarge, "%s the request body is larger than %d bytes", msgTooLarge, maxBody)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return nil, errorf(http.StatusRequestTimeout, "the request body did not arrive within %s of its headers (docshard serve --body-timeout)", c.s.bodyTimeout)
 		}
 		return nil, errorf(http.StatusBadRequest, "reading the request body: %v", err)
+	}
+	if c.bodyDeadline {
+		// All of it arrived: the rest of the request is not bounded by it.
+		c.bodyRead = http.NewResponseController(c.w).SetReadDeadline(time.Time{}) == nil
 	}
 	return data, nil
 }

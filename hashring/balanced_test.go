@@ -321,10 +321,10 @@ func TestBalancedTableMatchesReference(t *testing.T) {
 // collection), not the plain ring's 16.
 func TestBalancedWork(t *testing.T) {
 	def := []byte(`{"kind":"hash","strategy":"balanced","collections":["dbs/a/colls/x","dbs/a/colls/y"]}`)
-	if got, want := work(def), int64(2*DefaultVirtualNodesBalanced); got != want {
+	if got, want := work(def).Units, int64(2*DefaultVirtualNodesBalanced); got != want {
 		t.Fatalf("work = %d, want %d", got, want)
 	}
-	if got, want := work([]byte(`{"kind":"hash","collections":["dbs/a/colls/x"]}`)), int64(DefaultVirtualNodes); got != want {
+	if got, want := work([]byte(`{"kind":"hash","collections":["dbs/a/colls/x"]}`)).Units, int64(DefaultVirtualNodes); got != want {
 		t.Fatalf("work = %d, want %d", got, want)
 	}
 }

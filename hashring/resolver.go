@@ -191,10 +191,10 @@ func New(links []string, opts *Options) (*Resolver, error) {
 		r.vnodes = defaultVirtualNodes(r.hash, r.strategy)
 	}
 	if r.vnodes < 1 || r.vnodes > MaxVirtualNodes {
-		return nil, resolver.Invalid("virtualNodes", r.vnodes, fmt.Sprintf("want 1 to %d", MaxVirtualNodes))
+		return nil, resolver.Invalid("virtualNodes", r.vnodes, fmt.Sprintf("want 1 to %d (hashring.MaxVirtualNodes)", MaxVirtualNodes))
 	}
 	if len(links)*r.vnodes > MaxPoints {
-		return nil, resolver.Invalid("virtualNodes", r.vnodes, fmt.Sprintf("%d collections × %d virtual nodes exceeds %d points", len(links), r.vnodes, MaxPoints))
+		return nil, resolver.Invalid("virtualNodes", r.vnodes, fmt.Sprintf("%d collections × %d virtualNodes is %d points, more than hashring.MaxPoints = %d; lower virtualNodes or the number of collections", len(links), r.vnodes, len(links)*r.vnodes, MaxPoints))
 	}
 	if r.strategy != StrategyBounded {
 		if o.LoadFactor != 0 {
@@ -248,12 +248,12 @@ func New(links []string, opts *Options) (*Resolver, error) {
 	}
 	if least := MinPartitionsPerCollection * len(links); r.partitions < least || r.partitions > MaxPartitionCount {
 		return nil, resolver.Invalid("partitionCount", r.partitions, fmt.Sprintf(
-			"want %d (%d per collection) to %d", least, MinPartitionsPerCollection, MaxPartitionCount))
+			"want %d (%d per collection) to %d (hashring.MaxPartitionCount)", least, MinPartitionsPerCollection, MaxPartitionCount))
 	}
 	if w := int64(r.partitions) * int64(len(links)*r.vnodes); w > MaxBoundedWork {
 		return nil, resolver.Invalid("partitionCount", r.partitions, fmt.Sprintf(
-			"%d partitions × %d points (%d collections × %d virtual nodes) exceeds %d: placing them could take minutes; use fewer partitions or virtual nodes",
-			r.partitions, len(links)*r.vnodes, len(links), r.vnodes, int64(MaxBoundedWork)))
+			"%d partitionCount × %d points (%d collections × %d virtualNodes) is %d, more than hashring.MaxBoundedWork = %d: placing them could take minutes; lower partitionCount, virtualNodes or the number of collections",
+			r.partitions, len(links)*r.vnodes, len(links), r.vnodes, w, int64(MaxBoundedWork)))
 	}
 	g.kind = kindBounded
 	if err := g.buildBounded(r.vnodes, r.partitions, r.loadFactor); err != nil {
@@ -463,7 +463,7 @@ func init() {
 // more (the library's placement walks the ring from each partition's place
 // until a collection has room). It reads the settings leniently; decode
 // reports what is malformed.
-func work(data []byte) int64 {
+func work(data []byte) resolver.Work {
 	var s struct {
 		Collections    []json.RawMessage `json:"collections"`
 		VirtualNodes   int               `json:"virtualNodes"`
@@ -472,21 +472,32 @@ func work(data []byte) int64 {
 		PartitionCount int               `json:"partitionCount"`
 	}
 	if json.Unmarshal(data, &s) != nil {
-		return 0
+		return resolver.Work{}
 	}
 	v := int64(s.VirtualNodes)
 	if v <= 0 {
 		v = int64(defaultVirtualNodes(s.Hash, s.Strategy))
 	}
-	points := int64(len(s.Collections)) * min(v, MaxVirtualNodes)
+	v = min(v, MaxVirtualNodes)
+	n := int64(len(s.Collections))
+	points := n * v
 	if s.Strategy != StrategyBounded {
-		return points
+		return resolver.Work{
+			Units: points,
+			Shape: fmt.Sprintf("a ring of %d collections × %d virtualNodes", n, v),
+			Lower: []string{"virtualNodes", "the number of collections"},
+		}
 	}
 	p := int64(s.PartitionCount)
 	if p <= 0 {
 		p = DefaultPartitionCount
 	}
-	return points + min(p, MaxPartitionCount)*points/boundedWorkUnit
+	p = min(p, MaxPartitionCount)
+	return resolver.Work{
+		Units: points + p*points/boundedWorkUnit,
+		Shape: fmt.Sprintf("a bounded ring of %d collections × %d virtualNodes with partitionCount %d", n, v, p),
+		Lower: []string{"partitionCount", "virtualNodes", "the number of collections"},
+	}
 }
 
 // defaultVirtualNodes is the number of points per collection when the

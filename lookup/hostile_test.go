@@ -82,3 +82,89 @@ func FuzzResolverJSON(f *testing.F) {
 		require.NoError(t, err, "%s", out)
 	})
 }
+
+// A tree or a ring refused for its work names the limit (its Go name and
+// value), what the cost is made of, and the JSON settings to lower (issue
+// 27, finding 10: the message said "the tree costs more than 4194304 units
+// of work" and nothing else a user could act on).
+func TestWorkErrorsNameTheLimitAndTheSettings(t *testing.T) {
+	ring := `{"kind":"hash","collections":["dbs/a/colls/x","dbs/a/colls/y"],"virtualNodes":65536}`
+	entries := func(n int) string {
+		var es []string
+		for i := range n {
+			es = append(es, fmt.Sprintf(`"t%d":%s`, i, ring))
+		}
+		return `{"kind":"lookup","entries":{` + strings.Join(es, ",") + `}}`
+	}
+	cases := []struct {
+		name, json, field string
+		want              []string
+	}{
+		{"lookup of 33 rings of 2×65536 points", entries(33), "entries.t32", []string{
+			"resolver.MaxWork = 4194304",
+			"entries.t32, a ring of 2 collections × 65536 virtualNodes (kind hash), costs 131072",
+			"on top of the 4194304 units of 32 × a ring of 2 collections × 65536 virtualNodes (kind hash, 131072 units each)",
+			"Lower virtualNodes or the number of collections, or nest fewer resolvers",
+		}},
+		{"one bounded ring", fmt.Sprintf(`{"kind":"hash","strategy":"bounded","loadFactor":1,"partitionCount":1048576,"virtualNodes":6000,"collections":%s}`, links(640)), "", []string{
+			"resolver.MaxWork = 4194304",
+			"the resolver, a bounded ring of 640 collections × 6000 virtualNodes with partitionCount 1048576",
+			"Lower partitionCount, virtualNodes or the number of collections",
+		}},
+		{"a ring past hashring.MaxPoints", fmt.Sprintf(`{"kind":"lookup","entries":{"a":{"kind":"hash","virtualNodes":65536,"collections":%s}}}`, links(65)), "entries.a", []string{
+			"resolver.MaxWork = 4194304",
+			"a ring of 65 collections × 65536 virtualNodes (kind hash), costs 4259840",
+			"Lower virtualNodes or the number of collections",
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := resolver.Unmarshal([]byte(tc.json))
+			require.ErrorIs(t, err, resolver.ErrInvalid)
+			var ce *resolver.ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, tc.field, ce.Field)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+// A ring built in Go is held to hashring's own caps, whose errors name the
+// cap and the settings to lower too.
+func TestRingCapErrorsNameTheLimitAndTheSettings(t *testing.T) {
+	ls := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("dbs/a/colls/c%d", i)
+		}
+		return out
+	}
+	cases := []struct {
+		name  string
+		links []string
+		opts  hashring.Options
+		want  []string
+	}{
+		{"points", ls(65), hashring.Options{VirtualNodes: 65536}, []string{
+			"65 collections × 65536 virtualNodes is 4259840 points, more than hashring.MaxPoints = 4194304",
+			"lower virtualNodes or the number of collections",
+		}},
+		{"bounded placement", ls(640), hashring.Options{Strategy: hashring.StrategyBounded, LoadFactor: 1, PartitionCount: 1 << 20, VirtualNodes: 6000}, []string{
+			"hashring.MaxBoundedWork = 17179869184",
+			"lower partitionCount, virtualNodes or the number of collections",
+		}},
+		{"virtual nodes", ls(2), hashring.Options{VirtualNodes: 1 << 17}, []string{"hashring.MaxVirtualNodes"}},
+		{"partitions", ls(2), hashring.Options{Strategy: hashring.StrategyBounded, PartitionCount: 1 << 21}, []string{"hashring.MaxPartitionCount"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := hashring.New(tc.links, &tc.opts)
+			require.ErrorIs(t, err, resolver.ErrInvalid)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}

@@ -148,8 +148,7 @@ func (*Subquery) exprNode()  {}
 
 // eachOperand calls fn with a pointer to each of e's operand expressions,
 // in source order (a nil operand, such as Like's missing Escape, included):
-// the one list of an expression's children that walk, mapExpr and
-// checkDepth share. A leaf and a Subquery (whose query the callers treat
+// the one list of an expression's children that walk and mapExpr share. A leaf and a Subquery (whose query the callers treat
 // apart) have none. Cost: nothing allocated (fn does not escape; a slice
 // of operands cost the compiler one allocation per node, 23 per query).
 func eachOperand(e Expr, fn func(*Expr)) {

@@ -54,90 +54,94 @@ var keywords = map[string]bool{
 	"TRUE": true, "FALSE": true, "NULL": true, "UNDEFINED": true, "UDF": true,
 }
 
-// lex splits a query into tokens.
-func lex(src string) ([]token, error) {
-	var toks []token
-	i := 0
-	for {
-		// Skip white space and comments.
-		for i < len(src) {
-			c := src[i]
-			if c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' {
-				i++
-				continue
-			}
-			if c == '-' && i+1 < len(src) && src[i+1] == '-' {
-				for i < len(src) && src[i] != '\n' {
-					i++
-				}
-				continue
-			}
-			break
-		}
-		if i >= len(src) {
-			toks = append(toks, token{kind: tEOF, pos: i})
-			return toks, nil
-		}
-		start := i
+// lexer reads a query's tokens one at a time, as the parser asks for
+// them: a query refused early (by a limit or a syntax error) is never
+// lexed past the refusal, and no slice of every token is kept.
+type lexer struct {
+	src string
+	i   int // byte offset of what is not read yet
+}
+
+// next reads the next token; at the end of src it returns tEOF, every time.
+func (l *lexer) next() (token, error) {
+	src, i := l.src, l.i
+	defer func() { l.i = i }() // where the token (or the error) ends
+	// Skip white space and comments.
+	for i < len(src) {
 		c := src[i]
-		switch {
-		case c == '"' || c == '\'':
-			s, n, err := lexString(src, i)
-			if err != nil {
-				return nil, err
-			}
-			toks = append(toks, token{kind: tString, str: s, text: src[i : i+n], pos: start})
-			i += n
-		case c >= '0' && c <= '9' || (c == '.' && i+1 < len(src) && src[i+1] >= '0' && src[i+1] <= '9'):
-			n, f, err := lexNumber(src, i)
-			if err != nil {
-				return nil, err
-			}
-			toks = append(toks, token{kind: tNumber, num: f, text: src[i : i+n], pos: start})
-			i += n
-		case c == '@':
-			j := i + 1
-			for j < len(src) && isIdentByte(src, j) {
-				_, size := utf8.DecodeRuneInString(src[j:])
-				j += size
-			}
-			if j == i+1 {
-				return nil, &SyntaxError{Pos: i, Query: src, Expected: "a parameter name after '@'", Found: describeAt(src, j)}
-			}
-			toks = append(toks, token{kind: tParam, text: src[i:j], pos: start})
-			i = j
-		case isIdentStart(src, i):
-			j := i
-			for j < len(src) && isIdentByte(src, j) {
-				_, size := utf8.DecodeRuneInString(src[j:])
-				j += size
-			}
-			word := src[i:j]
-			up := strings.ToUpper(word)
-			if keywords[up] {
-				toks = append(toks, token{kind: tKeyword, text: up, pos: start})
-			} else {
-				toks = append(toks, token{kind: tIdent, text: word, pos: start})
-			}
-			i = j
-		default:
-			op := ""
-			for _, cand := range []string{">>>", "<=", ">=", "!=", "<>", "||", "??", "<<", ">>"} {
-				if strings.HasPrefix(src[i:], cand) {
-					op = cand
-					break
-				}
-			}
-			if op == "" {
-				if strings.IndexByte("+-*/%=<>!&|^~?:,.()[]{}", c) < 0 {
-					r, _ := utf8.DecodeRuneInString(src[i:])
-					return nil, &SyntaxError{Pos: i, Query: src, Expected: "a token", Found: fmt.Sprintf("unexpected character %q", r)}
-				}
-				op = src[i : i+1]
-			}
-			toks = append(toks, token{kind: tOp, text: op, pos: start})
-			i += len(op)
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' {
+			i++
+			continue
 		}
+		if c == '-' && i+1 < len(src) && src[i+1] == '-' {
+			for i < len(src) && src[i] != '\n' {
+				i++
+			}
+			continue
+		}
+		break
+	}
+	if i >= len(src) {
+		return token{kind: tEOF, pos: i}, nil
+	}
+	start := i
+	c := src[i]
+	switch {
+	case c == '"' || c == '\'':
+		s, n, err := lexString(src, i)
+		if err != nil {
+			return token{}, err
+		}
+		i += n
+		return token{kind: tString, str: s, text: src[start:i], pos: start}, nil
+	case c >= '0' && c <= '9' || (c == '.' && i+1 < len(src) && src[i+1] >= '0' && src[i+1] <= '9'):
+		n, f, err := lexNumber(src, i)
+		if err != nil {
+			return token{}, err
+		}
+		i += n
+		return token{kind: tNumber, num: f, text: src[start:i], pos: start}, nil
+	case c == '@':
+		j := i + 1
+		for j < len(src) && isIdentByte(src, j) {
+			_, size := utf8.DecodeRuneInString(src[j:])
+			j += size
+		}
+		if j == i+1 {
+			return token{}, &SyntaxError{Pos: i, Query: src, Expected: "a parameter name after '@'", Found: describeAt(src, j)}
+		}
+		i = j
+		return token{kind: tParam, text: src[start:j], pos: start}, nil
+	case isIdentStart(src, i):
+		j := i
+		for j < len(src) && isIdentByte(src, j) {
+			_, size := utf8.DecodeRuneInString(src[j:])
+			j += size
+		}
+		word := src[i:j]
+		up := strings.ToUpper(word)
+		i = j
+		if keywords[up] {
+			return token{kind: tKeyword, text: up, pos: start}, nil
+		}
+		return token{kind: tIdent, text: word, pos: start}, nil
+	default:
+		op := ""
+		for _, cand := range []string{">>>", "<=", ">=", "!=", "<>", "||", "??", "<<", ">>"} {
+			if strings.HasPrefix(src[i:], cand) {
+				op = cand
+				break
+			}
+		}
+		if op == "" {
+			if strings.IndexByte("+-*/%=<>!&|^~?:,.()[]{}", c) < 0 {
+				r, _ := utf8.DecodeRuneInString(src[i:])
+				return token{}, &SyntaxError{Pos: i, Query: src, Expected: "a token", Found: fmt.Sprintf("unexpected character %q", r)}
+			}
+			op = src[i : i+1]
+		}
+		i += len(op)
+		return token{kind: tOp, text: op, pos: start}, nil
 	}
 }
 

@@ -10,7 +10,9 @@ import (
 // text's length, the ANDs and ORs of a query and the arguments of an IN.
 // Cosmos DB documents no depth; MaxDepth bounds how deep the engine's
 // recursive passes (compile, format, plan) go, so a hostile query is refused
-// with an error instead of exhausting the stack.
+// with an error instead of exhausting the stack. The parser enforces every
+// one of them while it reads, so a refused query costs no more than the
+// text up to where it went past the limit.
 const (
 	// MaxQueryBytes is the longest query text Parse reads (Cosmos DB: 512 KB).
 	MaxQueryBytes = 512 << 10
@@ -61,53 +63,6 @@ func (e *LimitError) Error() string {
 
 // Is reports whether target is ErrLimit.
 func (e *LimitError) Is(target error) bool { return target == ErrLimit }
-
-// checkDepth walks the tree of q without recursion and refuses it when an
-// expression is deeper than MaxDepth. It costs one pass over the tree.
-func checkDepth(q *Query) error {
-	type item struct {
-		n     any // Expr or *Query
-		depth int
-	}
-	stack := []item{{q, 0}}
-	push := func(d int, es ...Expr) {
-		for _, e := range es {
-			if e != nil {
-				stack = append(stack, item{e, d})
-			}
-		}
-	}
-	for len(stack) > 0 {
-		it := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if it.depth > MaxDepth {
-			return &LimitError{Limit: "expression depth", Max: MaxDepth, Pos: -1}
-		}
-		d := it.depth + 1
-		switch n := it.n.(type) {
-		case *Query:
-			push(d, n.Top, n.Where, n.Offset, n.Limit)
-			for _, s := range n.Items {
-				push(d, s.X)
-			}
-			if n.From != nil {
-				push(d, n.From.Source)
-			}
-			for _, j := range n.Joins {
-				push(d, j.Source)
-			}
-			push(d, n.GroupBy...)
-			for _, o := range n.OrderBy {
-				push(d, o.X)
-			}
-		case *Subquery:
-			stack = append(stack, item{n.Q, d})
-		case Expr:
-			eachOperand(n, func(x *Expr) { push(d, *x) })
-		}
-	}
-	return nil
-}
 
 // budget counts the memory one grouping, deduplicating or sorting step
 // holds, as estimated by its callers; charge panics with a *LimitError

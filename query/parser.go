@@ -20,51 +20,110 @@ func parse(text string) (*Query, error) {
 	if len(text) > MaxQueryBytes {
 		return nil, &LimitError{Limit: "query text bytes", Max: MaxQueryBytes, Got: int64(len(text)), Pos: -1}
 	}
-	toks, err := lex(text)
-	if err != nil {
-		return nil, err
-	}
-	p := &parser{src: text, toks: toks}
+	p := &parser{src: text, lx: lexer{src: text}}
+	p.toks = p.window[:0]
 	q, err := p.parseQuery()
+	if err == nil && p.peek().kind != tEOF {
+		err = p.errorf("end of query")
+	}
+	if p.lexErr != nil { // the parse stopped at a token that does not lex
+		return nil, p.lexErr
+	}
 	if err != nil {
-		return nil, err
-	}
-	if p.peek().kind != tEOF {
-		return nil, p.errorf("end of query")
-	}
-	if err := checkDepth(q); err != nil {
 		return nil, err
 	}
 	return q, nil
 }
 
+// parser is a recursive descent over the tokens its lexer reads on demand.
+// It enforces the limits as it goes, so a hostile query is refused before
+// the parser goes deep or reads far: brackets, calls, constructors and
+// subqueries nest through nest (MaxNesting); a chain of NOTs is read in a
+// loop; and every node's height (the longest path below it) is known as it
+// is built, so a tree deeper than MaxDepth is refused at the node that
+// takes it past, not after the whole text is parsed.
 type parser struct {
-	src       string
-	toks      []token
-	i         int
-	depth     int
+	src    string
+	lx     lexer
+	lexErr error     // the lexer's error: the query is refused with it
+	toks   []token   // tokens read and not dropped; toks[i] is the next
+	window [32]token // toks' first backing array
+	i      int
+	depth  int // nesting, for MaxNesting
+	// h is the height of the expression (or query) the parse function that
+	// returned last built: 0 for a leaf, one more than its highest operand
+	// for a node; a query is one more than its highest clause.
+	h         int
 	ands, ors int
+	// maxDepth is the most frames of nest the parse has been in at once
+	// and maxH the highest node it has built: what tests read to see the
+	// limits are enforced while parsing.
+	maxDepth, maxH int
+}
+
+// tooDeep is the refusal of a tree deeper than MaxDepth, at the token the
+// parser has reached.
+func (p *parser) tooDeep() error {
+	return &LimitError{Limit: "expression depth", Max: MaxDepth, Pos: p.peek().pos}
+}
+
+// up records that the parser built a node over operands whose highest is
+// h high, refusing it past MaxDepth.
+func (p *parser) up(h int) error {
+	p.h = h + 1
+	p.maxH = max(p.maxH, p.h)
+	if p.h > MaxDepth {
+		return p.tooDeep()
+	}
+	return nil
 }
 
 // nest enters one level of nesting, refusing the query past MaxNesting;
 // the caller leaves it with p.depth--.
 func (p *parser) nest() error {
 	p.depth++
+	p.maxDepth = max(p.maxDepth, p.depth)
 	if p.depth > MaxNesting {
 		return &LimitError{Limit: "nesting of brackets, calls and subqueries", Max: MaxNesting, Pos: p.peek().pos}
 	}
 	return nil
 }
 
-func (p *parser) peek() token { return p.toks[p.i] }
+// fill lexes until toks[i+n] exists or the query has ended, dropping the
+// tokens more than one behind the next (the parser steps back one at
+// most). A token that does not lex ends the query: its error is kept in
+// lexErr, which parse returns.
+func (p *parser) fill(n int) {
+	for p.i+n >= len(p.toks) {
+		if k := len(p.toks); k > 0 && p.toks[k-1].kind == tEOF {
+			return
+		}
+		if p.i > 1 && len(p.toks) == cap(p.toks) {
+			k := copy(p.toks, p.toks[p.i-1:])
+			p.toks, p.i = p.toks[:k], 1
+		}
+		t, err := p.lx.next()
+		if err != nil {
+			p.lexErr = err
+			t = token{kind: tEOF, pos: p.lx.i}
+		}
+		p.toks = append(p.toks, t)
+	}
+}
+
+func (p *parser) peek() token {
+	p.fill(0)
+	return p.toks[p.i]
+}
 func (p *parser) peekAt(n int) token {
+	p.fill(n)
 	if p.i+n < len(p.toks) {
 		return p.toks[p.i+n]
 	}
 	return p.toks[len(p.toks)-1]
 }
 func (p *parser) next() token {
-	t := p.toks[p.i]
+	t := p.peek()
 	if t.kind != tEOF {
 		p.i++
 	}
@@ -85,7 +144,7 @@ func (p *parser) is(kind tokKind, text string) bool {
 
 func (p *parser) accept(kind tokKind, text string) bool {
 	if p.is(kind, text) {
-		p.i++
+		p.i++ // is peeked it
 		return true
 	}
 	return false
@@ -118,6 +177,7 @@ func (p *parser) parseQuery() (*Query, error) {
 		return nil, err
 	}
 	q := &Query{}
+	kids := -1 // the highest clause's height; -1 while there is none
 	if p.acceptKeyword("DISTINCT") {
 		q.Distinct = true
 	}
@@ -125,9 +185,9 @@ func (p *parser) parseQuery() (*Query, error) {
 		t := p.next()
 		switch t.kind {
 		case tNumber:
-			q.Top = &Literal{Value: t.num}
+			q.Top, kids = &Literal{Value: t.num}, 0
 		case tParam:
-			q.Top = &ParamRef{Name: t.text}
+			q.Top, kids = &ParamRef{Name: t.text}, 0
 		default:
 			p.i--
 			return nil, p.errorf("a number or @parameter after TOP")
@@ -148,6 +208,7 @@ func (p *parser) parseQuery() (*Query, error) {
 				return nil, err
 			}
 			item := SelectItem{X: x}
+			kids = max(kids, p.h)
 			if p.acceptKeyword("AS") {
 				name, err := p.parseName("an alias after AS")
 				if err != nil {
@@ -174,13 +235,13 @@ func (p *parser) parseQuery() (*Query, error) {
 		if err != nil {
 			return nil, err
 		}
-		q.From = f
+		q.From, kids = f, max(kids, p.h)
 		for p.acceptKeyword("JOIN") {
 			j, err := p.parseFrom()
 			if err != nil {
 				return nil, err
 			}
-			q.Joins = append(q.Joins, Join(*j))
+			q.Joins, kids = append(q.Joins, Join(*j)), max(kids, p.h)
 		}
 	}
 	if p.acceptKeyword("WHERE") {
@@ -188,7 +249,7 @@ func (p *parser) parseQuery() (*Query, error) {
 		if err != nil {
 			return nil, err
 		}
-		q.Where = x
+		q.Where, kids = x, max(kids, p.h)
 	}
 	if p.acceptKeyword("GROUP") {
 		if err := p.expectKeyword("BY"); err != nil {
@@ -198,6 +259,7 @@ func (p *parser) parseQuery() (*Query, error) {
 		if q.GroupBy, err = p.exprs(); err != nil {
 			return nil, err
 		}
+		kids = max(kids, p.h)
 	}
 	if p.acceptKeyword("ORDER") {
 		if err := p.expectKeyword("BY"); err != nil {
@@ -209,6 +271,7 @@ func (p *parser) parseQuery() (*Query, error) {
 				return nil, err
 			}
 			item := OrderItem{X: x}
+			kids = max(kids, p.h)
 			if p.acceptKeyword("DESC") {
 				item.Desc = true
 			} else {
@@ -232,12 +295,20 @@ func (p *parser) parseQuery() (*Query, error) {
 		if err != nil {
 			return nil, err
 		}
-		q.Offset, q.Limit = off, lim
+		q.Offset, q.Limit, kids = off, lim, max(kids, 0)
+	}
+	if kids < 0 {
+		p.h = 0
+		return q, nil
+	}
+	if err := p.up(kids); err != nil {
+		return nil, err
 	}
 	return q, nil
 }
 
 func (p *parser) parseCount(what string) (Expr, error) {
+	p.h = 0
 	t := p.next()
 	switch t.kind {
 	case tNumber:
@@ -309,12 +380,14 @@ func (p *parser) parsePath() (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.h = 0
 	return p.accessors(&Ident{Name: name}, p.pathIndex)
 }
 
 // pathIndex reads what a path's brackets hold: a string, a number or a
 // parameter.
 func (p *parser) pathIndex() (Expr, error) {
+	p.h = 0
 	t := p.next()
 	switch t.kind {
 	case tString:
@@ -328,8 +401,8 @@ func (p *parser) pathIndex() (Expr, error) {
 	return nil, p.errorf("a string, number or @parameter inside [ ]")
 }
 
-// accessors reads the .name and [index] accessors after x; index reads
-// what the brackets hold.
+// accessors reads the .name and [index] accessors after x, whose height
+// is p.h; index reads what the brackets hold.
 func (p *parser) accessors(x Expr, index func() (Expr, error)) (Expr, error) {
 	for {
 		switch {
@@ -339,7 +412,11 @@ func (p *parser) accessors(x Expr, index func() (Expr, error)) (Expr, error) {
 				return nil, err
 			}
 			x = &Member{X: x, Name: n}
+			if err := p.up(p.h); err != nil {
+				return nil, err
+			}
 		case p.acceptOp("["):
+			hx := p.h
 			idx, err := index()
 			if err != nil {
 				return nil, err
@@ -348,6 +425,9 @@ func (p *parser) accessors(x Expr, index func() (Expr, error)) (Expr, error) {
 				return nil, err
 			}
 			x = &Index{X: x, Index: idx}
+			if err := p.up(max(hx, p.h)); err != nil {
+				return nil, err
+			}
 		default:
 			return x, nil
 		}
@@ -386,15 +466,20 @@ func (p *parser) parseTernary() (Expr, error) {
 	if !p.acceptOp("?") {
 		return cond, nil
 	}
+	hc := p.h
 	then, err := p.parseExpr()
 	if err != nil {
 		return nil, err
 	}
+	ht := p.h
 	if err := p.expectOp(":"); err != nil {
 		return nil, err
 	}
 	els, err := p.parseExpr()
 	if err != nil {
+		return nil, err
+	}
+	if err := p.up(max(hc, ht, p.h)); err != nil {
 		return nil, err
 	}
 	return &Ternary{Cond: cond, Then: then, Else: els}, nil
@@ -412,16 +497,27 @@ func (p *parser) parseAnd() (Expr, error) {
 	return p.binaryLevel(tKeyword, []string{"AND"}, p.parseNot)
 }
 
+// parseNot reads NOTs in a loop, not by recursion: a chain of them past
+// MaxDepth is refused as soon as it is read.
 func (p *parser) parseNot() (Expr, error) {
-	if p.isKeyword("NOT") && !(p.peekAt(1).kind == tKeyword && (p.peekAt(1).text == "IN" || p.peekAt(1).text == "BETWEEN" || p.peekAt(1).text == "LIKE")) {
+	nots := 0
+	for p.isKeyword("NOT") && !(p.peekAt(1).kind == tKeyword && (p.peekAt(1).text == "IN" || p.peekAt(1).text == "BETWEEN" || p.peekAt(1).text == "LIKE")) {
 		p.next()
-		x, err := p.parseNot()
-		if err != nil {
+		if nots++; nots > MaxDepth { // each is a node over the next
+			return nil, p.tooDeep()
+		}
+	}
+	x, err := p.parseComparison()
+	if err != nil {
+		return nil, err
+	}
+	for ; nots > 0; nots-- {
+		x = &Unary{Op: "NOT", X: x}
+		if err := p.up(p.h); err != nil {
 			return nil, err
 		}
-		return &Unary{Op: "NOT", X: x}, nil
 	}
-	return p.parseComparison()
+	return x, nil
 }
 
 var comparisonOps = map[string]bool{"=": true, "!=": true, "<>": true, "<": true, "<=": true, ">": true, ">=": true}
@@ -431,6 +527,7 @@ func (p *parser) parseComparison() (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	hl := p.h // l's height
 	// tested: l is an IN, BETWEEN or LIKE test, which Cosmos DB's grammar
 	// does not take as the operand of another test
 	// (1 BETWEEN 2 AND 3 BETWEEN 4 AND 5 is refused; brackets make it one).
@@ -448,6 +545,10 @@ func (p *parser) parseComparison() (Expr, error) {
 				op = "!="
 			}
 			l = &Binary{Op: op, L: l, R: r}
+			if err := p.up(max(hl, p.h)); err != nil {
+				return nil, err
+			}
+			hl = p.h
 			tested = false
 			continue
 		}
@@ -483,11 +584,15 @@ func (p *parser) parseComparison() (Expr, error) {
 				return nil, err
 			}
 			l = &In{X: l, List: list, Not: not}
+			if err := p.up(max(hl, p.h)); err != nil {
+				return nil, err
+			}
 		case p.acceptKeyword("BETWEEN"):
 			lo, err := p.parseBitOr()
 			if err != nil {
 				return nil, err
 			}
+			hl = max(hl, p.h)
 			if err := p.expectKeyword("AND"); err != nil {
 				return nil, err
 			}
@@ -496,21 +601,31 @@ func (p *parser) parseComparison() (Expr, error) {
 				return nil, err
 			}
 			l = &Between{X: l, Low: lo, High: hi, Not: not}
+			if err := p.up(max(hl, p.h)); err != nil {
+				return nil, err
+			}
 		case p.acceptKeyword("LIKE"):
 			pat, err := p.parseBitOr()
 			if err != nil {
 				return nil, err
 			}
+			hl = max(hl, p.h)
 			lk := &Like{X: l, Pattern: pat, Not: not}
 			if p.acceptKeyword("ESCAPE") {
 				if lk.Escape, err = p.parseBitOr(); err != nil {
 					return nil, err
 				}
+				hl = max(hl, p.h)
 			}
 			l = lk
+			if err := p.up(hl); err != nil {
+				return nil, err
+			}
 		default:
+			p.h = hl
 			return l, nil
 		}
+		hl = p.h
 	}
 }
 
@@ -522,6 +637,7 @@ func (p *parser) binaryLevel(kind tokKind, ops []string, next func() (Expr, erro
 	if err != nil {
 		return nil, err
 	}
+	hl := p.h // l's height
 	for {
 		t := p.peek()
 		matched := ""
@@ -534,6 +650,7 @@ func (p *parser) binaryLevel(kind tokKind, ops []string, next func() (Expr, erro
 			}
 		}
 		if matched == "" {
+			p.h = hl
 			return l, nil
 		}
 		if err := p.count(matched, t.pos); err != nil {
@@ -545,6 +662,10 @@ func (p *parser) binaryLevel(kind tokKind, ops []string, next func() (Expr, erro
 			return nil, err
 		}
 		l = &Binary{Op: matched, L: l, R: r}
+		if err := p.up(max(hl, p.h)); err != nil {
+			return nil, err
+		}
+		hl = p.h
 	}
 }
 
@@ -597,8 +718,12 @@ func (p *parser) parseUnary() (Expr, error) {
 		}
 		if lit, ok := x.(*Literal); ok && t.text == "-" {
 			if f, ok := lit.Value.(float64); ok {
+				p.h = 0
 				return &Literal{Value: -f}, nil
 			}
+		}
+		if err := p.up(p.h); err != nil {
+			return nil, err
 		}
 		return &Unary{Op: t.text, X: x}, nil
 	}
@@ -613,25 +738,29 @@ func (p *parser) parsePostfix() (Expr, error) {
 	return p.accessors(x, p.parseExpr)
 }
 
-// exprs reads one expression or more, separated by commas.
+// exprs reads one expression or more, separated by commas; p.h is the
+// height of the highest.
 func (p *parser) exprs() ([]Expr, error) {
 	var out []Expr
+	h := 0
 	for {
 		x, err := p.parseExpr()
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, x)
+		out, h = append(out, x), max(h, p.h)
 		if !p.acceptOp(",") {
+			p.h = h
 			return out, nil
 		}
 	}
 }
 
-// exprsUntil reads expressions separated by commas, possibly none, and the
-// closing operator.
+// exprsUntil reads expressions separated by commas, possibly none (p.h is
+// then -1), and the closing operator.
 func (p *parser) exprsUntil(close string) ([]Expr, error) {
 	if p.acceptOp(close) {
+		p.h = -1
 		return nil, nil
 	}
 	out, err := p.exprs()
@@ -653,10 +782,15 @@ func (p *parser) subquery(kind string) (Expr, error) {
 	if err := p.expectOp(")"); err != nil {
 		return nil, err
 	}
+	if err := p.up(p.h); err != nil {
+		return nil, err
+	}
 	return &Subquery{Kind: kind, Q: q}, nil
 }
 
+// parsePrimary reads an operand; p.h is 0 for a leaf.
 func (p *parser) parsePrimary() (Expr, error) {
+	p.h = 0
 	t := p.peek()
 	switch t.kind {
 	case tNumber:
@@ -700,6 +834,9 @@ func (p *parser) parsePrimary() (Expr, error) {
 			if err != nil {
 				return nil, err
 			}
+			if err := p.up(p.h); err != nil {
+				return nil, err
+			}
 			return &Call{Name: strings.ToUpper(t.text), Args: args}, nil
 		}
 		return &Ident{Name: t.text}, nil
@@ -724,10 +861,14 @@ func (p *parser) parsePrimary() (Expr, error) {
 			if err != nil {
 				return nil, err
 			}
+			if err := p.up(p.h); err != nil {
+				return nil, err
+			}
 			return &ArrayLit{Elems: elems}, nil
 		case "{":
 			p.next()
 			obj := &ObjectLit{}
+			h := -1
 			if !p.acceptOp("}") {
 				for {
 					kt := p.next()
@@ -752,6 +893,7 @@ func (p *parser) parsePrimary() (Expr, error) {
 					}
 					obj.Keys = append(obj.Keys, key)
 					obj.Vals = append(obj.Vals, v)
+					h = max(h, p.h)
 					if !p.acceptOp(",") {
 						break
 					}
@@ -759,6 +901,9 @@ func (p *parser) parsePrimary() (Expr, error) {
 				if err := p.expectOp("}"); err != nil {
 					return nil, err
 				}
+			}
+			if err := p.up(h); err != nil {
+				return nil, err
 			}
 			return obj, nil
 		}

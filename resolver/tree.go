@@ -2,7 +2,9 @@ package resolver
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/docshard/docshard/internal/jsontext"
@@ -14,13 +16,31 @@ import (
 // them. Kinds say what they cost with RegisterWork; hashring charges a
 // ring's points, and for the bounded strategy also partitions × points /
 // 4096, a bound on the library's placement walk. 2^22 units decode in
-// about a second.
+// about a second. A tree past it is refused with a *ConfigError that names
+// MaxWork, what the tree's cost is made of (each kind's Work.Shape) and the
+// JSON settings to lower (Work.Lower).
 const MaxWork = 1 << 22
 
 // WorkFunc estimates, from a resolver's own JSON object, what building it
 // costs in MaxWork's units, not counting nested resolvers (each is charged
-// for itself). Malformed input costs 0: the decoder reports it.
-type WorkFunc func(data []byte) int64
+// for itself). Malformed input costs nothing: the decoder reports it.
+type WorkFunc func(data []byte) Work
+
+// Work is what building one resolver costs, as its WorkFunc estimates it,
+// and how to say so when a tree costs more than MaxWork.
+type Work struct {
+	// Units is the cost in MaxWork's units.
+	Units int64
+	// Shape is what the units pay for, in the kind's JSON terms, for the
+	// error that refuses a tree: "a ring of 2 collections × 65536
+	// virtualNodes". Resolvers of one kind, shape and cost are counted
+	// together in it.
+	Shape string
+	// Lower names what makes the resolver cheaper, by its JSON field, in
+	// the order to try: "virtualNodes", "partitionCount", "the number of
+	// collections".
+	Lower []string
+}
 
 var work = map[string]WorkFunc{}
 
@@ -48,11 +68,98 @@ func RegisterWork(kind string, fn WorkFunc) {
 // tree whose resolvers together cost more than MaxWork.
 func checkTree(data []byte) error {
 	s := jsontext.NewScanner(data, jsontext.Lenient)
-	var total int64
+	var total treeWork
 	return walkValue(&s, data, "", &total)
 }
 
-func walkValue(s *jsontext.Scanner, data []byte, at string, total *int64) error {
+// treeWork is the work of the resolvers of a tree walked so far: the total,
+// and the resolvers that cost something, grouped by kind, shape and cost,
+// in the order first met (at most maxWorkGroups groups; the rest are
+// counted together).
+type treeWork struct {
+	total  int64
+	groups []workGroup
+	rest   struct{ n, units int64 }
+}
+
+type workGroup struct {
+	kind string
+	w    Work
+	n    int64
+}
+
+const maxWorkGroups = 4
+
+// add charges the resolver of kind at field at for w, refusing it when
+// the tree then costs more than MaxWork, with an error that names the limit,
+// what the tree's cost is made of and what to lower.
+func (t *treeWork) add(at, kind string, w Work) error {
+	if w.Units == 0 {
+		return nil
+	}
+	if w.Units > 0 && w.Units <= MaxWork-t.total {
+		t.total += w.Units
+		t.count(kind, w)
+		return nil
+	}
+	where := at
+	if where == "" {
+		where = "the resolver"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "the tree costs more than resolver.MaxWork = %d units of work (about a second) to build: %s, %s (kind %s), costs %d", MaxWork, where, w.Shape, kind, w.Units)
+	if t.total > 0 {
+		fmt.Fprintf(&b, " on top of the %d units of ", t.total)
+		for i, g := range t.groups {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%d × %s (kind %s, %d units each)", g.n, g.w.Shape, g.kind, g.w.Units)
+		}
+		if t.rest.n > 0 {
+			fmt.Fprintf(&b, " and %d more resolvers (%d units)", t.rest.n, t.rest.units)
+		}
+	}
+	lower := w.Lower
+	for _, g := range t.groups {
+		for _, l := range g.w.Lower {
+			if !slices.Contains(lower, l) {
+				lower = append(lower[:len(lower):len(lower)], l)
+			}
+		}
+	}
+	if len(lower) > 0 {
+		fmt.Fprintf(&b, ". Lower %s, or nest fewer resolvers in the tree", orList(lower))
+	} else {
+		b.WriteString(". Nest fewer resolvers in the tree")
+	}
+	return Invalid(at, nil, b.String())
+}
+
+func (t *treeWork) count(kind string, w Work) {
+	for i := range t.groups {
+		if g := &t.groups[i]; g.kind == kind && g.w.Shape == w.Shape && g.w.Units == w.Units {
+			g.n++
+			return
+		}
+	}
+	if len(t.groups) < maxWorkGroups {
+		t.groups = append(t.groups, workGroup{kind: kind, w: w, n: 1})
+		return
+	}
+	t.rest.n++
+	t.rest.units += w.Units
+}
+
+// orList is "a", "a or b", "a, b or c".
+func orList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
+}
+
+func walkValue(s *jsontext.Scanner, data []byte, at string, total *treeWork) error {
 	switch s.Peek() {
 	case '{':
 		start := s.Pos()
@@ -98,14 +205,7 @@ func walkValue(s *jsontext.Scanner, data []byte, at string, total *int64) error 
 		fn := work[kind]
 		registryMu.RUnlock()
 		if fn != nil {
-			w := fn(data[start:s.Pos()])
-			if *total += w; w < 0 || *total > MaxWork {
-				where := at
-				if where == "" {
-					where = "the resolver"
-				}
-				return Invalid(at, nil, fmt.Sprintf("the tree costs more than %d units of work to build (%s: %d, the tree so far %d); use fewer collections, virtual nodes or partitions", MaxWork, where, w, *total))
-			}
+			return total.add(at, kind, fn(data[start:s.Pos()]))
 		}
 		return nil
 	case '[':

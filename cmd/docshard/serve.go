@@ -40,12 +40,17 @@ const serveLockTimeout = 100 * time.Millisecond
 // shutdownGrace is how long requests in flight may run after a stop signal.
 const shutdownGrace = 30 * time.Second
 
+// maxReadTimeout bounds --header-timeout and --body-timeout.
+const maxReadTimeout = time.Hour
+
 type serveFlags struct {
 	dir, addr        string
 	tlsCert, tlsKey  string
 	selfSigned       bool
 	insecureHTTP     bool
 	shutdownDeadline time.Duration
+	headerTimeout    time.Duration
+	bodyTimeout      time.Duration
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -60,6 +65,10 @@ are signed with the well-known emulator key unless DOCSHARD_SERVE_KEY sets
 another. The endpoint is printed alone on the first line of stdout. On a
 loopback address it serves plain HTTP; elsewhere HTTPS with --tls-cert and
 --tls-key, or --self-signed (a certificate kept in DIR), unless --insecure-http.
+A request's headers must arrive within --header-timeout and its body within
+--body-timeout of them (a slower body is answered 408 and its connection
+closed); headers past 1 MB are answered 431. Every refusal has Cosmos DB's
+JSON error body ({"code": ..., "message": ...}).
 SIGINT or SIGTERM stops it: it stops accepting, lets requests in flight finish
 and closes the store.`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -78,6 +87,8 @@ and closes the store.`,
 	fl.BoolVar(&f.selfSigned, "self-signed", false, "serve HTTPS with a self-signed certificate, kept in DIR/"+serveCertFile+" for clients to trust")
 	fl.BoolVar(&f.insecureHTTP, "insecure-http", false, "allow plain HTTP on an address that is not loopback")
 	fl.DurationVar(&f.shutdownDeadline, "shutdown-timeout", shutdownGrace, "how long requests in flight may run after SIGINT or SIGTERM")
+	fl.DurationVar(&f.headerTimeout, "header-timeout", emulator.DefaultHeaderTimeout, "how long a request's headers may take to arrive (0: no limit)")
+	fl.DurationVar(&f.bodyTimeout, "body-timeout", emulator.DefaultBodyTimeout, "how long a request's body may take to arrive after its headers; a slower one is answered 408 and its connection closed (0: no limit)")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return exitCode{code: 2, msg: "serve: " + err.Error()}
 	})
@@ -92,6 +103,12 @@ func runServe(g *globals, f *serveFlags) error {
 		return usage("--dir is required: the directory of the embedded store to serve")
 	}
 	if err := durationFlag("shutdown-timeout", f.shutdownDeadline, maxShutdownWait); err != nil {
+		return err
+	}
+	if err := durationFlag("header-timeout", f.headerTimeout, maxReadTimeout); err != nil {
+		return err
+	}
+	if err := durationFlag("body-timeout", f.bodyTimeout, maxReadTimeout); err != nil {
 		return err
 	}
 	host, _, err := net.SplitHostPort(f.addr)
@@ -137,7 +154,11 @@ func runServe(g *globals, f *serveFlags) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(g.stderr, "docshard serve: "+format+"\n", args...) }
-	emu, err := emulator.New(st, &emulator.Options{Key: key, Dir: f.dir, Logf: logf})
+	bodyTimeout := f.bodyTimeout
+	if bodyTimeout == 0 {
+		bodyTimeout = -1 // no limit
+	}
+	emu, err := emulator.New(st, &emulator.Options{Key: key, Dir: f.dir, Logf: logf, BodyTimeout: bodyTimeout})
 	if err != nil {
 		st.Close()
 		return fmt.Errorf("serve: %w", err)
@@ -161,9 +182,9 @@ func runServe(g *globals, f *serveFlags) error {
 
 	srv := &http.Server{
 		Handler:           emu,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: f.headerTimeout,
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    1 << 20,
+		MaxHeaderBytes:    emulator.MaxHeaderBytes,
 		ErrorLog:          log.New(lineWriter{logf}, "", 0),
 		TLSConfig:         tlsConfig,
 	}
@@ -175,7 +196,7 @@ func runServe(g *globals, f *serveFlags) error {
 			served <- srv.ServeTLS(ln, "", "") // HTTP/2 as well
 			return
 		}
-		served <- srv.Serve(ln)
+		served <- srv.Serve(emulator.Listener(ln)) // net/http's own refusals Cosmos-shaped
 	}()
 	select {
 	case err := <-served:

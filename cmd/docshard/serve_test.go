@@ -47,6 +47,8 @@ func TestServeUsage(t *testing.T) {
 		{"unknown flag", "", []string{"serve", "--dir", dir, "--port", "1"}, "unknown flag: --port"},
 		{"arguments", "", []string{"serve", "--dir", dir, "extra"}, "takes no arguments"},
 		{"bad key", "not base64!", []string{"serve", "--dir", dir}, "DOCSHARD_SERVE_KEY is not base64"},
+		{"negative body timeout", "", []string{"serve", "--dir", dir, "--body-timeout", "-1s"}, "--body-timeout: want 0 to 1h0m0s"},
+		{"header timeout past an hour", "", []string{"serve", "--dir", dir, "--header-timeout", "2h"}, "--header-timeout: want 0 to 1h0m0s"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

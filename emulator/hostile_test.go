@@ -1,0 +1,201 @@
+package emulator_test
+
+// Hostile connections (issue 27, finding 7): slow bodies, oversized
+// headers and requests net/http refuses before any handler runs, each
+// answered in Cosmos DB's shape and none holding a connection.
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/emulator"
+	"github.com/docshard/docshard/store/memstore"
+)
+
+// hangGuard bounds how long a test waits on a connection that misbehaves:
+// far longer than any limit under test, so it only ends a failing test.
+const hangGuard = 20 * time.Second
+
+// serveLikeServe starts what docshard serve runs (the emulator behind an
+// http.Server with its limits and Listener) on a loopback port, with the
+// given body timeout, and returns its address.
+func serveLikeServe(t *testing.T, bodyTimeout time.Duration) string {
+	t.Helper()
+	emu, err := emulator.New(memstore.New(nil), &emulator.Options{BodyTimeout: bodyTimeout})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &http.Server{Handler: emu, ReadHeaderTimeout: emulator.DefaultHeaderTimeout, MaxHeaderBytes: emulator.MaxHeaderBytes}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(emulator.Listener(ln))
+	}()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		<-done
+	})
+	return ln.Addr().String()
+}
+
+// signedHeader is the header of a request signed with the default key
+// for a resource type and link.
+func signedHeader(method, resType, link string) string {
+	key, _ := base64.StdEncoding.DecodeString(emulator.DefaultKey)
+	date := time.Now().UTC().Format(http.TimeFormat)
+	auth := url.QueryEscape("type=master&ver=1.0&sig=" + signature(key, method, resType, link, date))
+	return "x-ms-date: " + date + "\r\nx-ms-version: 2020-11-05\r\nAuthorization: " + auth + "\r\n"
+}
+
+// exchange writes raw to a new connection (in the background: the server
+// may stop reading) and reads one response and what follows it.
+func exchange(t *testing.T, addr, raw string) (*http.Response, []byte, error) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	require.NoError(t, conn.SetDeadline(time.Now().Add(hangGuard)))
+	go func() { _, _ = io.WriteString(conn, raw) }()
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	_, after := br.ReadByte() // what follows the answer: the connection's end
+	return resp, body, after
+}
+
+// requireCosmosError checks a Cosmos-shaped error and returns its code and
+// message.
+func requireCosmosError(t *testing.T, resp *http.Response, body []byte) (string, string) {
+	t.Helper()
+	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	assert.NotEmpty(t, resp.Header.Get("x-ms-activity-id"))
+	var e struct{ Code, Message string }
+	require.NoError(t, json.Unmarshal(body, &e), "an error body is JSON: %q", body)
+	return e.Code, e.Message
+}
+
+// A body that trickles is cut off at the body timeout, whether the
+// handler reads it (a signed create: 408) or answers without it (an
+// unsigned request: 401); either way the connection is closed, where
+// before a client held it as long as it trickled (100 slow bodies held
+// for 30 s).
+func TestSlowBodiesAreCutOff(t *testing.T) {
+	addr := serveLikeServe(t, 50*time.Millisecond)
+	cases := []struct {
+		name   string
+		header string
+		status int
+		code   string
+	}{
+		{"signed, read by the handler", signedHeader("POST", "dbs", ""), http.StatusRequestTimeout, "RequestTimeout"},
+		{"unsigned, answered unread", "", http.StatusUnauthorized, "Unauthorized"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// Content-Length promises 1000 bytes; 9 arrive, then nothing.
+			raw := "POST /dbs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n" + tc.header + "\r\n" + `{"id":"a"`
+			resp, body, after := exchange(t, addr, raw)
+			require.Equal(t, tc.status, resp.StatusCode, "%s", body)
+			code, msg := requireCosmosError(t, resp, body)
+			assert.Equal(t, tc.code, code)
+			if tc.status == http.StatusRequestTimeout {
+				assert.Contains(t, msg, "--body-timeout")
+			}
+			assert.True(t, resp.Close, "the answer closes the connection")
+			require.ErrorIs(t, after, io.EOF, "the server closed the connection; it did not wait for the rest of the body")
+		})
+	}
+}
+
+// A body that arrives in time is served, and the connection is kept for
+// the next request: the deadline bounds the body only.
+func TestBodiesInTimeAreServed(t *testing.T) {
+	addr := serveLikeServe(t, time.Minute)
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(hangGuard)))
+	br := bufio.NewReader(conn)
+	for i := range 2 {
+		body := fmt.Sprintf(`{"id":"db%d"}`, i)
+		_, err := fmt.Fprintf(conn, "POST /dbs HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n%s\r\n%s", len(body), signedHeader("POST", "dbs", ""), body)
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err)
+		data, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, resp.StatusCode, "%s", data)
+		assert.False(t, resp.Close)
+	}
+}
+
+// What net/http refuses before any handler runs is answered in Cosmos DB's
+// shape too: before, a 2 MB header got net/http's plain-text 431.
+func TestNetHTTPRefusalsAreCosmosShaped(t *testing.T) {
+	addr := serveLikeServe(t, 0)
+	cases := []struct {
+		name, raw string
+		status    int
+		code      string
+		message   string
+	}{
+		{"2 MB header", "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 2<<20) + "\r\n\r\n", http.StatusRequestHeaderFieldsTooLarge, "RequestHeaderFieldsTooLarge", "emulator.MaxHeaderBytes = 1048576"},
+		{"malformed request line", "GARBAGE\r\n\r\n", http.StatusBadRequest, "BadRequest", "refused the request before reading it"},
+		{"malformed header", "GET / HTTP/1.1\r\nHost: x\r\nno colon\r\n\r\n", http.StatusBadRequest, "BadRequest", "400 Bad Request"},
+		{"no Host", "GET / HTTP/1.1\r\n\r\n", http.StatusBadRequest, "BadRequest", "missing required Host header"},
+		{"unknown transfer encoding", "POST /dbs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", http.StatusNotImplemented, "NotImplemented", "Unsupported transfer encoding"},
+		{"HTTP/3 request line", "GET / HTTP/3.0\r\nHost: x\r\n\r\n", http.StatusHTTPVersionNotSupported, "HttpVersionNotSupported", "unsupported protocol version"},
+		{"unknown expectation", "GET / HTTP/1.1\r\nHost: x\r\nExpect: something\r\n\r\n", http.StatusExpectationFailed, "ExpectationFailed", "only 100-continue"},
+		{"method not allowed", "DELETE / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + signedHeader("DELETE", "", "") + "\r\n", http.StatusMethodNotAllowed, "MethodNotAllowed", "DELETE is not allowed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body, _ := exchange(t, addr, tc.raw)
+			require.Equal(t, tc.status, resp.StatusCode, "%s", body)
+			code, msg := requireCosmosError(t, resp, body)
+			assert.Equal(t, tc.code, code)
+			assert.Contains(t, msg, tc.message)
+		})
+	}
+}
+
+// A good request passes through the Listener untouched.
+func TestListenerPassesAnswersThrough(t *testing.T) {
+	addr := serveLikeServe(t, 0)
+	resp, body, _ := exchange(t, addr, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"+signedHeader("GET", "", "")+"\r\n")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.Contains(t, string(body), `"databaseAccountEndpoint"`)
+}
+
+// A query nested or chained far past the parser's limits is answered 400,
+// Cosmos-shaped, naming the limit and where the query went past it; the
+// parser stops there (query.TestDeepQueriesStayBoundedInTheParser).
+func TestDeepQueriesAreBadRequests(t *testing.T) {
+	srv := rawServer(t)
+	for _, text := range []string{
+		"SELECT * FROM c WHERE " + strings.Repeat("NOT ", 100_000) + "true",
+		"SELECT * FROM c WHERE " + strings.Repeat("(", 100_000) + "true" + strings.Repeat(")", 100_000),
+	} {
+		body, err := json.Marshal(map[string]string{"query": text})
+		require.NoError(t, err)
+		code, h, answer := send(t, srv, rawRequest{method: "POST", path: docs, body: body, header: queryHeader(nil)})
+		require.Equal(t, http.StatusBadRequest, code, "%.300s", answer)
+		assert.Equal(t, "BadRequest", cosmosError(t, h, answer))
+		assert.Contains(t, string(answer), "query: limit exceeded")
+		assert.Contains(t, string(answer), "at byte")
+	}
+}
