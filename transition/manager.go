@@ -133,6 +133,11 @@ type record struct {
 	Copy    map[string]string `json:"copy"`  // source → read-feed continuation; "done" when finished
 	Started time.Time         `json:"started"`
 	Owner   string            `json:"owner,omitempty"` // the process running it; empty when none
+	// Settled records, after the switch, that every router has
+	// acknowledged it or let its lease lapse: no router reads by the
+	// current placement any more, so the clean-up may delete sources. A
+	// resumed reshard that finds it unset waits for the routers first.
+	Settled bool `json:"settled,omitempty"`
 }
 
 type phaseDoc struct {
@@ -697,6 +702,9 @@ func (m *manager) run(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := m.settle(ctx); err != nil {
+		return err
+	}
 	if err := m.cleanup(ctx); err != nil {
 		return err
 	}
@@ -1125,10 +1133,13 @@ func (m *manager) cutover(ctx context.Context) error {
 		cctx, cancel := context.WithTimeout(ctx, m.o.CutoverCap)
 		_, err := m.catchUp(cctx)
 		if err == nil {
-			// Still within the cap: the switch.
+			// Still within the cap: the switch. Writes to moving keys stay
+			// frozen until the routers have acknowledged it (settle), so a
+			// router that still reads by the current placement reads what
+			// the next one holds.
 			m.mu.Lock()
-			m.rec.Step = StepSwitched
-			err = m.publishLocked(cctx, m.transition(ReadNext, false), true)
+			m.rec.Step, m.rec.Settled = StepSwitched, false
+			err = m.publishLocked(cctx, m.transition(ReadNext, true), true)
 			m.mu.Unlock()
 		}
 		cancel()
@@ -1145,18 +1156,202 @@ func (m *manager) cutover(ctx context.Context) error {
 	}
 }
 
-// cleanup removes the moved documents from their sources, each If-Match the
-// ETag it has: one that differs from its copy and is newer (a write that
-// reached the old place after all) is copied again first, so nothing is
-// lost.
-func (m *manager) cleanup(ctx context.Context) error {
-	return m.forEachIn(ctx, m.from, m.cleanOne)
+// settle waits, after the switch and before the clean-up deletes anything,
+// until every router has acknowledged the switch or let its lease lapse
+// (shardstate.WaitForRouters), whether or not the store fences writes:
+// reads are not fenced, so a router that has not seen the switch reads
+// the current placement, whose sources the clean-up removes. While it
+// waits, writes to moving keys stay frozen (at most CutoverCap; a router
+// waits for them within its MovingWait), so such a router reads what the
+// next placement holds: the wait costs the writes to moving keys that
+// long, and nothing else. A router that has not answered by then may
+// read the moving keys' state as of the switch; the freeze is lifted and
+// the wait goes on, up to RouterWait, for it to acknowledge or lapse.
+// The outcome is recorded (record.Settled), so a resumed run waits too.
+func (m *manager) settle(ctx context.Context) error {
+	m.mu.Lock()
+	settled, version := m.rec.Settled, m.state.Version
+	r, err := m.state.Decode()
+	m.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	frozen := false
+	if t, ok := r.(*Resolver); ok {
+		frozen = t.Frozen()
+	}
+	switch {
+	case settled && frozen:
+		// A run that stopped in the clean-up's freeze (settleSuspects).
+		return m.thaw(ctx, true)
+	case settled:
+		return nil
+	case frozen:
+		wctx, cancel := context.WithTimeout(ctx, m.o.CutoverCap)
+		err := shardstate.WaitForRouters(wctx, m.st, m.db, version, m.o.Routers)
+		cancel()
+		var stale *shardstate.StaleRoutersError
+		switch {
+		case err == nil:
+			settled = true
+		case errors.As(err, &stale) && ctx.Err() == nil:
+			m.log.Warn("reshard switch: routers did not acknowledge it within the cutover cap; writes thawed, waiting for them before the clean-up",
+				"db", m.db, "cap", m.o.CutoverCap, "error", err)
+		default:
+			_ = m.thaw(ctx, false)
+			return fmt.Errorf("transition: waiting for the routers of %s to acknowledge the switch: %w", m.db, err)
+		}
+		if err := m.thaw(ctx, settled); err != nil {
+			return err
+		}
+	}
+	if !settled {
+		wctx, cancel := context.WithTimeout(ctx, m.o.RouterWait)
+		err := shardstate.WaitForRouters(wctx, m.st, m.db, version, m.o.Routers)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("transition: waiting for the routers of %s to acknowledge the switch before the clean-up (stop or restart the routers named, or wait for their leases to lapse, then run the reshard again): %w", m.db, err)
+		}
+		if err := m.checkpoint(ctx, func() { m.rec.Settled = true }); err != nil {
+			return err
+		}
+	}
+	m.log.Info("reshard switch acknowledged by every router", "db", m.db, "version", version)
+	return nil
 }
 
-func (m *manager) cleanOne(ctx context.Context, source string, doc []byte) error {
+// thaw publishes the switched transition unfrozen, recording settled.
+func (m *manager) thaw(ctx context.Context, settled bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rec.Settled = settled
+	return m.publishLocked(ctx, m.transition(ReadNext, false), false)
+}
+
+// suspect is a moving source document the clean-up could not remove yet:
+// its copy was missing, or it or its copy changed under the clean-up.
+type suspect struct {
+	source string
+	id     string
+	sk     any
+}
+
+// cleanup removes the moved documents from their sources, each only with
+// proof that nothing is lost: its copy exists and is as new (the source
+// is removed If-Match the ETag it has), or its copy is older and is
+// written again first (If-Match the copy's ETag: a copy that moved on
+// meanwhile is newer). A source whose copy is missing is never taken for
+// a delete: a router deletes a moving key from both placements, the copy
+// first (see settleSuspects), so a source that still exists was not
+// deleted, and it is copied again (a copy walk may have skipped it).
+func (m *manager) cleanup(ctx context.Context) error {
+	var mu sync.Mutex
+	var suspects []suspect
+	err := m.forEachIn(ctx, m.from, func(ctx context.Context, source string, doc []byte) error {
+		sus, err := m.cleanOne(ctx, source, doc, false)
+		if sus != nil {
+			mu.Lock()
+			suspects = append(suspects, *sus)
+			mu.Unlock()
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return m.settleSuspects(ctx, suspects)
+}
+
+// maxSettleRounds bounds the frozen rounds of settleSuspects in which no
+// suspect was resolved.
+const maxSettleRounds = 3
+
+// settleSuspects resolves the documents the clean-up left: those whose
+// source is gone meanwhile were deleted through a router (from both
+// placements); for the others, writes and deletes of moving keys are
+// frozen under a new epoch (so no router's delete is half done, between
+// its copy and its source: a store that fences refuses its second half,
+// on one that cannot every router is waited for), then each missing copy is made
+// again from its source (a create, with the epoch) before the source is
+// removed, If-Match. The freeze lasts at most CutoverCap a round. Cost:
+// nothing when there are none; else a read per suspect, and per round two
+// state versions and a wait for the routers.
+func (m *manager) settleSuspects(ctx context.Context, suspects []suspect) error {
+	// First without a freeze: a router's delete that was half done when
+	// the clean-up read the copy has removed the source since.
+	var err error
+	if suspects, err = m.resolveSuspects(ctx, suspects, false); err != nil || len(suspects) == 0 {
+		return err
+	}
+	for idle := 0; len(suspects) > 0; {
+		if idle == maxSettleRounds {
+			return fmt.Errorf("transition: the clean-up of %s: %d source documents (%q in %s, ...) changed under %d freezes of their keys: is a process writing to the sources without a router that follows the state?",
+				m.db, len(suspects), suspects[0].id, suspects[0].source, maxSettleRounds)
+		}
+		m.log.Info("reshard clean-up: copying again the documents whose copy is missing, moving keys frozen", "db", m.db, "documents", len(suspects))
+		// A new epoch: a store that fences refuses the rest of a router's
+		// delete begun before (it deletes again, frozen, after the thaw);
+		// one that cannot is waited for.
+		m.mu.Lock()
+		err := m.publishLocked(ctx, m.transition(ReadNext, true), true)
+		m.mu.Unlock()
+		if err != nil {
+			_ = m.thaw(ctx, true)
+			return fmt.Errorf("transition: freezing the moving keys of %s for the clean-up: %w", m.db, err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, m.o.CutoverCap)
+		left, err := m.resolveSuspects(cctx, suspects, true)
+		cancel()
+		if terr := m.thaw(ctx, true); terr != nil {
+			return terr
+		}
+		switch {
+		case err != nil && ctx.Err() == nil && cctx.Err() != nil:
+			// Past the cap: the rest in the next freeze.
+		case err != nil:
+			return err
+		}
+		if len(left) == len(suspects) {
+			idle++
+		}
+		suspects = left
+	}
+	return nil
+}
+
+// resolveSuspects reads each suspect's source again and cleans it (see
+// cleanOne); it returns those still unresolved. A source gone meanwhile
+// was deleted through a router. On an error, the suspects not reached are
+// returned with it.
+func (m *manager) resolveSuspects(ctx context.Context, suspects []suspect, frozen bool) ([]suspect, error) {
+	var left []suspect
+	for i, s := range suspects {
+		src, err := m.st.Read(ctx, s.source, s.id, &store.ReadOptions{PartitionKey: s.sk})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			continue
+		case err != nil:
+			return append(left, suspects[i:]...), fmt.Errorf("transition: reading %q in %s: %w", s.id, s.source, err)
+		}
+		sus, err := m.cleanOne(ctx, s.source, src.Body, frozen)
+		if err != nil {
+			return append(left, suspects[i:]...), err
+		}
+		if sus != nil {
+			left = append(left, *sus)
+		}
+	}
+	return left, nil
+}
+
+// cleanOne removes one source document when its key moved and the proof
+// is there (see cleanup); otherwise it returns it as a suspect. With
+// frozen (no router writes or deletes moving keys, none is half done), a
+// missing copy is made again from doc before the source is removed.
+func (m *manager) cleanOne(ctx context.Context, source string, doc []byte, frozen bool) (*suspect, error) {
 	mv, err := m.moving(source, doc)
 	if err != nil || mv.target == "" {
-		return err
+		return nil, err
 	}
 	target, sk := mv.target, mv.sk
 	var meta struct {
@@ -1165,31 +1360,48 @@ func (m *manager) cleanOne(ctx context.Context, source string, doc []byte) error
 		TS   int64  `json:"_ts"`
 	}
 	if err := json.Unmarshal(doc, &meta); err != nil {
-		return fmt.Errorf("transition: a document in %s: %w", source, err)
+		return nil, fmt.Errorf("transition: a document in %s: %w", source, err)
 	}
+	sus := &suspect{source: source, id: meta.ID, sk: sk}
 	copyDoc, err := m.st.Read(ctx, target, meta.ID, &store.ReadOptions{PartitionKey: sk})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		// Every moving source had its copy when the writes were frozen, so
-		// a missing copy was deleted since (a delete removes the owner's
-		// copy first, then the source's, and may have stopped between):
-		// the source goes too.
+		// No proof of a delete: a router deletes a moving key's copy and
+		// then its source, and may be between the two; or the copy walk
+		// skipped the document. Under the freeze neither can be under way:
+		// the copy is made again (a create: a copy written meanwhile wins).
+		if !frozen {
+			return sus, nil
+		}
+		if _, err := m.st.Create(ctx, target, doc, &store.WriteOptions{PartitionKey: sk, Epoch: m.epoch()}); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				return sus, nil
+			}
+			return nil, fmt.Errorf("transition: copying %q to %s again: %w", meta.ID, target, err)
+		}
+		m.cnt.caught.Add(1)
 	case err != nil:
-		return fmt.Errorf("transition: reading %q in %s: %w", meta.ID, target, err)
+		return nil, fmt.Errorf("transition: reading %q in %s: %w", meta.ID, target, err)
 	case !sameContent(doc, copyDoc.Body) && meta.TS > copyDoc.Timestamp:
-		// The source was written after its last copy, across the switch (a
-		// router that was not fenced): copy it again unless the copy moved
-		// on meanwhile.
-		if _, err := m.st.Replace(ctx, target, meta.ID, doc, &store.WriteOptions{PartitionKey: sk, IfMatch: copyDoc.ETag, Epoch: m.epoch()}); err != nil && !errors.Is(err, store.ErrPreconditionFailed) {
-			return fmt.Errorf("transition: copying %q to %s again: %w", meta.ID, target, err)
+		// The source was written after its last copy: copy it again unless
+		// the copy moved on meanwhile (then the copy is the newer).
+		_, err := m.st.Replace(ctx, target, meta.ID, doc, &store.WriteOptions{PartitionKey: sk, IfMatch: copyDoc.ETag, Epoch: m.epoch()})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return sus, nil // deleted meanwhile: no proof either way yet
+		case err != nil && !errors.Is(err, store.ErrPreconditionFailed):
+			return nil, fmt.Errorf("transition: copying %q to %s again: %w", meta.ID, target, err)
 		}
 	}
 	err = m.st.Delete(ctx, source, meta.ID, &store.WriteOptions{PartitionKey: sk, IfMatch: meta.ETag, Epoch: m.epoch()})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("transition: removing %q from %s: %w", meta.ID, source, err)
+	switch {
+	case errors.Is(err, store.ErrPreconditionFailed):
+		return sus, nil // the source changed since it was read: look again
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("transition: removing %q from %s: %w", meta.ID, source, err)
 	}
 	m.cnt.deleted.Add(1)
-	return nil
+	return nil, nil
 }
 
 // sameContent compares two stored documents without their system
