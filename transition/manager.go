@@ -118,9 +118,15 @@ type Progress struct {
 	CaughtUp int64 // copies written again by the catch-up
 	Verified int64 // copies checked against their sources (a resumed run checks every copy)
 	Deleted  int64 // sources removed after the switch
-	Started  time.Time
-	Rate     float64       // documents scanned per second since Started
-	ETA      time.Duration // the copy's time left at Rate; 0 when unknown or done
+	// Rounds counts the catch-up's rounds in this run (each reads every
+	// source's changes up to about when it began); Behind is how many
+	// copies the last round had to write again: the catch-up's lag, which
+	// the cutover needs small before it freezes the moving keys.
+	Rounds  int
+	Behind  int64
+	Started time.Time
+	Rate    float64       // documents scanned per second since Started
+	ETA     time.Duration // the copy's time left at Rate; 0 when unknown or done
 }
 
 // record is the reshard's part of the state's phase.
@@ -164,7 +170,8 @@ type manager struct {
 	mu     sync.Mutex // guards state, rec's maps, and checkpoints
 	state  *shardstate.State
 	prog   Progress
-	cnt    struct{ scanned, copied, caught, verified, deleted atomic.Int64 }
+	cnt    struct{ scanned, copied, caught, verified, deleted, behind atomic.Int64 }
+	rounds atomic.Int64
 }
 
 // Reshard moves a database from the resolver in its shared state to next,
@@ -670,6 +677,7 @@ func (m *manager) report(step string) {
 	}
 	m.prog.Scanned, m.prog.Copied, m.prog.CaughtUp, m.prog.Deleted = m.cnt.scanned.Load(), m.cnt.copied.Load(), m.cnt.caught.Load(), m.cnt.deleted.Load()
 	m.prog.Verified = m.cnt.verified.Load()
+	m.prog.Rounds, m.prog.Behind = int(m.rounds.Load()), m.cnt.behind.Load()
 	m.prog.ETA = 0
 	if secs := time.Since(m.prog.Started).Seconds(); secs > 0 {
 		m.prog.Rate = float64(m.prog.Scanned) / secs
@@ -1020,10 +1028,12 @@ func (m *manager) reconcileOne(ctx context.Context, target string, doc []byte) e
 	return nil
 }
 
-// catchUp copies again what was written to moving keys since each
-// source's position, and moves the positions on; it returns how many
-// copies it wrote.
-func (m *manager) catchUp(ctx context.Context) (int64, error) {
+// catchUp is one round of the catch-up: it copies again what was written
+// to moving keys since each source's position, up to about when the round
+// began (see catchUpSource; frozen: the writes to moving keys are frozen),
+// and moves the positions on; it returns how many copies it wrote (the
+// lag, Progress.Behind).
+func (m *manager) catchUp(ctx context.Context, frozen bool) (int64, error) {
 	m.mu.Lock()
 	feeds := make(map[string]string, len(m.rec.Feeds))
 	sources := make([]string, 0, len(m.rec.Feeds))
@@ -1041,21 +1051,30 @@ func (m *manager) catchUp(ctx context.Context) (int64, error) {
 		pos := feeds[s]
 		mu.Unlock()
 		g.Go(func() error {
-			next, err := m.catchUpSource(gctx, s, pos, &total)
+			next, err := m.catchUpSource(gctx, s, pos, frozen, &total)
 			mu.Lock()
 			feeds[s] = next
 			mu.Unlock()
 			return err
 		})
 	}
-	if err := g.Wait(); err != nil {
+	err := g.Wait()
+	m.cnt.caught.Add(total.Load())
+	if err != nil {
 		return total.Load(), err
 	}
-	m.cnt.caught.Add(total.Load())
+	m.rounds.Add(1)
+	m.cnt.behind.Store(total.Load())
+	m.report("")
 	return total.Load(), m.checkpoint(ctx, func() { m.rec.Feeds = feeds })
 }
 
-func (m *manager) catchUpSource(ctx context.Context, source, pos string, total *atomic.Int64) (string, error) {
+// catchUpSource is one round of the catch-up of a source from pos: its
+// change feed (or, on a store without one, its documents by _ts) up to
+// about when the round began (frozen: the writes to moving keys are
+// frozen, see below), so a round ends however fast the source is written.
+// It returns the position the next round starts from.
+func (m *manager) catchUpSource(ctx context.Context, source, pos string, frozen bool, total *atomic.Int64) (string, error) {
 	if since, ok := strings.CutPrefix(pos, "ts:"); ok {
 		return m.catchUpByTime(ctx, source, since, total)
 	}
@@ -1063,42 +1082,75 @@ func (m *manager) catchUpSource(ctx context.Context, source, pos string, total *
 	if !ok {
 		return pos, fmt.Errorf("transition: %s's catch-up position is a change-feed position, and the store has no change feed", source)
 	}
+	// The round ends at an empty page, or after a page that reaches a
+	// change made after the round began (by _ts, in seconds): when the
+	// writes to moving keys are frozen, after it began by more than the
+	// clocks' overlap, so that every change before the freeze is read.
+	until := time.Now().Unix()
+	if frozen {
+		until = time.Now().Add(m.o.Overlap).Unix()
+	}
 	for {
 		page, err := cf.ReadChanges(ctx, source, &store.ChangeFeedOptions{Continuation: pos, PageSize: 200})
 		if err != nil {
 			return pos, fmt.Errorf("transition: the change feed of %s: %w", source, err)
 		}
-		for _, doc := range page.Items {
-			if _, err := m.catchUpOne(ctx, source, doc, total); err != nil {
-				return pos, err
-			}
+		if err := m.catchUpPage(ctx, source, page.Items, total); err != nil {
+			return pos, err
 		}
 		pos = page.Continuation
-		if len(page.Items) == 0 {
+		if len(page.Items) == 0 || stampOf(page.Items[len(page.Items)-1]) > until {
 			return pos, nil
 		}
 	}
 }
 
+// stampOf returns a stored document's _ts; 0 when it has none.
+func stampOf(doc []byte) int64 {
+	var meta struct {
+		TS int64 `json:"_ts"`
+	}
+	_ = json.Unmarshal(doc, &meta)
+	return meta.TS
+}
+
+// catchUpPage copies again the moving documents of a page of changes,
+// through the pool (see inPool): a page holds each document once.
+func (m *manager) catchUpPage(ctx context.Context, source string, docs []json.RawMessage, total *atomic.Int64) error {
+	err := m.inPool(ctx, docs, func(_ context.Context, doc []byte) (func(context.Context) error, error) {
+		mv, err := m.moving(source, doc)
+		if err != nil || mv.target == "" {
+			return nil, err
+		}
+		return func(ctx context.Context) error {
+			_, err := m.copyMove(ctx, source, doc, mv, total, true)
+			return err
+		}, nil
+	})
+	m.report("")
+	return err
+}
+
 // catchUpByTime is the catch-up of a store without a change feed: every
-// document whose _ts is at or after the position less the overlap.
+// document whose _ts is at or after the position less the overlap, and
+// not past the round's start plus the overlap (later ones are the next
+// round's).
 func (m *manager) catchUpByTime(ctx context.Context, source, since string, total *atomic.Int64) (string, error) {
 	t, err := time.Parse(time.RFC3339Nano, since)
 	if err != nil {
 		return "ts:" + since, fmt.Errorf("transition: %s's catch-up position %q: %w", source, since, err)
 	}
 	started := time.Now().UTC()
-	q := store.Query{Text: "SELECT * FROM c WHERE c._ts >= @ts", Parameters: []store.Param{{Name: "@ts", Value: t.Add(-m.o.Overlap).Unix()}}}
+	q := store.Query{Text: "SELECT * FROM c WHERE c._ts >= @ts AND c._ts <= @until", Parameters: []store.Param{
+		{Name: "@ts", Value: t.Add(-m.o.Overlap).Unix()}, {Name: "@until", Value: started.Add(m.o.Overlap).Unix()}}}
 	opts := &store.QueryOptions{PageSize: 200}
 	for {
 		page, err := m.st.Query(ctx, source, q, opts)
 		if err != nil {
 			return "ts:" + since, fmt.Errorf("transition: catching up %s: %w", source, err)
 		}
-		for _, doc := range page.Items {
-			if _, err := m.catchUpOne(ctx, source, doc, total); err != nil {
-				return "ts:" + since, err
-			}
+		if err := m.catchUpPage(ctx, source, page.Items, total); err != nil {
+			return "ts:" + since, err
 		}
 		if page.Continuation == "" {
 			return "ts:" + started.Format(time.RFC3339Nano), nil
@@ -1107,19 +1159,32 @@ func (m *manager) catchUpByTime(ctx context.Context, source, since string, total
 	}
 }
 
-// cutover catches up until little is left, freezes writes to moving keys,
+// maxRounds bounds the catch-up rounds before each freeze; smallLag is a
+// lag (copies a round wrote again) small enough to freeze at once.
+const (
+	maxRounds = 10
+	smallLag  = 100
+)
+
+// cutover catches up until little is left (or the lag stops shrinking), freezes writes to moving keys,
 // catches up the rest, and switches; past CutoverCap it thaws and tries
 // again.
 func (m *manager) cutover(ctx context.Context) error {
 	for try := 1; ; try++ {
-		for pass := 0; pass < 10; pass++ {
-			n, err := m.catchUp(ctx)
+		// Catch up until little is left, or a round leaves no less behind
+		// than the one before (the writes to moving keys outpace the
+		// catch-up: only the freeze ends them), or maxRounds rounds.
+		prev := int64(-1)
+		for round := 1; round <= maxRounds; round++ {
+			n, err := m.catchUp(ctx, false)
 			if err != nil {
 				return err
 			}
-			if n < 100 {
+			m.log.Info("reshard catch-up round", "db", m.db, "round", m.rounds.Load(), "behind", n)
+			if n < smallLag || (prev >= 0 && n >= prev) {
 				break
 			}
+			prev = n
 		}
 		if err := m.step("caught-up"); err != nil {
 			return err
@@ -1131,7 +1196,7 @@ func (m *manager) cutover(ctx context.Context) error {
 			return err
 		}
 		cctx, cancel := context.WithTimeout(ctx, m.o.CutoverCap)
-		_, err := m.catchUp(cctx)
+		_, err := m.catchUp(cctx, true)
 		if err == nil {
 			// Still within the cap: the switch. Writes to moving keys stay
 			// frozen until the routers have acknowledged it (settle), so a
@@ -1147,7 +1212,8 @@ func (m *manager) cutover(ctx context.Context) error {
 			return m.step("switched")
 		}
 		if ctx.Err() != nil || try >= m.o.CutoverTries {
-			return fmt.Errorf("transition: the cutover of %s did not finish within %s in %d tries: %w", m.db, m.o.CutoverCap, try, err)
+			return fmt.Errorf("transition: the cutover of %s did not finish within %s in %d tries (the last catch-up round before the freeze copied %d documents again, after %d rounds: if writes to moving keys outpace the catch-up, raise CutoverCap, within the routers' MovingWait, or Parallelism, or lower the write rate, then run the reshard again; nothing is lost meanwhile): %w",
+				m.db, m.o.CutoverCap, try, m.cnt.behind.Load(), m.rounds.Load(), err)
 		}
 		m.log.Warn("reshard cutover past its cap: writes thawed, catching up before the next try", "db", m.db, "try", try, "cap", m.o.CutoverCap, "error", err)
 		if err := m.setStep(ctx, StepCopy, ReadCurrent, false); err != nil {

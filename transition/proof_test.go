@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
@@ -63,23 +64,36 @@ func (s *skipping) ReadFeed(ctx context.Context, l string, o *store.FeedOptions)
 	return &out, nil
 }
 
+// seed is one of seeded's documents whose key moves: its id and the
+// collection it moves from.
+type seed struct{ id, from string }
+
+// movingSeeds returns, in order, which of seeded's first n documents
+// move from one resolver to the other.
+func movingSeeds(t *testing.T, n int, from, to resolver.Resolver) []seed {
+	var out []seed
+	for i := range n {
+		key := fmt.Sprintf("u%d", i%500)
+		f, err := from.ResolveForCreate(key)
+		require.NoError(t, err)
+		tt, err := to.ResolveForCreate(key)
+		require.NoError(t, err)
+		if f != tt {
+			out = append(out, seed{id: fmt.Sprintf("seed-%d", i), from: f})
+		}
+	}
+	return out
+}
+
 // TestCleanupNeedsProof: a copy walk that skipped a moving document (so
 // its copy was never made) does not make the clean-up delete it: a
 // missing copy alone is copied again, never taken for a delete.
 func TestCleanupNeedsProof(t *testing.T) {
 	ctx := context.Background()
 	st, _, l := seeded(t, ring(t, 2), 300)
-	id := ""
-	for i := range 300 {
-		key := fmt.Sprintf("u%d", i%500)
-		from, _ := ring(t, 2).ResolveForCreate(key)
-		to, _ := ring(t, 3).ResolveForCreate(key)
-		if from != to {
-			id = fmt.Sprintf("seed-%d", i)
-			break
-		}
-	}
-	require.NotEmpty(t, id, "a moving document")
+	moving := movingSeeds(t, 300, ring(t, 2), ring(t, 3))
+	require.NotEmpty(t, moving, "a moving document")
+	id := moving[0].id
 	sk := &skipping{Store: st, id: id}
 	_, err := transition.Reshard(ctx, sk, db, ring(t, 3), nil)
 	require.NoError(t, err)
