@@ -115,45 +115,73 @@ func (d *deletes) Delete(ctx context.Context, l, id string, o *store.WriteOption
 }
 
 // TestSwitchWaitsForReaders: a router that only reads and has not polled
-// since the switch (it polls once an hour) keeps the clean-up from
-// deleting any source until it has acknowledged the switch, even on a
-// store that fences writes (reads are not fenced).
+// since the switch keeps the clean-up from deleting any source until it
+// has acknowledged the switch (it polls once an hour, and is refreshed
+// only once the reshard waits for it) or its lease has lapsed (a router
+// gone without releasing it), even on a store that fences writes: reads
+// are not fenced.
 func TestSwitchWaitsForReaders(t *testing.T) {
-	ctx := context.Background()
-	st, _, l := seeded(t, ring(t, 2), 300)
-	reader := router.New(st, nil)
-	f, err := reader.Follow(ctx, db, &router.FollowOptions{PollInterval: time.Hour, LeaseDuration: 2 * time.Hour})
-	require.NoError(t, err)
-	defer f.Close()
-	wrapped := &deletes{skipping: &skipping{Store: st, skipped: true}}
-	var switched, waited atomic.Bool
-	var deletedBefore atomic.Int64
-	_, err = transition.Reshard(ctx, wrapped, db, ring(t, 3), &transition.ReshardOptions{
-		CutoverCap: time.Hour, // the wait under the freeze ends by the reader, not by the cap
-		Step: func(s string) error {
-			if s == "switched" {
-				switched.Store(true)
+	for _, lapses := range []bool{false, true} {
+		t.Run(map[bool]string{false: "refreshes", true: "lapses"}[lapses], func(t *testing.T) {
+			ctx := context.Background()
+			st, _, l := seeded(t, ring(t, 2), 300)
+			readerID := "gone"
+			var refresh func() error
+			if !lapses {
+				reader := router.New(st, nil)
+				f, err := reader.Follow(ctx, db, &router.FollowOptions{PollInterval: time.Hour, LeaseDuration: 2 * time.Hour})
+				require.NoError(t, err)
+				defer f.Close()
+				readerID, refresh = f.RouterID(), func() error { return f.Refresh(ctx) }
 			}
-			return nil
-		},
-		Routers: &shardstate.WaitOptions{Poll: 5 * time.Millisecond, Pending: func(ls []*shardstate.Lease) {
-			for _, l := range ls {
-				if l.Router != f.RouterID() {
-					continue
+			wrapped := &deletes{skipping: &skipping{Store: st, skipped: true}}
+			var switched, waited atomic.Bool
+			var deletedBefore atomic.Int64
+			_, err := transition.Reshard(ctx, wrapped, db, ring(t, 3), &transition.ReshardOptions{
+				CutoverCap: time.Hour, // the wait under the freeze ends by the reader, not by the cap
+				Step: func(s string) error {
+					switch {
+					case s == "copied" && lapses:
+						// A router that read this version and stopped.
+						cur, err := shardstate.Load(ctx, st, db)
+						require.NoError(t, err)
+						_, err = shardstate.RenewLease(ctx, st, shardstate.Lease{Router: readerID, Database: db,
+							Version: cur.Version, Epoch: cur.Epoch, ValidFor: 50 * time.Millisecond})
+						require.NoError(t, err)
+					case s == "switched":
+						switched.Store(true)
+					}
+					return nil
+				},
+				Routers: &shardstate.WaitOptions{Poll: 5 * time.Millisecond, Margin: time.Millisecond, Pending: func(ls []*shardstate.Lease) {
+					for _, l := range ls {
+						if l.Router != readerID {
+							continue
+						}
+						if switched.Load() && !waited.Load() {
+							// The reader may still read by the state before
+							// the switch: nothing may have been deleted yet.
+							deletedBefore.Store(wrapped.n.Load())
+							waited.Store(true)
+						}
+						if refresh != nil {
+							require.NoError(t, refresh())
+						}
+					}
+				}},
+			})
+			require.NoError(t, err)
+			require.True(t, waited.Load(), "the reshard waited for the reader after the switch")
+			assert.Zero(t, deletedBefore.Load(), "no source was deleted before the reader acknowledged the switch or lapsed")
+			assert.Positive(t, wrapped.n.Load(), "the clean-up ran")
+			leases, err := shardstate.Leases(ctx, st, db)
+			require.NoError(t, err)
+			for _, le := range leases {
+				if lapses {
+					assert.NotEqual(t, readerID, le.Router, "the lapsed lease was removed")
 				}
-				if switched.Load() && !waited.Load() {
-					// The reader still routes by the state before the
-					// switch: nothing may have been deleted yet.
-					deletedBefore.Store(wrapped.n.Load())
-					waited.Store(true)
-				}
-				require.NoError(t, f.Refresh(ctx))
 			}
-		}},
-	})
-	require.NoError(t, err)
-	require.True(t, waited.Load(), "the reshard waited for the reader after the switch")
-	assert.Zero(t, deletedBefore.Load(), "no source was deleted before the reader acknowledged the switch")
-	assert.Positive(t, wrapped.n.Load(), "the clean-up ran")
-	checkPlaced(t, st, ring(t, 3), l)
+			checkPlaced(t, st, ring(t, 3), l)
+		})
+	}
 }
