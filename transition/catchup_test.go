@@ -85,3 +85,28 @@ func TestCatchUpBounded(t *testing.T) {
 	assert.Positive(t, behind.Load(), "the progress showed the lag")
 	checkPlaced(t, st, ring(t, 3), l)
 }
+
+// TestCutoverGivesUp: a cutover that cannot finish within its cap and
+// tries stops the reshard with an error that says why and what to change;
+// nothing is lost, and the next run finishes.
+func TestCutoverGivesUp(t *testing.T) {
+	ctx := context.Background()
+	st, _, l := seeded(t, ring(t, 2), 300)
+	_, err := transition.Reshard(ctx, st, db, ring(t, 3), &transition.ReshardOptions{
+		CutoverCap: time.Nanosecond, CutoverTries: 2, Routers: &shardstate.WaitOptions{Poll: 5 * time.Millisecond}})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorContains(t, err, "did not finish within 1ns in 2 tries")
+	assert.ErrorContains(t, err, "raise CutoverCap")
+	s, err := shardstate.Load(ctx, st, db)
+	require.NoError(t, err)
+	r, err := s.Decode()
+	require.NoError(t, err)
+	tr, ok := r.(*transition.Resolver)
+	require.True(t, ok, "the reshard is still recorded")
+	assert.False(t, tr.Frozen(), "the moving keys are thawed")
+	assert.Equal(t, transition.ReadCurrent, tr.ReadMode())
+
+	_, err = transition.Reshard(ctx, st, db, ring(t, 3), &transition.ReshardOptions{Routers: &shardstate.WaitOptions{Poll: 5 * time.Millisecond}})
+	require.NoError(t, err)
+	checkPlaced(t, st, ring(t, 3), l)
+}

@@ -1212,6 +1212,14 @@ func (m *manager) cutover(ctx context.Context) error {
 			return m.step("switched")
 		}
 		if ctx.Err() != nil || try >= m.o.CutoverTries {
+			// Thawed before it stops, even when ctx ended: a reshard left
+			// frozen would refuse writes to moving keys until it is resumed.
+			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			terr := m.setStep(tctx, StepCopy, ReadCurrent, false)
+			cancel()
+			if terr != nil {
+				err = fmt.Errorf("%w; and thawing the moving keys failed, so writes to them are refused until the reshard is run again: %w", err, terr)
+			}
 			return fmt.Errorf("transition: the cutover of %s did not finish within %s in %d tries (the last catch-up round before the freeze copied %d documents again, after %d rounds: if writes to moving keys outpace the catch-up, raise CutoverCap, within the routers' MovingWait, or Parallelism, or lower the write rate, then run the reshard again; nothing is lost meanwhile): %w",
 				m.db, m.o.CutoverCap, try, m.cnt.behind.Load(), m.rounds.Load(), err)
 		}
