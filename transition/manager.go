@@ -1166,9 +1166,10 @@ const (
 	smallLag  = 100
 )
 
-// cutover catches up until little is left (or the lag stops shrinking), freezes writes to moving keys,
-// catches up the rest, and switches; past CutoverCap it thaws and tries
-// again.
+// cutover catches up until little is left (or the lag stops shrinking),
+// freezes writes to moving keys, catches up the rest, and switches, the
+// moving keys still frozen (settle thaws them); past CutoverCap it thaws
+// and tries again, and after CutoverTries it thaws and fails, saying why.
 func (m *manager) cutover(ctx context.Context) error {
 	for try := 1; ; try++ {
 		// Catch up until little is left, or a round leaves no less behind
@@ -1345,11 +1346,12 @@ const maxSettleRounds = 3
 // placements); for the others, writes and deletes of moving keys are
 // frozen under a new epoch (so no router's delete is half done, between
 // its copy and its source: a store that fences refuses its second half,
-// on one that cannot every router is waited for), then each missing copy is made
-// again from its source (a create, with the epoch) before the source is
-// removed, If-Match. The freeze lasts at most CutoverCap a round. Cost:
-// nothing when there are none; else a read per suspect, and per round two
-// state versions and a wait for the routers.
+// on one that cannot every router is waited for), then each missing copy
+// is made again from its source (a create, with the epoch) before the
+// source is removed, If-Match. The freeze lasts at most CutoverCap a
+// round. Cost: nothing when there are none; else a read per suspect, and
+// per round two state versions (and, where the store cannot fence, a
+// wait for the routers).
 func (m *manager) settleSuspects(ctx context.Context, suspects []suspect) error {
 	// First without a freeze: a router's delete that was half done when
 	// the clean-up read the copy has removed the source since.
