@@ -1262,8 +1262,14 @@ func (m *manager) settle(ctx context.Context) error {
 	case settled:
 		return nil
 	case frozen:
+		// The routers poll every 25 ms while the state is frozen: so does
+		// this wait, unless told otherwise, to keep the freeze short.
+		wo := store.OptionsOf(m.o.Routers)
+		if wo.Poll <= 0 {
+			wo.Poll = frozenPoll
+		}
 		wctx, cancel := context.WithTimeout(ctx, m.o.CutoverCap)
-		err := shardstate.WaitForRouters(wctx, m.st, m.db, version, m.o.Routers)
+		err := shardstate.WaitForRouters(wctx, m.st, m.db, version, &wo)
 		cancel()
 		var stale *shardstate.StaleRoutersError
 		switch {
@@ -1294,6 +1300,10 @@ func (m *manager) settle(ctx context.Context) error {
 	m.log.Info("reshard switch acknowledged by every router", "db", m.db, "version", version)
 	return nil
 }
+
+// frozenPoll is how often settle reads the leases while the moving keys
+// are frozen (as often as a following router polls a frozen state).
+const frozenPoll = 25 * time.Millisecond
 
 // thaw publishes the switched transition unfrozen, recording settled.
 func (m *manager) thaw(ctx context.Context, settled bool) error {
