@@ -3,6 +3,7 @@ package transition_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -114,6 +115,17 @@ func (d *deletes) Delete(ctx context.Context, l, id string, o *store.WriteOption
 	return d.skipping.Delete(ctx, l, id, o)
 }
 
+// idleFollower returns a router following st's database that never polls
+// by itself within a test (an hour between polls): it moves to a new
+// version only when refreshed, by a call or by a write the store fenced.
+func idleFollower(t *testing.T, st store.Store) (*router.Client, *router.Follower) {
+	c := router.New(st, nil)
+	f, err := c.Follow(context.Background(), db, &router.FollowOptions{PollInterval: time.Hour, LeaseDuration: 2 * time.Hour})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	return c, f
+}
+
 // TestSwitchWaitsForReaders: a router that only reads and has not polled
 // since the switch keeps the clean-up from deleting any source until it
 // has acknowledged the switch (it polls once an hour, and is refreshed
@@ -128,10 +140,7 @@ func TestSwitchWaitsForReaders(t *testing.T) {
 			readerID := "gone"
 			var refresh func() error
 			if !lapses {
-				reader := router.New(st, nil)
-				f, err := reader.Follow(ctx, db, &router.FollowOptions{PollInterval: time.Hour, LeaseDuration: 2 * time.Hour})
-				require.NoError(t, err)
-				defer f.Close()
+				_, f := idleFollower(t, st)
 				readerID, refresh = f.RouterID(), func() error { return f.Refresh(ctx) }
 			}
 			wrapped := &deletes{skipping: &skipping{Store: st, skipped: true}}
@@ -184,4 +193,50 @@ func TestSwitchWaitsForReaders(t *testing.T) {
 			checkPlaced(t, st, ring(t, 3), l)
 		})
 	}
+}
+
+// TestResumeWaitsForReaders: a reshard stopped right after its switch
+// (as a crash would stop it) is resumed by a run that waits for the
+// reader, which has not polled, before its clean-up deletes anything.
+func TestResumeWaitsForReaders(t *testing.T) {
+	ctx := context.Background()
+	st, _, l := seeded(t, ring(t, 2), 300)
+	_, f := idleFollower(t, st)
+	refresh := func(ls []*shardstate.Lease) {
+		for _, l := range ls {
+			if l.Router == f.RouterID() {
+				require.NoError(t, f.Refresh(ctx))
+			}
+		}
+	}
+	crash := errors.New("crash")
+	_, err := transition.Reshard(ctx, st, db, ring(t, 3), &transition.ReshardOptions{
+		Routers: &shardstate.WaitOptions{Poll: 5 * time.Millisecond, Pending: refresh},
+		Step: func(s string) error {
+			if s == "switched" {
+				return crash
+			}
+			return nil
+		}})
+	require.ErrorIs(t, err, crash)
+
+	wrapped := &deletes{skipping: &skipping{Store: st, skipped: true}}
+	var waited atomic.Bool
+	var deletedBefore atomic.Int64
+	_, err = transition.Reshard(ctx, wrapped, db, ring(t, 3), &transition.ReshardOptions{
+		CutoverCap: time.Hour,
+		Routers: &shardstate.WaitOptions{Poll: 5 * time.Millisecond, Pending: func(ls []*shardstate.Lease) {
+			for _, l := range ls {
+				if l.Router == f.RouterID() && !waited.Load() {
+					deletedBefore.Store(wrapped.n.Load())
+					waited.Store(true)
+				}
+			}
+			refresh(ls)
+		}}})
+	require.NoError(t, err)
+	require.True(t, waited.Load(), "the resumed reshard waited for the reader")
+	assert.Zero(t, deletedBefore.Load(), "no source was deleted before the reader acknowledged the switch")
+	assert.Positive(t, wrapped.n.Load(), "the clean-up ran")
+	checkPlaced(t, st, ring(t, 3), l)
 }
