@@ -240,3 +240,55 @@ func TestResumeWaitsForReaders(t *testing.T) {
 	assert.Positive(t, wrapped.n.Load(), "the clean-up ran")
 	checkPlaced(t, st, ring(t, 3), l)
 }
+
+// halfDeleted is a store on which a router's delete of one moving
+// document is half done when the clean-up looks at it: its copy is
+// deleted as the clean-up reads it, its source just before the clean-up
+// reads that again.
+type halfDeleted struct {
+	*skipping
+	armed          atomic.Bool
+	id, source     string
+	target         string
+	copyGone, done atomic.Bool // the copy, the source deleted
+}
+
+func (h *halfDeleted) Read(ctx context.Context, l, id string, o *store.ReadOptions) (*store.Document, error) {
+	if h.armed.Load() && id == h.id {
+		switch {
+		case l == h.target && h.copyGone.CompareAndSwap(false, true):
+			_ = h.skipping.Store.Delete(ctx, l, id, &store.WriteOptions{PartitionKey: o.PartitionKey})
+		case l == h.source && h.copyGone.Load() && h.done.CompareAndSwap(false, true):
+			_ = h.skipping.Store.Delete(ctx, l, id, &store.WriteOptions{PartitionKey: o.PartitionKey})
+		}
+	}
+	return h.skipping.Read(ctx, l, id, o)
+}
+
+// TestCleanupHalfDoneDelete: a delete through a router that has removed
+// the copy but not yet the source when the clean-up reads them is not
+// undone: the source is read again, found gone, and nothing is copied
+// back.
+func TestCleanupHalfDoneDelete(t *testing.T) {
+	ctx := context.Background()
+	st, _, l := seeded(t, ring(t, 2), 300)
+	m := movingSeeds(t, 300, ring(t, 2), ring(t, 3))[0]
+	l.mu.Lock()
+	key := l.key[m.id]
+	l.mu.Unlock()
+	target, err := ring(t, 3).ResolveForCreate(key)
+	require.NoError(t, err)
+	h := &halfDeleted{skipping: &skipping{Store: st, skipped: true}, id: m.id, source: m.from, target: target}
+	_, err = transition.Reshard(ctx, h, db, ring(t, 3), &transition.ReshardOptions{
+		Routers: &shardstate.WaitOptions{Poll: 5 * time.Millisecond},
+		Step: func(s string) error {
+			if s == "switched" {
+				h.armed.Store(true)
+			}
+			return nil
+		}})
+	require.NoError(t, err)
+	require.True(t, h.done.Load(), "the delete was half done when the clean-up looked")
+	l.set(m.id, key, -1) // the router's delete, acknowledged
+	checkPlaced(t, st, ring(t, 3), l)
+}
