@@ -118,9 +118,15 @@ type Progress struct {
 	CaughtUp int64 // copies written again by the catch-up
 	Verified int64 // copies checked against their sources (a resumed run checks every copy)
 	Deleted  int64 // sources removed after the switch
-	Started  time.Time
-	Rate     float64       // documents scanned per second since Started
-	ETA      time.Duration // the copy's time left at Rate; 0 when unknown or done
+	// Rounds counts the catch-up's rounds in this run (each reads every
+	// source's changes up to about when it began); Behind is how many
+	// copies the last round had to write again: the catch-up's lag, which
+	// the cutover needs small before it freezes the moving keys.
+	Rounds  int
+	Behind  int64
+	Started time.Time
+	Rate    float64       // documents scanned per second since Started
+	ETA     time.Duration // the copy's time left at Rate; 0 when unknown or done
 }
 
 // record is the reshard's part of the state's phase.
@@ -133,6 +139,11 @@ type record struct {
 	Copy    map[string]string `json:"copy"`  // source → read-feed continuation; "done" when finished
 	Started time.Time         `json:"started"`
 	Owner   string            `json:"owner,omitempty"` // the process running it; empty when none
+	// Settled records, after the switch, that every router has
+	// acknowledged it or let its lease lapse: no router reads by the
+	// current placement any more, so the clean-up may delete sources. A
+	// resumed reshard that finds it unset waits for the routers first.
+	Settled bool `json:"settled,omitempty"`
 }
 
 type phaseDoc struct {
@@ -159,7 +170,8 @@ type manager struct {
 	mu     sync.Mutex // guards state, rec's maps, and checkpoints
 	state  *shardstate.State
 	prog   Progress
-	cnt    struct{ scanned, copied, caught, verified, deleted atomic.Int64 }
+	cnt    struct{ scanned, copied, caught, verified, deleted, behind atomic.Int64 }
+	rounds atomic.Int64
 }
 
 // Reshard moves a database from the resolver in its shared state to next,
@@ -665,6 +677,7 @@ func (m *manager) report(step string) {
 	}
 	m.prog.Scanned, m.prog.Copied, m.prog.CaughtUp, m.prog.Deleted = m.cnt.scanned.Load(), m.cnt.copied.Load(), m.cnt.caught.Load(), m.cnt.deleted.Load()
 	m.prog.Verified = m.cnt.verified.Load()
+	m.prog.Rounds, m.prog.Behind = int(m.rounds.Load()), m.cnt.behind.Load()
 	m.prog.ETA = 0
 	if secs := time.Since(m.prog.Started).Seconds(); secs > 0 {
 		m.prog.Rate = float64(m.prog.Scanned) / secs
@@ -696,6 +709,9 @@ func (m *manager) run(ctx context.Context) error {
 		if err := m.cutover(ctx); err != nil {
 			return err
 		}
+	}
+	if err := m.settle(ctx); err != nil {
+		return err
 	}
 	if err := m.cleanup(ctx); err != nil {
 		return err
@@ -1012,10 +1028,12 @@ func (m *manager) reconcileOne(ctx context.Context, target string, doc []byte) e
 	return nil
 }
 
-// catchUp copies again what was written to moving keys since each
-// source's position, and moves the positions on; it returns how many
-// copies it wrote.
-func (m *manager) catchUp(ctx context.Context) (int64, error) {
+// catchUp is one round of the catch-up: it copies again what was written
+// to moving keys since each source's position, up to about when the round
+// began (see catchUpSource; frozen: the writes to moving keys are frozen),
+// and moves the positions on; it returns how many copies it wrote (the
+// lag, Progress.Behind).
+func (m *manager) catchUp(ctx context.Context, frozen bool) (int64, error) {
 	m.mu.Lock()
 	feeds := make(map[string]string, len(m.rec.Feeds))
 	sources := make([]string, 0, len(m.rec.Feeds))
@@ -1033,21 +1051,30 @@ func (m *manager) catchUp(ctx context.Context) (int64, error) {
 		pos := feeds[s]
 		mu.Unlock()
 		g.Go(func() error {
-			next, err := m.catchUpSource(gctx, s, pos, &total)
+			next, err := m.catchUpSource(gctx, s, pos, frozen, &total)
 			mu.Lock()
 			feeds[s] = next
 			mu.Unlock()
 			return err
 		})
 	}
-	if err := g.Wait(); err != nil {
+	err := g.Wait()
+	m.cnt.caught.Add(total.Load())
+	if err != nil {
 		return total.Load(), err
 	}
-	m.cnt.caught.Add(total.Load())
+	m.rounds.Add(1)
+	m.cnt.behind.Store(total.Load())
+	m.report("")
 	return total.Load(), m.checkpoint(ctx, func() { m.rec.Feeds = feeds })
 }
 
-func (m *manager) catchUpSource(ctx context.Context, source, pos string, total *atomic.Int64) (string, error) {
+// catchUpSource is one round of the catch-up of a source from pos: its
+// change feed (or, on a store without one, its documents by _ts) up to
+// about when the round began (frozen: the writes to moving keys are
+// frozen, see below), so a round ends however fast the source is written.
+// It returns the position the next round starts from.
+func (m *manager) catchUpSource(ctx context.Context, source, pos string, frozen bool, total *atomic.Int64) (string, error) {
 	if since, ok := strings.CutPrefix(pos, "ts:"); ok {
 		return m.catchUpByTime(ctx, source, since, total)
 	}
@@ -1055,42 +1082,75 @@ func (m *manager) catchUpSource(ctx context.Context, source, pos string, total *
 	if !ok {
 		return pos, fmt.Errorf("transition: %s's catch-up position is a change-feed position, and the store has no change feed", source)
 	}
+	// The round ends at an empty page, or after a page that reaches a
+	// change made after the round began (by _ts, in seconds): when the
+	// writes to moving keys are frozen, after it began by more than the
+	// clocks' overlap, so that every change before the freeze is read.
+	until := time.Now().Unix()
+	if frozen {
+		until = time.Now().Add(m.o.Overlap).Unix()
+	}
 	for {
 		page, err := cf.ReadChanges(ctx, source, &store.ChangeFeedOptions{Continuation: pos, PageSize: 200})
 		if err != nil {
 			return pos, fmt.Errorf("transition: the change feed of %s: %w", source, err)
 		}
-		for _, doc := range page.Items {
-			if _, err := m.catchUpOne(ctx, source, doc, total); err != nil {
-				return pos, err
-			}
+		if err := m.catchUpPage(ctx, source, page.Items, total); err != nil {
+			return pos, err
 		}
 		pos = page.Continuation
-		if len(page.Items) == 0 {
+		if len(page.Items) == 0 || stampOf(page.Items[len(page.Items)-1]) > until {
 			return pos, nil
 		}
 	}
 }
 
+// stampOf returns a stored document's _ts; 0 when it has none.
+func stampOf(doc []byte) int64 {
+	var meta struct {
+		TS int64 `json:"_ts"`
+	}
+	_ = json.Unmarshal(doc, &meta)
+	return meta.TS
+}
+
+// catchUpPage copies again the moving documents of a page of changes,
+// through the pool (see inPool): a page holds each document once.
+func (m *manager) catchUpPage(ctx context.Context, source string, docs []json.RawMessage, total *atomic.Int64) error {
+	err := m.inPool(ctx, docs, func(_ context.Context, doc []byte) (func(context.Context) error, error) {
+		mv, err := m.moving(source, doc)
+		if err != nil || mv.target == "" {
+			return nil, err
+		}
+		return func(ctx context.Context) error {
+			_, err := m.copyMove(ctx, source, doc, mv, total, true)
+			return err
+		}, nil
+	})
+	m.report("")
+	return err
+}
+
 // catchUpByTime is the catch-up of a store without a change feed: every
-// document whose _ts is at or after the position less the overlap.
+// document whose _ts is at or after the position less the overlap, and
+// not past the round's start plus the overlap (later ones are the next
+// round's).
 func (m *manager) catchUpByTime(ctx context.Context, source, since string, total *atomic.Int64) (string, error) {
 	t, err := time.Parse(time.RFC3339Nano, since)
 	if err != nil {
 		return "ts:" + since, fmt.Errorf("transition: %s's catch-up position %q: %w", source, since, err)
 	}
 	started := time.Now().UTC()
-	q := store.Query{Text: "SELECT * FROM c WHERE c._ts >= @ts", Parameters: []store.Param{{Name: "@ts", Value: t.Add(-m.o.Overlap).Unix()}}}
+	q := store.Query{Text: "SELECT * FROM c WHERE c._ts >= @ts AND c._ts <= @until", Parameters: []store.Param{
+		{Name: "@ts", Value: t.Add(-m.o.Overlap).Unix()}, {Name: "@until", Value: started.Add(m.o.Overlap).Unix()}}}
 	opts := &store.QueryOptions{PageSize: 200}
 	for {
 		page, err := m.st.Query(ctx, source, q, opts)
 		if err != nil {
 			return "ts:" + since, fmt.Errorf("transition: catching up %s: %w", source, err)
 		}
-		for _, doc := range page.Items {
-			if _, err := m.catchUpOne(ctx, source, doc, total); err != nil {
-				return "ts:" + since, err
-			}
+		if err := m.catchUpPage(ctx, source, page.Items, total); err != nil {
+			return "ts:" + since, err
 		}
 		if page.Continuation == "" {
 			return "ts:" + started.Format(time.RFC3339Nano), nil
@@ -1099,19 +1159,33 @@ func (m *manager) catchUpByTime(ctx context.Context, source, since string, total
 	}
 }
 
-// cutover catches up until little is left, freezes writes to moving keys,
-// catches up the rest, and switches; past CutoverCap it thaws and tries
-// again.
+// maxRounds bounds the catch-up rounds before each freeze; smallLag is a
+// lag (copies a round wrote again) small enough to freeze at once.
+const (
+	maxRounds = 10
+	smallLag  = 100
+)
+
+// cutover catches up until little is left (or the lag stops shrinking),
+// freezes writes to moving keys, catches up the rest, and switches, the
+// moving keys still frozen (settle thaws them); past CutoverCap it thaws
+// and tries again, and after CutoverTries it thaws and fails, saying why.
 func (m *manager) cutover(ctx context.Context) error {
 	for try := 1; ; try++ {
-		for pass := 0; pass < 10; pass++ {
-			n, err := m.catchUp(ctx)
+		// Catch up until little is left, or a round leaves no less behind
+		// than the one before (the writes to moving keys outpace the
+		// catch-up: only the freeze ends them), or maxRounds rounds.
+		prev := int64(-1)
+		for round := 1; round <= maxRounds; round++ {
+			n, err := m.catchUp(ctx, false)
 			if err != nil {
 				return err
 			}
-			if n < 100 {
+			m.log.Info("reshard catch-up round", "db", m.db, "round", m.rounds.Load(), "behind", n)
+			if n < smallLag || (prev >= 0 && n >= prev) {
 				break
 			}
+			prev = n
 		}
 		if err := m.step("caught-up"); err != nil {
 			return err
@@ -1123,12 +1197,15 @@ func (m *manager) cutover(ctx context.Context) error {
 			return err
 		}
 		cctx, cancel := context.WithTimeout(ctx, m.o.CutoverCap)
-		_, err := m.catchUp(cctx)
+		_, err := m.catchUp(cctx, true)
 		if err == nil {
-			// Still within the cap: the switch.
+			// Still within the cap: the switch. Writes to moving keys stay
+			// frozen until the routers have acknowledged it (settle), so a
+			// router that still reads by the current placement reads what
+			// the next one holds.
 			m.mu.Lock()
-			m.rec.Step = StepSwitched
-			err = m.publishLocked(cctx, m.transition(ReadNext, false), true)
+			m.rec.Step, m.rec.Settled = StepSwitched, false
+			err = m.publishLocked(cctx, m.transition(ReadNext, true), true)
 			m.mu.Unlock()
 		}
 		cancel()
@@ -1136,7 +1213,16 @@ func (m *manager) cutover(ctx context.Context) error {
 			return m.step("switched")
 		}
 		if ctx.Err() != nil || try >= m.o.CutoverTries {
-			return fmt.Errorf("transition: the cutover of %s did not finish within %s in %d tries: %w", m.db, m.o.CutoverCap, try, err)
+			// Thawed before it stops, even when ctx ended: a reshard left
+			// frozen would refuse writes to moving keys until it is resumed.
+			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			terr := m.setStep(tctx, StepCopy, ReadCurrent, false)
+			cancel()
+			if terr != nil {
+				err = fmt.Errorf("%w; and thawing the moving keys failed, so writes to them are refused until the reshard is run again: %w", err, terr)
+			}
+			return fmt.Errorf("transition: the cutover of %s did not finish within %s in %d tries (the last catch-up round before the freeze copied %d documents again, after %d rounds: if writes to moving keys outpace the catch-up, raise CutoverCap, within the routers' MovingWait, or Parallelism, or lower the write rate, then run the reshard again; nothing is lost meanwhile): %w",
+				m.db, m.o.CutoverCap, try, m.cnt.behind.Load(), m.rounds.Load(), err)
 		}
 		m.log.Warn("reshard cutover past its cap: writes thawed, catching up before the next try", "db", m.db, "try", try, "cap", m.o.CutoverCap, "error", err)
 		if err := m.setStep(ctx, StepCopy, ReadCurrent, false); err != nil {
@@ -1145,18 +1231,213 @@ func (m *manager) cutover(ctx context.Context) error {
 	}
 }
 
-// cleanup removes the moved documents from their sources, each If-Match the
-// ETag it has: one that differs from its copy and is newer (a write that
-// reached the old place after all) is copied again first, so nothing is
-// lost.
-func (m *manager) cleanup(ctx context.Context) error {
-	return m.forEachIn(ctx, m.from, m.cleanOne)
+// settle waits, after the switch and before the clean-up deletes anything,
+// until every router has acknowledged the switch or let its lease lapse
+// (shardstate.WaitForRouters), whether or not the store fences writes:
+// reads are not fenced, so a router that has not seen the switch reads
+// the current placement, whose sources the clean-up removes. While it
+// waits, writes to moving keys stay frozen (at most CutoverCap; a router
+// waits for them within its MovingWait), so such a router reads what the
+// next placement holds: the wait costs the writes to moving keys that
+// long, and nothing else. A router that has not answered by then may
+// read the moving keys' state as of the switch; the freeze is lifted and
+// the wait goes on, up to RouterWait, for it to acknowledge or lapse.
+// The outcome is recorded (record.Settled), so a resumed run waits too.
+func (m *manager) settle(ctx context.Context) error {
+	m.mu.Lock()
+	settled, version := m.rec.Settled, m.state.Version
+	r, err := m.state.Decode()
+	m.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	frozen := false
+	if t, ok := r.(*Resolver); ok {
+		frozen = t.Frozen()
+	}
+	switch {
+	case settled && frozen:
+		// A run that stopped in the clean-up's freeze (settleSuspects).
+		return m.thaw(ctx, true)
+	case settled:
+		return nil
+	case frozen:
+		// The routers poll every 25 ms while the state is frozen: so does
+		// this wait, unless told otherwise, to keep the freeze short.
+		wo := store.OptionsOf(m.o.Routers)
+		if wo.Poll <= 0 {
+			wo.Poll = frozenPoll
+		}
+		wctx, cancel := context.WithTimeout(ctx, m.o.CutoverCap)
+		err := shardstate.WaitForRouters(wctx, m.st, m.db, version, &wo)
+		cancel()
+		var stale *shardstate.StaleRoutersError
+		switch {
+		case err == nil:
+			settled = true
+		case errors.As(err, &stale) && ctx.Err() == nil:
+			m.log.Warn("reshard switch: routers did not acknowledge it within the cutover cap; writes thawed, waiting for them before the clean-up",
+				"db", m.db, "cap", m.o.CutoverCap, "error", err)
+		default:
+			_ = m.thaw(ctx, false)
+			return fmt.Errorf("transition: waiting for the routers of %s to acknowledge the switch: %w", m.db, err)
+		}
+		if err := m.thaw(ctx, settled); err != nil {
+			return err
+		}
+	}
+	if !settled {
+		wctx, cancel := context.WithTimeout(ctx, m.o.RouterWait)
+		err := shardstate.WaitForRouters(wctx, m.st, m.db, version, m.o.Routers)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("transition: waiting for the routers of %s to acknowledge the switch before the clean-up (stop or restart the routers named, or wait for their leases to lapse, then run the reshard again): %w", m.db, err)
+		}
+		if err := m.checkpoint(ctx, func() { m.rec.Settled = true }); err != nil {
+			return err
+		}
+	}
+	m.log.Info("reshard switch acknowledged by every router", "db", m.db, "version", version)
+	return nil
 }
 
-func (m *manager) cleanOne(ctx context.Context, source string, doc []byte) error {
+// frozenPoll is how often settle reads the leases while the moving keys
+// are frozen (as often as a following router polls a frozen state).
+const frozenPoll = 25 * time.Millisecond
+
+// thaw publishes the switched transition unfrozen, recording settled.
+func (m *manager) thaw(ctx context.Context, settled bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rec.Settled = settled
+	return m.publishLocked(ctx, m.transition(ReadNext, false), false)
+}
+
+// suspect is a moving source document the clean-up could not remove yet:
+// its copy was missing, or it or its copy changed under the clean-up.
+type suspect struct {
+	source string
+	id     string
+	sk     any
+}
+
+// cleanup removes the moved documents from their sources, each only with
+// proof that nothing is lost: its copy exists and is as new (the source
+// is removed If-Match the ETag it has), or its copy is older and is
+// written again first (If-Match the copy's ETag: a copy that moved on
+// meanwhile is newer). A source whose copy is missing is never taken for
+// a delete: a router deletes a moving key from both placements, the copy
+// first (see settleSuspects), so a source that still exists was not
+// deleted, and it is copied again (a copy walk may have skipped it).
+func (m *manager) cleanup(ctx context.Context) error {
+	var mu sync.Mutex
+	var suspects []suspect
+	err := m.forEachIn(ctx, m.from, func(ctx context.Context, source string, doc []byte) error {
+		sus, err := m.cleanOne(ctx, source, doc, false)
+		if sus != nil {
+			mu.Lock()
+			suspects = append(suspects, *sus)
+			mu.Unlock()
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return m.settleSuspects(ctx, suspects)
+}
+
+// maxSettleRounds bounds the frozen rounds of settleSuspects in which no
+// suspect was resolved.
+const maxSettleRounds = 3
+
+// settleSuspects resolves the documents the clean-up left: those whose
+// source is gone meanwhile were deleted through a router (from both
+// placements); for the others, writes and deletes of moving keys are
+// frozen under a new epoch (so no router's delete is half done, between
+// its copy and its source: a store that fences refuses its second half,
+// on one that cannot every router is waited for), then each missing copy
+// is made again from its source (a create, with the epoch) before the
+// source is removed, If-Match. The freeze lasts at most CutoverCap a
+// round. Cost: nothing when there are none; else a read per suspect, and
+// per round two state versions (and, where the store cannot fence, a
+// wait for the routers).
+func (m *manager) settleSuspects(ctx context.Context, suspects []suspect) error {
+	// First without a freeze: a router's delete that was half done when
+	// the clean-up read the copy has removed the source since.
+	var err error
+	if suspects, err = m.resolveSuspects(ctx, suspects, false); err != nil || len(suspects) == 0 {
+		return err
+	}
+	for idle := 0; len(suspects) > 0; {
+		if idle == maxSettleRounds {
+			return fmt.Errorf("transition: the clean-up of %s: %d source documents (%q in %s, ...) changed under %d freezes of their keys: is a process writing to the sources without a router that follows the state?",
+				m.db, len(suspects), suspects[0].id, suspects[0].source, maxSettleRounds)
+		}
+		m.log.Info("reshard clean-up: copying again the documents whose copy is missing, moving keys frozen", "db", m.db, "documents", len(suspects))
+		// A new epoch: a store that fences refuses the rest of a router's
+		// delete begun before (it deletes again, frozen, after the thaw);
+		// one that cannot is waited for.
+		m.mu.Lock()
+		err := m.publishLocked(ctx, m.transition(ReadNext, true), true)
+		m.mu.Unlock()
+		if err != nil {
+			_ = m.thaw(ctx, true)
+			return fmt.Errorf("transition: freezing the moving keys of %s for the clean-up: %w", m.db, err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, m.o.CutoverCap)
+		left, err := m.resolveSuspects(cctx, suspects, true)
+		cancel()
+		if terr := m.thaw(ctx, true); terr != nil {
+			return terr
+		}
+		switch {
+		case err != nil && ctx.Err() == nil && cctx.Err() != nil:
+			// Past the cap: the rest in the next freeze.
+		case err != nil:
+			return err
+		}
+		if len(left) == len(suspects) {
+			idle++
+		}
+		suspects = left
+	}
+	return nil
+}
+
+// resolveSuspects reads each suspect's source again and cleans it (see
+// cleanOne); it returns those still unresolved. A source gone meanwhile
+// was deleted through a router. On an error, the suspects not reached are
+// returned with it.
+func (m *manager) resolveSuspects(ctx context.Context, suspects []suspect, frozen bool) ([]suspect, error) {
+	var left []suspect
+	for i, s := range suspects {
+		src, err := m.st.Read(ctx, s.source, s.id, &store.ReadOptions{PartitionKey: s.sk})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			continue
+		case err != nil:
+			return append(left, suspects[i:]...), fmt.Errorf("transition: reading %q in %s: %w", s.id, s.source, err)
+		}
+		sus, err := m.cleanOne(ctx, s.source, src.Body, frozen)
+		if err != nil {
+			return append(left, suspects[i:]...), err
+		}
+		if sus != nil {
+			left = append(left, *sus)
+		}
+	}
+	return left, nil
+}
+
+// cleanOne removes one source document when its key moved and the proof
+// is there (see cleanup); otherwise it returns it as a suspect. With
+// frozen (no router writes or deletes moving keys, none is half done), a
+// missing copy is made again from doc before the source is removed.
+func (m *manager) cleanOne(ctx context.Context, source string, doc []byte, frozen bool) (*suspect, error) {
 	mv, err := m.moving(source, doc)
 	if err != nil || mv.target == "" {
-		return err
+		return nil, err
 	}
 	target, sk := mv.target, mv.sk
 	var meta struct {
@@ -1165,31 +1446,48 @@ func (m *manager) cleanOne(ctx context.Context, source string, doc []byte) error
 		TS   int64  `json:"_ts"`
 	}
 	if err := json.Unmarshal(doc, &meta); err != nil {
-		return fmt.Errorf("transition: a document in %s: %w", source, err)
+		return nil, fmt.Errorf("transition: a document in %s: %w", source, err)
 	}
+	sus := &suspect{source: source, id: meta.ID, sk: sk}
 	copyDoc, err := m.st.Read(ctx, target, meta.ID, &store.ReadOptions{PartitionKey: sk})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		// Every moving source had its copy when the writes were frozen, so
-		// a missing copy was deleted since (a delete removes the owner's
-		// copy first, then the source's, and may have stopped between):
-		// the source goes too.
+		// No proof of a delete: a router deletes a moving key's copy and
+		// then its source, and may be between the two; or the copy walk
+		// skipped the document. Under the freeze neither can be under way:
+		// the copy is made again (a create: a copy written meanwhile wins).
+		if !frozen {
+			return sus, nil
+		}
+		if _, err := m.st.Create(ctx, target, doc, &store.WriteOptions{PartitionKey: sk, Epoch: m.epoch()}); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				return sus, nil
+			}
+			return nil, fmt.Errorf("transition: copying %q to %s again: %w", meta.ID, target, err)
+		}
+		m.cnt.caught.Add(1)
 	case err != nil:
-		return fmt.Errorf("transition: reading %q in %s: %w", meta.ID, target, err)
+		return nil, fmt.Errorf("transition: reading %q in %s: %w", meta.ID, target, err)
 	case !sameContent(doc, copyDoc.Body) && meta.TS > copyDoc.Timestamp:
-		// The source was written after its last copy, across the switch (a
-		// router that was not fenced): copy it again unless the copy moved
-		// on meanwhile.
-		if _, err := m.st.Replace(ctx, target, meta.ID, doc, &store.WriteOptions{PartitionKey: sk, IfMatch: copyDoc.ETag, Epoch: m.epoch()}); err != nil && !errors.Is(err, store.ErrPreconditionFailed) {
-			return fmt.Errorf("transition: copying %q to %s again: %w", meta.ID, target, err)
+		// The source was written after its last copy: copy it again unless
+		// the copy moved on meanwhile (then the copy is the newer).
+		_, err := m.st.Replace(ctx, target, meta.ID, doc, &store.WriteOptions{PartitionKey: sk, IfMatch: copyDoc.ETag, Epoch: m.epoch()})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return sus, nil // deleted meanwhile: no proof either way yet
+		case err != nil && !errors.Is(err, store.ErrPreconditionFailed):
+			return nil, fmt.Errorf("transition: copying %q to %s again: %w", meta.ID, target, err)
 		}
 	}
 	err = m.st.Delete(ctx, source, meta.ID, &store.WriteOptions{PartitionKey: sk, IfMatch: meta.ETag, Epoch: m.epoch()})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("transition: removing %q from %s: %w", meta.ID, source, err)
+	switch {
+	case errors.Is(err, store.ErrPreconditionFailed):
+		return sus, nil // the source changed since it was read: look again
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("transition: removing %q from %s: %w", meta.ID, source, err)
 	}
 	m.cnt.deleted.Add(1)
-	return nil
+	return nil, nil
 }
 
 // sameContent compares two stored documents without their system

@@ -458,14 +458,11 @@ func TestReshardUnderFaults(t *testing.T) {
 func TestStaleRouterAcrossCutover(t *testing.T) {
 	ctx := context.Background()
 	st, _, l := seeded(t, ring(t, 2), 1000)
-	stale := router.New(st, nil)
-	f, err := stale.Follow(ctx, db, &router.FollowOptions{PollInterval: time.Hour, LeaseDuration: 2 * time.Hour})
-	require.NoError(t, err)
-	defer f.Close()
+	stale, f := idleFollower(t, st)
 	stop := make(chan struct{})
 	var failed atomic.Int64
 	wg := writers(t, stale, l, 7, 2, stop, &failed)
-	_, err = transition.Reshard(ctx, st, db, ring(t, 3), &transition.ReshardOptions{
+	_, err := transition.Reshard(ctx, st, db, ring(t, 3), &transition.ReshardOptions{
 		Routers: &shardstate.WaitOptions{Poll: 10 * time.Millisecond}, RouterWait: 10 * time.Second})
 	close(stop)
 	wg.Wait()

@@ -109,7 +109,8 @@ var barThrottle = 100 * time.Millisecond
 // its longest part, is a bar (documents scanned of the sources' total, the
 // rate, the time left, the copies written) and the steps after it are
 // lines; off a terminal every step is a line, at most twice a second,
-// which logs keep readable. done ends the bar.
+// which logs keep readable. Once the catch-up has run, a line shows its
+// round and lag (the copies its last round wrote again). done ends the bar.
 func reshardProgress(w io.Writer, bar bool) (show func(transition.Progress), done func()) {
 	var mu sync.Mutex
 	var last time.Time
@@ -123,8 +124,12 @@ func reshardProgress(w io.Writer, bar bool) (show func(transition.Progress), don
 		if p.ETA > 0 {
 			eta = fmt.Sprintf(", about %s left", p.ETA.Round(time.Second))
 		}
-		fmt.Fprintf(w, "reshard: %-9s scanned %d of %d (%.0f/s%s), copied %d, caught up %d, verified %d, removed %d\n",
-			p.Step, p.Scanned, p.Total, p.Rate, eta, p.Copied, p.CaughtUp, p.Verified, p.Deleted)
+		lag := ""
+		if p.Rounds > 0 {
+			lag = fmt.Sprintf(" (round %d, %d behind)", p.Rounds, p.Behind)
+		}
+		fmt.Fprintf(w, "reshard: %-9s scanned %d of %d (%.0f/s%s), copied %d, caught up %d%s, verified %d, removed %d\n",
+			p.Step, p.Scanned, p.Total, p.Rate, eta, p.Copied, p.CaughtUp, lag, p.Verified, p.Deleted)
 	}
 	if !bar {
 		return func(p transition.Progress) {
