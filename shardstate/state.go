@@ -94,9 +94,10 @@ type State struct {
 	Database string
 	// Version grows by exactly one per change; the first is 1.
 	Version int64
-	// Epoch grows by one with each change that routers must see before
-	// they write again (Change.NewEpoch); the first is 1. Routers stamp
-	// their writes with it (store.WriteOptions.Epoch).
+	// Epoch grows with each change that routers must see before they
+	// write again (Change.NewEpoch): by one, or past the store's fence
+	// when it had fallen below it; the first is 1. Routers stamp their
+	// writes with it (store.WriteOptions.Epoch).
 	Epoch int64
 	// Resolver is the resolver's JSON, as resolver.Marshal writes it.
 	Resolver json.RawMessage
@@ -205,8 +206,10 @@ func parse(body []byte, db, kind string) (*State, error) {
 		return nil, fmt.Errorf("database %q, want %q: the document belongs to another database", d.Database, db)
 	case d.Version < 1:
 		return nil, fmt.Errorf("version %d: versions start at 1", d.Version)
-	case d.Epoch < 1 || d.Epoch > d.Version:
-		return nil, fmt.Errorf("epoch %d: want 1 to the version (%d)", d.Epoch, d.Version)
+	case d.Epoch < 1:
+		// An epoch may pass the version: a change restoring a state set
+		// below the store's fence takes the fence plus one (newEpoch).
+		return nil, fmt.Errorf("epoch %d: epochs start at 1", d.Epoch)
 	case len(d.Resolver) == 0:
 		return nil, errors.New("no resolver")
 	}
@@ -328,9 +331,11 @@ type Change struct {
 	// Phase is the new phase; nil keeps the current one, and the JSON
 	// literal null clears it.
 	Phase json.RawMessage
-	// NewEpoch raises the epoch by one: routers stamping writes with the
-	// old epoch are refused by a store.Fencer, and WaitForRouters tells when
-	// every router has moved on.
+	// NewEpoch raises the epoch by one (or, on a store.Fencer whose fence
+	// is at or above the current epoch, to the fence plus one: one change
+	// restores a state set below the fence): routers stamping writes with
+	// the old epoch are refused by a store.Fencer, and WaitForRouters tells
+	// when every router has moved on.
 	NewEpoch bool
 	// By names the writer; empty means Identity().
 	By string
@@ -346,8 +351,8 @@ type Change struct {
 // the error, and RaiseFence finishes the job.
 //
 // Cost: a history create, a conditional replace, and for a new epoch on a
-// fencing store, a fence raise (which waits out the database's writes in
-// progress).
+// fencing store, a fence read and a fence raise (which waits out the
+// database's writes in progress).
 func Publish(ctx context.Context, st store.Store, cur *State, ch Change) (*State, error) {
 	st = retry.Ensure(st)
 	if cur == nil || cur.ETag == "" {
@@ -361,7 +366,9 @@ func Publish(ctx context.Context, st store.Store, cur *State, ch Change) (*State
 	next.Version++
 	next.UpdatedBy, next.UpdatedAt, next.ETag = by(ch.By), now(), ""
 	if ch.NewEpoch {
-		next.Epoch++
+		if next.Epoch, err = newEpoch(ctx, st, cur); err != nil {
+			return nil, err
+		}
 	}
 	if ch.Resolver != nil {
 		if next.Resolver, err = canonical(ch.Resolver); err != nil {
@@ -415,6 +422,25 @@ func Publish(ctx context.Context, st store.Store, cur *State, ch Change) (*State
 		}
 	}
 	return &next, nil
+}
+
+// newEpoch is the epoch of the change after cur that raises it: one above
+// every epoch a router may stamp its writes with, so the store refuses the
+// writes of every router that has not seen the change. That is cur.Epoch+1,
+// unless the store's fence is at or above cur.Epoch (a state set below the
+// fence, whose every write is refused: routers that read an epoch up to the
+// fence may still hold it), then the fence plus one, so one change restores
+// a wedged state. Cost: a fence read on a store.Fencer; nothing otherwise.
+func newEpoch(ctx context.Context, st store.Store, cur *State) (int64, error) {
+	e := cur.Epoch + 1
+	if f, ok := st.(store.Fencer); ok {
+		fence, err := f.Fence(ctx, cur.Database)
+		if err != nil {
+			return 0, fmt.Errorf("shardstate: reading the fence of %s for a new epoch: %w", cur.Database, err)
+		}
+		e = max(e, fence+1)
+	}
+	return e, nil
 }
 
 // record writes s to the history, unless it is there already (a writer

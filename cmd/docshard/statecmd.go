@@ -158,8 +158,10 @@ func newStateSetCmd(g *globals) *cobra.Command {
 		Short: "Publish a new resolver as the next version of the database's state",
 		Long: `set publishes RESOLVER.json (a resolver definition, or a configuration file naming the
 database) as the next version of the state, by compare-and-swap: with --if-version N it fails
-unless the current version is N (0: no state yet). The change raises the epoch, so routers that
-have not seen it are refused by a fencing store until they do. It prints the new version.
+unless the current version is N (0: no state yet). The change raises the epoch above the old one
+and above the store's fence (so one set restores a state whose epoch fell below the fence), so
+routers that have not seen it are refused by a fencing store until they do. It prints the new
+version.
 --dotnet x64|x86 reads the .NET DocumentDB SDK's serialised HashPartitionResolver instead, placing
 keys exactly where a 64-bit or 32-bit .NET process put them.
 
