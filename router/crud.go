@@ -125,7 +125,9 @@ func (c *Client) findIn(ctx context.Context, links []string, id string, ro *stor
 // Read returns the document with this id and partition key from the first
 // collection ResolveForRead names that has it (for a resolver moving keys: the
 // next placement, then the current one). A missing key is an error
-// wrapping resolver.ErrNoPartitionKey; a missing document, store.ErrNotFound.
+// wrapping resolver.ErrNoPartitionKey; a missing document, store.ErrNotFound;
+// a followed database whose router's lease lapsed, a *LeaseError (see
+// ErrLeaseExpired).
 //
 // Cost over the store's own Read: finding the resolver and placing the key
 // (nothing for a string key read twice lately, see Options.RouteCacheSize;
@@ -138,6 +140,11 @@ func (c *Client) Read(ctx context.Context, dbLink, id string, key any) (*store.D
 	if e == nil || e.link != dbLink {
 		var err error
 		if e, err = c.findEntry(reg, dbLink); err != nil {
+			return nil, err
+		}
+	}
+	if e.follow != nil {
+		if err := e.follow.leased("read"); err != nil {
 			return nil, err
 		}
 	}

@@ -92,3 +92,54 @@ func TestDeleteAcrossFencedRetry(t *testing.T) {
 	// A document that is not there is still NotFound.
 	require.ErrorIs(t, c.Delete(ctx, db, "x", key, nil), store.ErrNotFound)
 }
+
+// TestLapsedRouterRefusesReads: a router paused past its lease, during
+// which a reshard moved a document, refuses reads (point reads, queries)
+// as it refuses writes, instead of answering NotFound by the old
+// placement; a renewal and a state read clear it.
+func TestLapsedRouterRefusesReads(t *testing.T) {
+	st := newFenceStore(t)
+	c := router.New(st, nil)
+	cur, next := ring(t, 2), ring(t, 3)
+	f := follow(t, c, &router.FollowOptions{Seed: cur, PollInterval: time.Hour, LeaseDuration: 2 * time.Hour})
+	for _, l := range links(3) {
+		require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/userId"}))
+	}
+	key := movingKey(t, cur, next)
+	_, err := c.Create(ctx, db, user{ID: "x", UserID: key}, nil)
+	require.NoError(t, err)
+	_, err = c.Read(ctx, db, "x", key)
+	require.NoError(t, err, "within its lease a router reads by its placement")
+
+	// The router pauses; meanwhile a reshard moves the document and
+	// publishes the next placement.
+	f.Pause(3 * time.Hour)
+	from, _ := cur.ResolveForCreate(key)
+	to, _ := next.ResolveForCreate(key)
+	d, err := st.Read(ctx, from, "x", &store.ReadOptions{PartitionKey: key})
+	require.NoError(t, err)
+	_, err = st.Create(ctx, to, d.Body, &store.WriteOptions{PartitionKey: key})
+	require.NoError(t, err)
+	require.NoError(t, st.Delete(ctx, from, "x", &store.WriteOptions{PartitionKey: key}))
+	publish(t, st, 3, true)
+
+	_, err = c.Read(ctx, db, "x", key)
+	require.ErrorIs(t, err, router.ErrLeaseExpired, "not NotFound by the old placement")
+	var le *router.LeaseError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, "read", le.Op)
+	assert.Contains(t, err.Error(), "has not renewed its lease")
+	assert.Contains(t, err.Error(), "may be old")
+	_, err = c.Query(ctx, db, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, nil)
+	require.ErrorIs(t, err, router.ErrLeaseExpired, "queries too")
+	_, err = c.Upsert(ctx, db, user{ID: "y", UserID: key}, nil)
+	require.ErrorIs(t, err, router.ErrLeaseExpired, "and writes, as before")
+
+	require.NoError(t, f.Refresh(ctx))
+	got, err := c.Read(ctx, db, "x", key)
+	require.NoError(t, err, "renewed and on the new version, it reads again")
+	assert.Equal(t, "x", got.ID)
+	rows, err := c.Query(ctx, db, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, nil)
+	require.NoError(t, err)
+	assert.JSONEq(t, "1", string(rows[0]))
+}

@@ -17,17 +17,21 @@ import (
 )
 
 // ErrLeaseExpired: the database's resolver comes from its shared state
-// (Follow), and the router's lease has lapsed: it cannot be sure it routes
-// by the current version, so it refuses writes until a renewal succeeds.
-// The error is a *LeaseError.
+// (Follow), and the router's lease has lapsed: it has not renewed its lease
+// and read the state for longer than FollowOptions.LeaseDuration, so the
+// placement it routes by may be old (a reshard may have moved documents
+// and deleted their sources meanwhile). It refuses reads, queries and
+// writes until a renewal and a state read succeed (the next poll, or
+// Refresh). The error is a *LeaseError.
 var ErrLeaseExpired = errors.New("router: lease lapsed")
 
-// LeaseError reports a write refused because the router's lease on the
-// database has lapsed. It wraps ErrLeaseExpired and the last renewal's
-// error, if any.
+// LeaseError reports a read or write refused because the router's lease
+// on the database has lapsed. It wraps ErrLeaseExpired and the last
+// renewal's error, if any.
 type LeaseError struct {
 	Database string
 	Router   string        // the router's id
+	Op       string        // "read" (a point read or a query page) or "write"
 	Version  int64         // the state version the router routes by
 	Ago      time.Duration // how long ago the lease lapsed
 	Err      error         // why the last renewal failed; nil if none was tried since
@@ -35,8 +39,8 @@ type LeaseError struct {
 
 // Error implements error.
 func (e *LeaseError) Error() string {
-	s := fmt.Sprintf("router: %s: the lease of router %s (version %d) lapsed %s ago; writes wait for a renewal",
-		e.Database, e.Router, e.Version, e.Ago.Round(time.Millisecond))
+	s := fmt.Sprintf("router: %s: %s refused: the lease of router %s lapsed %s ago (it has not renewed its lease), so the placement it routes by (version %d) may be old; reads and writes wait for a renewal and a state read",
+		e.Database, e.Op, e.Router, e.Ago.Round(time.Millisecond), e.Version)
 	if e.Err != nil {
 		s += ": last renewal: " + e.Err.Error()
 	}
@@ -96,8 +100,12 @@ const fastPoll = 25 * time.Millisecond
 // at once and writes again by the new state (see guarded: up to
 // maxFencedRetries times, each after a refresh that found a newer version).
 //
-// Writes are refused with a *LeaseError while the lease has lapsed (a
-// check of the clock, no store round trip). A new version is acknowledged
+// Reads, queries and writes are refused with a *LeaseError while the
+// lease has lapsed (a check of the clock, no store round trip): a router
+// that has not renewed its lease may route by a placement a reshard has
+// since cleaned up. Within its lease a router reads by the placement in
+// force; a reshard acts on a new placement (cleans up, seals) only after
+// every lease acknowledged it or lapsed, so those reads are exact. A new version is acknowledged
 // in the lease only after the writes begun under the old one have
 // finished, so a change waiting in shardstate.WaitForRouters knows that no
 // write by the old version is still on its way.
@@ -107,7 +115,8 @@ type Follower struct {
 	db     string
 	router string
 	opts   FollowOptions
-	base   time.Time // the monotonic origin of deadline
+	base   time.Time    // the monotonic origin of deadline
+	skew   atomic.Int64 // added to the clock: tests pause the router (export_test.go)
 
 	state    atomic.Pointer[shardstate.State] // the state routed by
 	frozen   atomic.Bool                      // the state refuses writes to moving keys
@@ -135,7 +144,8 @@ type Follower struct {
 //
 // Cost: a lease write and a state read per poll interval; writes to the
 // database pay a clock read and two atomic additions for the lease check
-// and the in-flight count. Reads and queries pay nothing.
+// and the in-flight count; point reads and query pages, a clock read for
+// the lease check.
 func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions) (*Follower, error) {
 	key, err := dbKey(dbLink)
 	if err != nil {
@@ -259,7 +269,7 @@ func (f *Follower) run() {
 }
 
 // now is the monotonic time since base.
-func (f *Follower) now() int64 { return int64(time.Since(f.base)) }
+func (f *Follower) now() int64 { return int64(time.Since(f.base)) + f.skew.Load() }
 
 // poll renews the lease, then reads the state and switches to it. The
 // order matters: a change published before the lease was written is seen
@@ -384,9 +394,13 @@ func (f *Follower) settle() {
 }
 
 // admit checks the lease before a write: no store round trip.
-func (f *Follower) admit() error {
+func (f *Follower) admit() error { return f.leased("write") }
+
+// leased checks the lease before op ("read" or "write"): a clock read, no
+// store round trip.
+func (f *Follower) leased(op string) error {
 	if late := f.now() - f.deadline.Load(); late >= 0 {
-		le := &LeaseError{Database: f.db, Router: f.router, Version: f.Version(), Ago: time.Duration(late)}
+		le := &LeaseError{Database: f.db, Router: f.router, Op: op, Version: f.Version(), Ago: time.Duration(late)}
 		if p := f.lastErr.Load(); p != nil {
 			le.Err = *p
 		}
