@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +56,18 @@ func (e *LeaseError) Unwrap() []error {
 	return []error{ErrLeaseExpired, e.Err}
 }
 
+// ErrStateLost: the database's state document, which the router follows,
+// is missing (deleted) or went back to an older version (deleted and
+// created again): the placement of the database is no longer one the
+// whole fleet agrees on. The router refuses writes with an error wrapping
+// it (and shardstate.ErrNoState when the document is missing) until a
+// version above the one it routes by is published, which `docshard state
+// set` (shardstate.Restore) does; it goes on reading by the version it
+// has, which stays exact: no placement can change without the document
+// (every change is a compare-and-swap on it), and nothing creates it again
+// while the routers' leases show they use it (shardstate.ErrInUse).
+var ErrStateLost = errors.New("router: the shared state document is missing or went back")
+
 // FollowOptions configure Follow. A nil *FollowOptions means defaults.
 type FollowOptions struct {
 	// PollInterval is how often the state is read and the lease renewed;
@@ -78,7 +91,9 @@ type FollowOptions struct {
 	OnChange func(old, current *shardstate.State)
 	// OnError, when set, is called with each failed poll: a renewal or a
 	// read that failed, a broken or foreign state document (the router
-	// keeps the last good state), a version that went back.
+	// keeps the last good state), a state document that is missing or
+	// went back (ErrStateLost: writes are refused, and the router logs it
+	// once on slog's default logger at level Error).
 	OnError func(error)
 	// MovingWait bounds how long a write to a key that is being switched
 	// to another collection (resolver.ErrMoving: a reshard's cutover) waits
@@ -123,6 +138,7 @@ type Follower struct {
 	changed  atomic.Pointer[chan struct{}]    // closed when the version changes
 	deadline atomic.Int64                     // lease end, in ns since base
 	lastErr  atomic.Pointer[error]            // the last renewal's error
+	lost     atomic.Pointer[error]            // the state document is missing or went back: writes get this
 
 	mu       sync.Mutex        // serialises polls
 	lease    *shardstate.Lease // as last written; nil: none held
@@ -305,8 +321,11 @@ func (f *Follower) poll(ctx context.Context) error {
 	f.lease = lease
 	f.lastErr.Store(nil)
 	s, err := shardstate.Load(ctx, f.st, f.db)
-	if err == nil && cur != nil && s.Version < cur.Version {
-		err = fmt.Errorf("router: %s: the state went back from version %d to %d (was it deleted and created again?); keeping version %d", f.db, cur.Version, s.Version, cur.Version)
+	switch {
+	case err == nil && cur != nil && s.Version < cur.Version:
+		err = f.stateLost(fmt.Sprintf("the state of %s went back from version %d to %d (was it deleted and created again?)", f.db, cur.Version, s.Version), cur, nil)
+	case errors.Is(err, shardstate.ErrNoState) && cur != nil:
+		err = f.stateLost(fmt.Sprintf("the state document of %s is missing (deleted?)", f.db), cur, err)
 	}
 	if err != nil {
 		if held && cur != nil {
@@ -316,6 +335,9 @@ func (f *Follower) poll(ctx context.Context) error {
 			f.deadline.Store(sent + int64(f.opts.LeaseDuration))
 		}
 		return err
+	}
+	if f.lost.Swap(nil) != nil {
+		slog.Default().Info("docshard: the shared state is back; writes resume", "database", f.db, "router", f.router, "version", s.Version)
 	}
 	changed := cur == nil || s.Version != cur.Version
 	switch {
@@ -345,6 +367,32 @@ func (f *Follower) poll(ctx context.Context) error {
 	}
 	return nil
 }
+
+// stateLost refuses writes with an error saying what, from now until a
+// state above cur is read, and logs it when it starts: every router of the
+// fleet says so loudly. The error wraps ErrStateLost and cause.
+func (f *Follower) stateLost(what string, cur *shardstate.State, cause error) error {
+	var err error = &lostError{
+		text: fmt.Sprintf("router: %s: writes refused: %s; restore it with `docshard state set -c FILE RESOLVER.json` (shardstate.Restore) giving the resolver the fleet routes by (this router reads by version %d's); writes resume when a version above %d is published",
+			f.db, what, cur.Version, cur.Version),
+		errs: []error{ErrStateLost}}
+	if cause != nil {
+		err.(*lostError).errs = append(err.(*lostError).errs, cause)
+	}
+	if f.lost.Swap(&err) == nil {
+		slog.Default().Error("docshard: "+err.Error(), "database", f.db, "router", f.router)
+	}
+	return err
+}
+
+// lostError is the error of ErrStateLost: its text, and what it wraps.
+type lostError struct {
+	text string
+	errs []error
+}
+
+func (e *lostError) Error() string   { return e.text }
+func (e *lostError) Unwrap() []error { return e.errs }
 
 // switchTo registers s's resolver, retiring the registration in force:
 // its writes in flight are waited for (settle) before the lease
@@ -399,6 +447,11 @@ func (f *Follower) admit() error { return f.leased("write") }
 // leased checks the lease before op ("read" or "write"): a clock read, no
 // store round trip.
 func (f *Follower) leased(op string) error {
+	if op == "write" {
+		if p := f.lost.Load(); p != nil {
+			return *p
+		}
+	}
 	if late := f.now() - f.deadline.Load(); late >= 0 {
 		le := &LeaseError{Database: f.db, Router: f.router, Op: op, Version: f.Version(), Ago: time.Duration(late)}
 		if p := f.lastErr.Load(); p != nil {

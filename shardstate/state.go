@@ -235,16 +235,35 @@ type InitOptions struct {
 // Init creates a database's state: the state collection when it is missing,
 // and version 1 with resolver r. When a state exists already (another
 // process was first) it fails with a *ConflictError carrying that state.
-// Cost: a collection create (and a collection-info read when it exists)
-// and one document create. A state collection partitioned by another path
-// than KeyPath is a *store.KeyPathError.
+// When none exists but leases, history or a raised fence show a fleet
+// routed the database by one (its document was deleted), it creates
+// nothing and fails with an *InUseError (wrapping ErrInUse): a new version
+// 1 would fork the placement; Restore is the recovery. Cost: a collection
+// create (and a collection-info read when it exists), InUse's reads and one
+// document create. A state collection partitioned by another path than
+// KeyPath is a *store.KeyPathError.
 func Init(ctx context.Context, st store.Store, dbLink string, r resolver.Resolver, opts *InitOptions) (*State, error) {
 	st = retry.Ensure(st)
-	o := store.OptionsOf(opts)
-	db, coll, err := names(dbLink)
+	t, err := readTraces(ctx, st, dbLink)
 	if err != nil {
 		return nil, err
 	}
+	if err := t.inUse(); err != nil {
+		if cur, lerr := Load(ctx, st, t.db); lerr == nil {
+			// Another process created it meanwhile (its lease, say).
+			return nil, &ConflictError{Database: t.db, Expected: 0, Current: cur}
+		}
+		return nil, err
+	}
+	return create(ctx, st, t, r, opts, 1, 1)
+}
+
+// create makes the state collection exist and creates the state document
+// of t's database at version and epoch with resolver r, or fails with a
+// *ConflictError carrying the state that exists.
+func create(ctx context.Context, st store.Store, t *traces, r resolver.Resolver, opts *InitOptions, version, epoch int64) (*State, error) {
+	db, coll := t.db, t.coll
+	o := store.OptionsOf(opts)
 	text, err := canonical(r)
 	if err != nil {
 		return nil, err
@@ -252,7 +271,7 @@ func Init(ctx context.Context, st store.Store, dbLink string, r resolver.Resolve
 	if err := ensureCollection(ctx, st, coll, o.Spec); err != nil {
 		return nil, err
 	}
-	s := &State{Database: db, Version: 1, Epoch: 1, Resolver: text, UpdatedBy: by(o.By), UpdatedAt: now()}
+	s := &State{Database: db, Version: version, Epoch: epoch, Resolver: text, UpdatedBy: by(o.By), UpdatedAt: now()}
 	body, err := json.Marshal(s.document(stateID, kindState))
 	if err != nil {
 		return nil, fmt.Errorf("shardstate: encoding the state of %s: %w", db, err)
