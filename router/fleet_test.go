@@ -3,6 +3,7 @@ package router_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -142,4 +143,43 @@ func TestLapsedRouterRefusesReads(t *testing.T) {
 	rows, err := c.Query(ctx, db, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, nil)
 	require.NoError(t, err)
 	assert.JSONEq(t, "1", string(rows[0]))
+}
+
+// TestDecodeDoesNotStallLease: decoding a new version's resolver (which
+// costs up to resolver.MaxWork, about a second or more on a loaded host)
+// runs apart from the lease's renewals: while a decode is held up, the
+// router goes on renewing its lease and writing by the version in force;
+// once it ends, the router switches. A Refresh waits for the decode.
+func TestDecodeDoesNotStallLease(t *testing.T) {
+	st := newFenceStore(t)
+	c := router.New(st, nil)
+	f := follow(t, c, &router.FollowOptions{Seed: ring(t, 2), PollInterval: 5 * time.Millisecond, LeaseDuration: time.Hour})
+	for _, l := range links(3) {
+		require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/userId"}))
+	}
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	var released sync.Once
+	t.Cleanup(func() { released.Do(func() { close(release) }) }) // before the follower closes
+	f.DecodeWith(func(s *shardstate.State) (resolver.Resolver, error) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release
+		return s.Decode()
+	})
+	publish(t, st, 3, false)
+	<-entered // the router is decoding version 2
+	before := st.renewed.Load()
+	require.Eventually(t, func() bool { return st.renewed.Load() >= before+5 }, 10*time.Second, time.Millisecond,
+		"the lease is renewed while the decode is held up")
+	assert.Equal(t, int64(1), f.Version(), "the router routes by version 1 until the decode ends")
+	_, err := c.Upsert(ctx, db, user{ID: "a", UserID: "alice"}, nil)
+	require.NoError(t, err, "and writes by it")
+
+	refreshed := make(chan error, 1)
+	go func() { refreshed <- f.Refresh(ctx) }()
+	released.Do(func() { close(release) })
+	require.NoError(t, <-refreshed)
+	assert.Equal(t, int64(2), f.Version(), "Refresh waited for the decode and switched")
 }

@@ -133,12 +133,14 @@ type Follower struct {
 	base   time.Time    // the monotonic origin of deadline
 	skew   atomic.Int64 // added to the clock: tests pause the router (export_test.go)
 
-	state    atomic.Pointer[shardstate.State] // the state routed by
-	frozen   atomic.Bool                      // the state refuses writes to moving keys
-	changed  atomic.Pointer[chan struct{}]    // closed when the version changes
-	deadline atomic.Int64                     // lease end, in ns since base
-	lastErr  atomic.Pointer[error]            // the last renewal's error
-	lost     atomic.Pointer[error]            // the state document is missing or went back: writes get this
+	state    atomic.Pointer[shardstate.State]                   // the state routed by
+	frozen   atomic.Bool                                        // the state refuses writes to moving keys
+	changed  atomic.Pointer[chan struct{}]                      // closed when the version changes
+	deadline atomic.Int64                                       // lease end, in ns since base
+	lastErr  atomic.Pointer[error]                              // the last renewal's error
+	lost     atomic.Pointer[error]                              // the state document is missing or went back: writes get this
+	decode   func(*shardstate.State) (resolver.Resolver, error) // State.DecodeDocument; tests hook it
+	pending  *decoding                                          // the decode under way (decodeFor); nil: none
 
 	mu       sync.Mutex        // serialises polls
 	lease    *shardstate.Lease // as last written; nil: none held
@@ -189,13 +191,19 @@ func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions)
 		o.MovingWait = 10 * time.Second
 	}
 	f := &Follower{c: c, st: c.pollStore(o.PollInterval), db: key, router: o.RouterID, opts: o, base: time.Now(),
-		stop: make(chan struct{}), done: make(chan struct{}), kick: make(chan struct{}, 1)}
+		stop: make(chan struct{}), done: make(chan struct{}), kick: make(chan struct{}, 1), decode: (*shardstate.State).DecodeDocument}
 	ch := make(chan struct{})
 	f.changed.Store(&ch)
-	if _, err := shardstate.LoadOrInit(ctx, f.st, key, o.Seed, nil); err != nil {
-		return nil, fmt.Errorf("router: Follow %s: %w", key, err)
+	if _, err := shardstate.Peek(ctx, f.st, key); err != nil {
+		// Seed it (the state is decoded when polled, just below).
+		if !errors.Is(err, shardstate.ErrNoState) || o.Seed == nil {
+			return nil, fmt.Errorf("router: Follow %s: %w", key, err)
+		}
+		if _, err := shardstate.LoadOrInit(ctx, f.st, key, o.Seed, nil); err != nil {
+			return nil, fmt.Errorf("router: Follow %s: %w", key, err)
+		}
 	}
-	if err := f.poll(ctx); err != nil {
+	if err := f.poll(ctx, true); err != nil {
 		return nil, fmt.Errorf("router: Follow %s: %w", key, err)
 	}
 	go f.run()
@@ -227,7 +235,7 @@ func (f *Follower) Refresh(ctx context.Context) error {
 	if f.closed() {
 		return fmt.Errorf("router: %s: the follower is closed", f.db)
 	}
-	return f.poll(ctx)
+	return f.poll(ctx, true)
 }
 
 // Close stops following: the polling goroutine ends, the database is
@@ -276,7 +284,7 @@ func (f *Follower) run() {
 		}
 		t.Reset(interval())
 		ctx, cancel := context.WithTimeout(context.Background(), f.opts.LeaseDuration)
-		err := f.poll(ctx)
+		err := f.poll(ctx, false)
 		cancel()
 		if err != nil && f.opts.OnError != nil {
 			f.opts.OnError(err)
@@ -291,9 +299,23 @@ func (f *Follower) now() int64 { return int64(time.Since(f.base)) + f.skew.Load(
 // order matters: a change published before the lease was written is seen
 // by the read, so a router never takes a lease and then writes by a state
 // older than one a waiting change saw published (shardstate.Lease).
-func (f *Follower) poll(ctx context.Context) error {
+//
+// The state is peeked (read without decoding its resolver), and a new
+// resolver is decoded apart (decodeFor), so a decode costing up to
+// resolver.MaxWork never holds up the lease's renewals: until it ends the
+// router routes by the version in force, whose lease it keeps renewing
+// (acknowledging that version, so a change waiting for the routers waits
+// for it). With wait (Follow, Refresh) poll returns once the new version
+// is in force, or its decode failed; without (the polling goroutine), at
+// once, the decode going on behind.
+func (f *Follower) poll(ctx context.Context, wait bool) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			f.mu.Unlock()
+		}
+	}()
 	f.settle()
 	sent := f.now()
 	cur := f.state.Load()
@@ -320,18 +342,20 @@ func (f *Follower) poll(ctx context.Context) error {
 	}
 	f.lease = lease
 	f.lastErr.Store(nil)
-	s, err := shardstate.Load(ctx, f.st, f.db)
+	s, err := shardstate.Peek(ctx, f.st, f.db)
 	switch {
 	case err == nil && cur != nil && s.Version < cur.Version:
 		err = f.stateLost(fmt.Sprintf("the state of %s went back from version %d to %d (was it deleted and created again?)", f.db, cur.Version, s.Version), cur, nil)
 	case errors.Is(err, shardstate.ErrNoState) && cur != nil:
 		err = f.stateLost(fmt.Sprintf("the state document of %s is missing (deleted?)", f.db), cur, err)
 	}
+	// keep: the lease was renewed without a break under the version in
+	// force, so a waiting change keeps waiting for it: writing (and
+	// reading) by the last good state stays safe while the new one is
+	// unusable or still being decoded.
+	keep := held && cur != nil
 	if err != nil {
-		if held && cur != nil {
-			// The lease was renewed without a break under the version in
-			// force, so a waiting change keeps waiting for it: writing by
-			// the last good state stays safe.
+		if keep {
 			f.deadline.Store(sent + int64(f.opts.LeaseDuration))
 		}
 		return err
@@ -349,23 +373,104 @@ func (f *Follower) poll(ctx context.Context) error {
 		f.state.Store(s)
 		f.settle()
 	case changed:
-		if err := f.switchTo(s); err != nil {
-			return err
+		d := f.decodeFor(s, sent)
+		if keep {
+			f.deadline.Store(sent + int64(f.opts.LeaseDuration))
+		}
+		f.mu.Unlock()
+		locked = false
+		if !wait {
+			return nil
+		}
+		for {
+			select {
+			case <-d.done:
+			case <-ctx.Done():
+				return fmt.Errorf("router: %s: waiting for version %d's resolver to decode: %w", f.db, d.s.Version, ctx.Err())
+			}
+			if d.next == nil {
+				return d.err
+			}
+			d = d.next // superseded by a newer version's decode: that one ends the wait
 		}
 	}
 	f.deadline.Store(sent + int64(f.opts.LeaseDuration))
-	if changed && f.acked == s.Version {
-		// Acknowledge the new version now rather than at the next poll: a
-		// change waiting for the routers goes on a poll interval sooner.
-		l.Version, l.Epoch, l.ETag = s.Version, s.Epoch, f.lease.ETag
+	if changed {
+		f.acknowledge(ctx, s, cur)
+	}
+	return nil
+}
+
+// decoding is the decode of a new version's resolver, apart from the
+// polls (decodeFor).
+type decoding struct {
+	s    *shardstate.State
+	sent int64         // when the renewal before s was read was sent (now's clock)
+	done chan struct{} // closed when s is in force, or will not be (err, next)
+	err  error         // set before done closes
+	next *decoding     // the newer version's decode that superseded this one
+}
+
+// decodeFor returns the decode of s's resolver, starting it unless one is
+// under way for s's version. When it ends, the decode switches to s (if
+// no newer decode was started meanwhile) and acknowledges it. Called
+// with f.mu held.
+func (f *Follower) decodeFor(s *shardstate.State, sent int64) *decoding {
+	if d := f.pending; d != nil && d.s.Version == s.Version && bytes.Equal(d.s.Resolver, s.Resolver) {
+		return d
+	}
+	d := &decoding{s: s, sent: sent, done: make(chan struct{})}
+	if f.pending != nil {
+		f.pending.next = d
+	}
+	f.pending = d
+	decode := f.decode
+	go func() {
+		r, err := decode(s)
+		f.mu.Lock()
+		defer close(d.done)
+		defer f.mu.Unlock()
+		if f.pending != d {
+			return // a newer version is being decoded
+		}
+		f.pending = nil
+		cur := f.state.Load()
+		switch {
+		case f.closed():
+			d.err = fmt.Errorf("router: %s: the follower is closed", f.db)
+		case err != nil:
+			d.err = fmt.Errorf("router: %s: version %d: %w", f.db, s.Version, err)
+			if f.opts.OnError != nil {
+				f.opts.OnError(d.err)
+			}
+		case cur != nil && cur.Version >= s.Version:
+		default:
+			f.switchTo(s, r)
+			// s was read after the renewal sent at d.sent.
+			f.deadline.Store(max(f.deadline.Load(), d.sent+int64(f.opts.LeaseDuration)))
+			ctx, cancel := context.WithTimeout(context.Background(), f.opts.LeaseDuration)
+			defer cancel()
+			f.acknowledge(ctx, s, cur)
+		}
+	}()
+	return d
+}
+
+// acknowledge writes the lease naming s now rather than at the next poll
+// (a change waiting for the routers goes on a poll interval sooner), once
+// no write by an earlier version is in flight, and tells OnChange. Called
+// with f.mu held, after switching from cur to s.
+func (f *Follower) acknowledge(ctx context.Context, s, cur *shardstate.State) {
+	if f.lease != nil && f.acked == s.Version {
+		l := *f.lease
+		l.Version, l.Epoch, l.RenewedAt = s.Version, s.Epoch, time.Now()
 		if lease, err := shardstate.RenewLease(ctx, f.st, l); err == nil {
 			f.lease = lease
 		}
 	}
-	if changed && cur != nil && f.opts.OnChange != nil {
+	if cur != nil && f.opts.OnChange != nil {
 		f.opts.OnChange(cur, s)
 	}
-	return nil
 }
 
 // stateLost refuses writes with an error saying what, from now until a
@@ -394,14 +499,10 @@ type lostError struct {
 func (e *lostError) Error() string   { return e.text }
 func (e *lostError) Unwrap() []error { return e.errs }
 
-// switchTo registers s's resolver, retiring the registration in force:
-// its writes in flight are waited for (settle) before the lease
-// acknowledges s.
-func (f *Follower) switchTo(s *shardstate.State) error {
-	r, err := s.Decode()
-	if err != nil {
-		return fmt.Errorf("router: %s: version %d: %w", f.db, s.Version, err)
-	}
+// switchTo registers r, s's resolver, retiring the registration in
+// force: its writes in flight are waited for (settle) before the lease
+// acknowledges s. Called with f.mu held.
+func (f *Follower) switchTo(s *shardstate.State, r resolver.Resolver) {
 	e := &dbEntry{link: f.db, r: r, pl: newPlacement(r, f.c.opts.RouteCacheSize), follow: f}
 	e.version.Store(s.Version)
 	e.pl.stamp(s.Epoch)
@@ -422,7 +523,6 @@ func (f *Follower) switchTo(s *shardstate.State) error {
 		f.draining = append(f.draining, old)
 	}
 	f.settle()
-	return nil
 }
 
 // settle acknowledges the version in force once no write begun under an

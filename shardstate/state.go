@@ -115,8 +115,27 @@ type State struct {
 
 // Decode returns the state's resolver. The resolver kinds it uses must be
 // registered (import their packages: hashring, rangeresolver, lookup, ...).
+// Cost: decoding the resolver, up to resolver.MaxWork (about a second for
+// the largest trees).
 func (s *State) Decode() (resolver.Resolver, error) {
 	return resolver.Unmarshal(s.Resolver)
+}
+
+// DecodeDocument is Decode for a state read with Peek: a resolver that
+// does not decode is reported as Load reports it, a *DocumentError naming
+// the state document (wrapping ErrInvalidState). Cost: Decode's.
+func (s *State) DecodeDocument() (resolver.Resolver, error) {
+	r, err := s.Decode()
+	if err != nil {
+		coll, _ := CollectionLink(s.Database)
+		return nil, &DocumentError{Link: coll, ID: stateID, Err: resolverError(s.Version, err)}
+	}
+	return r, nil
+}
+
+// resolverError explains a resolver of version v that does not decode.
+func resolverError(v int64, err error) error {
+	return fmt.Errorf("resolver of version %d: %w", v, err)
 }
 
 // document is the stored form of a State (and of a history entry).
@@ -171,6 +190,21 @@ func Identity() string {
 // resolver that does not decode. Cost: one point read and one decode of
 // the resolver.
 func Load(ctx context.Context, st store.Store, dbLink string) (*State, error) {
+	return load(ctx, st, dbLink, true)
+}
+
+// Peek is Load without decoding the resolver: the document is checked
+// (format, database, version, epoch, a resolver present) but the
+// resolver's JSON is not decoded, so State.Decode may still fail with an
+// error the caller reports. A follower peeks every poll and decodes only a
+// resolver that changed: decoding costs up to resolver.MaxWork (about a
+// second for the largest trees). Cost: one point read.
+func Peek(ctx context.Context, st store.Store, dbLink string) (*State, error) {
+	return load(ctx, st, dbLink, false)
+}
+
+// load is Load, decoding the resolver to check it when decode is set.
+func load(ctx context.Context, st store.Store, dbLink string, decode bool) (*State, error) {
 	st = retry.Ensure(st)
 	db, coll, err := names(dbLink)
 	if err != nil {
@@ -183,7 +217,7 @@ func Load(ctx context.Context, st store.Store, dbLink string) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shardstate: reading the state of %s: %w", db, err)
 	}
-	s, err := parse(d.Body, db, kindState)
+	s, err := parse(d.Body, db, kindState, decode)
 	if err != nil {
 		return nil, &DocumentError{Link: coll, ID: stateID, Err: err}
 	}
@@ -191,8 +225,9 @@ func Load(ctx context.Context, st store.Store, dbLink string) (*State, error) {
 	return s, nil
 }
 
-// parse decodes and validates one stored state or history document.
-func parse(body []byte, db, kind string) (*State, error) {
+// parse decodes and validates one stored state or history document, its
+// resolver too when decode is set.
+func parse(body []byte, db, kind string, decode bool) (*State, error) {
 	var d document
 	if err := json.Unmarshal(body, &d); err != nil {
 		return nil, fmt.Errorf("not a state document: %w", err)
@@ -213,8 +248,10 @@ func parse(body []byte, db, kind string) (*State, error) {
 	case len(d.Resolver) == 0:
 		return nil, errors.New("no resolver")
 	}
-	if _, err := resolver.Unmarshal(d.Resolver); err != nil {
-		return nil, fmt.Errorf("resolver of version %d: %w", d.Version, err)
+	if decode {
+		if _, err := resolver.Unmarshal(d.Resolver); err != nil {
+			return nil, resolverError(d.Version, err)
+		}
 	}
 	if bytes.Equal(bytes.TrimSpace(d.Phase), []byte("null")) {
 		d.Phase = nil
@@ -527,7 +564,7 @@ func History(ctx context.Context, st store.Store, dbLink string) ([]*State, erro
 			return nil, fmt.Errorf("shardstate: reading the history of %s: %w", cur.Database, err)
 		}
 		for _, item := range page.Items {
-			s, err := parse(item, cur.Database, kindHistory)
+			s, err := parse(item, cur.Database, kindHistory, true)
 			if err != nil {
 				return nil, &DocumentError{Link: coll, ID: idOf(item), Err: err}
 			}

@@ -217,7 +217,9 @@ set changes where keys are routed; it moves no document.`,
 // publishResolver makes r the database's next state version (or its first),
 // on condition of the version when check is set.
 func publishResolver(ctx context.Context, st store.Store, dbLink string, r resolver.Resolver, check bool, ifVersion int64, stderr io.Writer) (*shardstate.State, error) {
-	cur, err := shardstate.Load(ctx, st, dbLink)
+	// Peek: the current resolver is decoded once, below, for the warning
+	// (a decode costs up to resolver.MaxWork: seconds for the largest).
+	cur, err := shardstate.Peek(ctx, st, dbLink)
 	switch {
 	case errors.Is(err, shardstate.ErrNoState):
 		if check && ifVersion != 0 {
