@@ -427,33 +427,42 @@ func (f *Follower) decodeFor(s *shardstate.State, sent int64) *decoding {
 	decode := f.decode
 	go func() {
 		r, err := decode(s)
-		f.mu.Lock()
-		defer close(d.done)
-		defer f.mu.Unlock()
-		if f.pending != d {
-			return // a newer version is being decoded
-		}
-		f.pending = nil
-		cur := f.state.Load()
-		switch {
-		case f.closed():
-			d.err = fmt.Errorf("router: %s: the follower is closed", f.db)
-		case err != nil:
-			d.err = fmt.Errorf("router: %s: version %d: %w", f.db, s.Version, err)
-			if f.opts.OnError != nil {
-				f.opts.OnError(d.err)
-			}
-		case cur != nil && cur.Version >= s.Version:
-		default:
-			f.switchTo(s, r)
-			// s was read after the renewal sent at d.sent.
-			f.deadline.Store(max(f.deadline.Load(), d.sent+int64(f.opts.LeaseDuration)))
-			ctx, cancel := context.WithTimeout(context.Background(), f.opts.LeaseDuration)
-			defer cancel()
-			f.acknowledge(ctx, s, cur)
+		failed := f.install(d, r, err)
+		close(d.done)
+		if failed && f.opts.OnError != nil {
+			f.opts.OnError(d.err) // outside f.mu: it may call Refresh
 		}
 	}()
 	return d
+}
+
+// install ends decode d with its outcome: it switches to d's state and
+// acknowledges it, unless the decode failed (d.err is set, and install
+// reports true), the follower closed, or a newer decode superseded it.
+func (f *Follower) install(d *decoding, r resolver.Resolver, err error) (failed bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pending != d {
+		return false // a newer version is being decoded
+	}
+	f.pending = nil
+	cur := f.state.Load()
+	switch {
+	case f.closed():
+		d.err = fmt.Errorf("router: %s: the follower is closed", f.db)
+	case err != nil:
+		d.err = fmt.Errorf("router: %s: version %d: %w", f.db, d.s.Version, err)
+		return true
+	case cur != nil && cur.Version >= d.s.Version:
+	default:
+		f.switchTo(d.s, r)
+		// d.s was read after the renewal sent at d.sent.
+		f.deadline.Store(max(f.deadline.Load(), d.sent+int64(f.opts.LeaseDuration)))
+		ctx, cancel := context.WithTimeout(context.Background(), f.opts.LeaseDuration)
+		defer cancel()
+		f.acknowledge(ctx, d.s, cur)
+	}
+	return false
 }
 
 // acknowledge writes the lease naming s now rather than at the next poll
