@@ -235,6 +235,15 @@ func (f *Follower) Refresh(ctx context.Context) error {
 	if f.closed() {
 		return fmt.Errorf("router: %s: the follower is closed", f.db)
 	}
+	// A decode under way ends first, so the poll below finds its version
+	// in force: the refreshes of many writes fenced at once then do not
+	// queue their polls ahead of the decode's switch.
+	f.mu.Lock()
+	d := f.pending
+	f.mu.Unlock()
+	if d != nil {
+		_ = f.await(ctx, d) // its error, if any, the poll meets again
+	}
 	return f.poll(ctx, true)
 }
 
@@ -382,23 +391,29 @@ func (f *Follower) poll(ctx context.Context, wait bool) error {
 		if !wait {
 			return nil
 		}
-		for {
-			select {
-			case <-d.done:
-			case <-ctx.Done():
-				return fmt.Errorf("router: %s: waiting for version %d's resolver to decode: %w", f.db, d.s.Version, ctx.Err())
-			}
-			if d.next == nil {
-				return d.err
-			}
-			d = d.next // superseded by a newer version's decode: that one ends the wait
-		}
+		return f.await(ctx, d)
 	}
 	f.deadline.Store(sent + int64(f.opts.LeaseDuration))
 	if changed {
 		f.acknowledge(ctx, s, cur)
 	}
 	return nil
+}
+
+// await waits until decode d ended (or the newer one that superseded it)
+// and returns its error.
+func (f *Follower) await(ctx context.Context, d *decoding) error {
+	for {
+		select {
+		case <-d.done:
+		case <-ctx.Done():
+			return fmt.Errorf("router: %s: waiting for version %d's resolver to decode: %w", f.db, d.s.Version, ctx.Err())
+		}
+		if d.next == nil {
+			return d.err
+		}
+		d = d.next // superseded by a newer version's decode: that one ends the wait
+	}
 }
 
 // decoding is the decode of a new version's resolver, apart from the
