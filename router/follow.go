@@ -133,14 +133,17 @@ type Follower struct {
 	base   time.Time    // the monotonic origin of deadline
 	skew   atomic.Int64 // added to the clock: tests pause the router (export_test.go)
 
-	state    atomic.Pointer[shardstate.State]                   // the state routed by
-	frozen   atomic.Bool                                        // the state refuses writes to moving keys
-	changed  atomic.Pointer[chan struct{}]                      // closed when the version changes
-	deadline atomic.Int64                                       // lease end, in ns since base
-	lastErr  atomic.Pointer[error]                              // the last renewal's error
-	lost     atomic.Pointer[error]                              // the state document is missing or went back: writes get this
-	decode   func(*shardstate.State) (resolver.Resolver, error) // State.DecodeDocument; tests hook it
-	pending  *decoding                                          // the decode under way (decodeFor); nil: none
+	state    atomic.Pointer[shardstate.State] // the state routed by
+	frozen   atomic.Bool                      // the state refuses writes to moving keys
+	changed  atomic.Pointer[chan struct{}]    // closed when the version changes
+	deadline atomic.Int64                     // lease end, in ns since base
+	lastErr  atomic.Pointer[error]            // the last renewal's error
+
+	lost atomic.Pointer[error] // the state document is missing or went back: writes get this
+	// decode is State.DecodeDocument (tests hook it); pending, the decode
+	// under way (decodeFor; under mu), nil when none.
+	decode  func(*shardstate.State) (resolver.Resolver, error)
+	pending *decoding
 
 	mu       sync.Mutex        // serialises polls
 	lease    *shardstate.Lease // as last written; nil: none held
