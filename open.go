@@ -40,7 +40,10 @@ type State int
 
 const (
 	// StateAuto follows the database's shared state when the store holds
-	// one, and otherwise routes by the configuration's resolver.
+	// one, and otherwise routes by the configuration's resolver (unless
+	// leases, history or a fence show the state was deleted under a fleet:
+	// then Open fails with a *shardstate.InUseError, as every mode but
+	// StateIgnore does; see RouteDatabase).
 	StateAuto State = iota
 	// StateFollow always follows the shared state, seeding it from the
 	// configuration's resolver when the store holds none.
@@ -190,6 +193,12 @@ func (r *Routing) Notice() string {
 //   - StateFollow: the state, seeded from the configuration's resolver
 //     when st holds none; followed with a client, read once without.
 //
+// A database whose state document is missing while leases, history or a
+// raised fence show a fleet routes it by one (the document was deleted) is
+// an error under every mode but StateIgnore: an *shardstate.InUseError
+// naming them and the recovery (`docshard state set`); the file's resolver
+// neither seeds a new state nor routes it, which would fork the placement.
+//
 // st must be the store c routes to (the state is read from it, and the
 // follower polls it). With a client c it registers the choice on c (router.Client.Register,
 // or router.Client.Follow with fo; fo's Seed is ignored: the
@@ -212,7 +221,7 @@ func RouteDatabase(ctx context.Context, c *router.Client, st store.Store, db con
 		}
 	default:
 		if s, err = shardstate.Load(ctx, st, db.Link); errors.Is(err, shardstate.ErrNoState) {
-			s, err = nil, nil
+			s, err = nil, shardstate.InUse(ctx, st, db.Link)
 		}
 	}
 	if err != nil {
@@ -247,6 +256,9 @@ func (rt *Routing) follow(ctx context.Context, c *router.Client, st store.Store,
 	}
 	f, err := c.Follow(ctx, db.Link, &o)
 	if mode == StateAuto && errors.Is(err, shardstate.ErrNoState) {
+		if err := shardstate.InUse(ctx, st, db.Link); err != nil {
+			return nil, err
+		}
 		return rt, c.Register(db.Link, db.Resolver)
 	}
 	if err != nil {

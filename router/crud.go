@@ -125,7 +125,9 @@ func (c *Client) findIn(ctx context.Context, links []string, id string, ro *stor
 // Read returns the document with this id and partition key from the first
 // collection ResolveForRead names that has it (for a resolver moving keys: the
 // next placement, then the current one). A missing key is an error
-// wrapping resolver.ErrNoPartitionKey; a missing document, store.ErrNotFound.
+// wrapping resolver.ErrNoPartitionKey; a missing document, store.ErrNotFound;
+// a followed database whose router's lease lapsed, a *LeaseError (see
+// ErrLeaseExpired).
 //
 // Cost over the store's own Read: finding the resolver and placing the key
 // (nothing for a string key read twice lately, see Options.RouteCacheSize;
@@ -138,6 +140,11 @@ func (c *Client) Read(ctx context.Context, dbLink, id string, key any) (*store.D
 	if e == nil || e.link != dbLink {
 		var err error
 		if e, err = c.findEntry(reg, dbLink); err != nil {
+			return nil, err
+		}
+	}
+	if e.follow != nil {
+		if err := e.follow.leased("read"); err != nil {
 			return nil, err
 		}
 	}
@@ -282,14 +289,24 @@ func (c *Client) move(ctx context.Context, id string, body []byte, source, targe
 // from every collection that may hold the key (Holders). opts.IfMatch
 // applies to the first copy found, or to the owner's. It is an error wrapping
 // store.ErrNotFound when no collection has it.
+//
+// A delete is idempotent across the router's own reruns: when a new state
+// refuses one of its calls as fenced (or moves the key) after an earlier
+// call of the same Delete removed a copy, the router deletes again by the
+// new state, and finding nothing left then is the success it is, not
+// NotFound.
 func (c *Client) Delete(ctx context.Context, dbLink, id string, key any, opts *WriteOptions) error {
+	deleted := false // a copy was removed by an earlier attempt of this call
 	_, err := guarded(c, ctx, dbLink, func(e *dbEntry) (none, error) {
-		return none{}, c.delete(ctx, e, id, key, opts)
+		return none{}, c.delete(ctx, e, id, key, opts, &deleted)
 	})
 	return err
 }
 
-func (c *Client) delete(ctx context.Context, e *dbEntry, id string, key any, opts *WriteOptions) error {
+// delete removes the copies of id by e's placement, setting *earlier when it
+// removes one; finding none is success when *earlier is set (a rerun after
+// a fenced or interrupted attempt that removed one).
+func (c *Client) delete(ctx context.Context, e *dbEntry, id string, key any, opts *WriteOptions, earlier *bool) error {
 	rt, err := e.pl.forKey(key)
 	if err != nil {
 		return err
@@ -312,20 +329,22 @@ func (c *Client) delete(ctx context.Context, e *dbEntry, id string, key any, opt
 	var last error
 	for i, l := range links {
 		wo := &rt.wo
-		if (!holders && !deleted) || (holders && i == 0) {
+		if !*earlier && ((!holders && !deleted) || (holders && i == 0)) {
+			// If-Match applies once: an earlier attempt that removed a
+			// copy applied it already.
 			wo = rt.writeOptions(ifMatch)
 		}
 		err = c.st.Delete(ctx, l, id, wo)
 		switch {
 		case err == nil:
-			deleted = true
+			deleted, *earlier = true, true
 		case errors.Is(err, store.ErrNotFound):
 			last = err
 		default:
 			return err
 		}
 	}
-	if !deleted {
+	if !deleted && !*earlier {
 		if last == nil {
 			last = &store.Error{Kind: store.ErrNotFound, Op: "delete", ID: id, Message: "the resolver names no collection for this key"}
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,17 +19,21 @@ import (
 )
 
 // ErrLeaseExpired: the database's resolver comes from its shared state
-// (Follow), and the router's lease has lapsed: it cannot be sure it routes
-// by the current version, so it refuses writes until a renewal succeeds.
-// The error is a *LeaseError.
+// (Follow), and the router's lease has lapsed: it has not renewed its lease
+// and read the state for longer than FollowOptions.LeaseDuration, so the
+// placement it routes by may be old (a reshard may have moved documents
+// and deleted their sources meanwhile). It refuses reads, queries and
+// writes until a renewal and a state read succeed (the next poll, or
+// Refresh). The error is a *LeaseError.
 var ErrLeaseExpired = errors.New("router: lease lapsed")
 
-// LeaseError reports a write refused because the router's lease on the
-// database has lapsed. It wraps ErrLeaseExpired and the last renewal's
-// error, if any.
+// LeaseError reports a read or write refused because the router's lease
+// on the database has lapsed. It wraps ErrLeaseExpired and the last
+// renewal's error, if any.
 type LeaseError struct {
 	Database string
 	Router   string        // the router's id
+	Op       string        // "read" (a point read or a query page) or "write"
 	Version  int64         // the state version the router routes by
 	Ago      time.Duration // how long ago the lease lapsed
 	Err      error         // why the last renewal failed; nil if none was tried since
@@ -36,8 +41,8 @@ type LeaseError struct {
 
 // Error implements error.
 func (e *LeaseError) Error() string {
-	s := fmt.Sprintf("router: %s: the lease of router %s (version %d) lapsed %s ago; writes wait for a renewal",
-		e.Database, e.Router, e.Version, e.Ago.Round(time.Millisecond))
+	s := fmt.Sprintf("router: %s: %s refused: the lease of router %s lapsed %s ago (it has not renewed its lease), so the placement it routes by (version %d) may be old; reads and writes wait for a renewal and a state read",
+		e.Database, e.Op, e.Router, e.Ago.Round(time.Millisecond), e.Version)
 	if e.Err != nil {
 		s += ": last renewal: " + e.Err.Error()
 	}
@@ -51,6 +56,18 @@ func (e *LeaseError) Unwrap() []error {
 	}
 	return []error{ErrLeaseExpired, e.Err}
 }
+
+// ErrStateLost: the database's state document, which the router follows,
+// is missing (deleted) or went back to an older version (deleted and
+// created again): the placement of the database is no longer one the
+// whole fleet agrees on. The router refuses writes with an error wrapping
+// it (and shardstate.ErrNoState when the document is missing) until a
+// version above the one it routes by is published, which `docshard state
+// set` (shardstate.Restore) does; it goes on reading by the version it
+// has, which stays exact: no placement can change without the document
+// (every change is a compare-and-swap on it), and nothing creates it again
+// while the routers' leases show they use it (shardstate.ErrInUse).
+var ErrStateLost = errors.New("router: the shared state document is missing or went back")
 
 // FollowOptions configure Follow. A nil *FollowOptions means defaults.
 type FollowOptions struct {
@@ -75,7 +92,9 @@ type FollowOptions struct {
 	OnChange func(old, current *shardstate.State)
 	// OnError, when set, is called with each failed poll: a renewal or a
 	// read that failed, a broken or foreign state document (the router
-	// keeps the last good state), a version that went back.
+	// keeps the last good state), a state document that is missing or
+	// went back (ErrStateLost: writes are refused, and the router logs it
+	// once on slog's default logger at level Error).
 	OnError func(error)
 	// MovingWait bounds how long a write to a key that is being switched
 	// to another collection (resolver.ErrMoving: a reshard's cutover) waits
@@ -99,8 +118,12 @@ const fastPoll = 25 * time.Millisecond
 // at once and writes again by the new state (see guarded: up to
 // maxFencedRetries times, each after a refresh that found a newer version).
 //
-// Writes are refused with a *LeaseError while the lease has lapsed (a
-// check of the clock, no store round trip). A new version is acknowledged
+// Reads, queries and writes are refused with a *LeaseError while the
+// lease has lapsed (a check of the clock, no store round trip): a router
+// that has not renewed its lease may route by a placement a reshard has
+// since cleaned up. Within its lease a router reads by the placement in
+// force; a reshard acts on a new placement (cleans up, seals) only after
+// every lease acknowledged it or lapsed, so those reads are exact. A new version is acknowledged
 // in the lease only after the writes begun under the old one have
 // finished, so a change waiting in shardstate.WaitForRouters knows that no
 // write by the old version is still on its way.
@@ -110,7 +133,8 @@ type Follower struct {
 	db     string
 	router string
 	opts   FollowOptions
-	base   time.Time // the monotonic origin of deadline
+	base   time.Time    // the monotonic origin of deadline
+	skew   atomic.Int64 // added to the clock: tests pause the router (export_test.go)
 
 	state    atomic.Pointer[shardstate.State] // the state routed by
 	frozen   atomic.Bool                      // the state refuses writes to moving keys
@@ -118,6 +142,12 @@ type Follower struct {
 	changed  atomic.Pointer[chan struct{}]    // closed when the version changes
 	deadline atomic.Int64                     // lease end, in ns since base
 	lastErr  atomic.Pointer[error]            // the last renewal's error
+
+	lost atomic.Pointer[error] // the state document is missing or went back: writes get this
+	// decode is State.DecodeDocument (tests hook it); pending, the decode
+	// under way (decodeFor; under mu), nil when none.
+	decode  func(*shardstate.State) (resolver.Resolver, error)
+	pending *decoding
 
 	mu       sync.Mutex        // serialises polls
 	lease    *shardstate.Lease // as last written; nil: none held
@@ -139,7 +169,8 @@ type Follower struct {
 //
 // Cost: a lease write and a state read per poll interval; writes to the
 // database pay a clock read and two atomic additions for the lease check
-// and the in-flight count. Reads and queries pay nothing.
+// and the in-flight count; point reads and query pages, a clock read for
+// the lease check.
 func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions) (*Follower, error) {
 	key, err := dbKey(dbLink)
 	if err != nil {
@@ -167,13 +198,19 @@ func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions)
 		o.MovingWait = 10 * time.Second
 	}
 	f := &Follower{c: c, st: c.pollStore(o.PollInterval), db: key, router: o.RouterID, opts: o, base: time.Now(),
-		stop: make(chan struct{}), done: make(chan struct{}), kick: make(chan struct{}, 1)}
+		stop: make(chan struct{}), done: make(chan struct{}), kick: make(chan struct{}, 1), decode: (*shardstate.State).DecodeDocument}
 	ch := make(chan struct{})
 	f.changed.Store(&ch)
-	if _, err := shardstate.LoadOrInit(ctx, f.st, key, o.Seed, nil); err != nil {
-		return nil, fmt.Errorf("router: Follow %s: %w", key, err)
+	if _, err := shardstate.Peek(ctx, f.st, key); err != nil {
+		// Seed it (the state is decoded when polled, just below).
+		if !errors.Is(err, shardstate.ErrNoState) || o.Seed == nil {
+			return nil, fmt.Errorf("router: Follow %s: %w", key, err)
+		}
+		if _, err := shardstate.LoadOrInit(ctx, f.st, key, o.Seed, nil); err != nil {
+			return nil, fmt.Errorf("router: Follow %s: %w", key, err)
+		}
 	}
-	if err := f.poll(ctx); err != nil {
+	if err := f.poll(ctx, true); err != nil {
 		return nil, fmt.Errorf("router: Follow %s: %w", key, err)
 	}
 	go f.run()
@@ -205,7 +242,16 @@ func (f *Follower) Refresh(ctx context.Context) error {
 	if f.closed() {
 		return fmt.Errorf("router: %s: the follower is closed", f.db)
 	}
-	return f.poll(ctx)
+	// A decode under way ends first, so the poll below finds its version
+	// in force: the refreshes of many writes fenced at once then do not
+	// queue their polls ahead of the decode's switch.
+	f.mu.Lock()
+	d := f.pending
+	f.mu.Unlock()
+	if d != nil {
+		_ = f.await(ctx, d) // its error, if any, the poll meets again
+	}
+	return f.poll(ctx, true)
 }
 
 // Close stops following: the polling goroutine ends, the database is
@@ -254,7 +300,7 @@ func (f *Follower) run() {
 		}
 		t.Reset(interval())
 		ctx, cancel := context.WithTimeout(context.Background(), f.opts.LeaseDuration)
-		err := f.poll(ctx)
+		err := f.poll(ctx, false)
 		cancel()
 		if err != nil && f.opts.OnError != nil {
 			f.opts.OnError(err)
@@ -263,15 +309,29 @@ func (f *Follower) run() {
 }
 
 // now is the monotonic time since base.
-func (f *Follower) now() int64 { return int64(time.Since(f.base)) }
+func (f *Follower) now() int64 { return int64(time.Since(f.base)) + f.skew.Load() }
 
 // poll renews the lease, then reads the state and switches to it. The
 // order matters: a change published before the lease was written is seen
 // by the read, so a router never takes a lease and then writes by a state
 // older than one a waiting change saw published (shardstate.Lease).
-func (f *Follower) poll(ctx context.Context) error {
+//
+// The state is peeked (read without decoding its resolver), and a new
+// resolver is decoded apart (decodeFor), so a decode costing up to
+// resolver.MaxWork never holds up the lease's renewals: until it ends the
+// router routes by the version in force, whose lease it keeps renewing
+// (acknowledging that version, so a change waiting for the routers waits
+// for it). With wait (Follow, Refresh) poll returns once the new version
+// is in force, or its decode failed; without (the polling goroutine), at
+// once, the decode going on behind.
+func (f *Follower) poll(ctx context.Context, wait bool) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			f.mu.Unlock()
+		}
+	}()
 	f.settle()
 	sent := f.now()
 	cur := f.state.Load()
@@ -298,18 +358,26 @@ func (f *Follower) poll(ctx context.Context) error {
 	}
 	f.lease = lease
 	f.lastErr.Store(nil)
-	s, err := shardstate.Load(ctx, f.st, f.db)
-	if err == nil && cur != nil && s.Version < cur.Version {
-		err = fmt.Errorf("router: %s: the state went back from version %d to %d (was it deleted and created again?); keeping version %d", f.db, cur.Version, s.Version, cur.Version)
+	s, err := shardstate.Peek(ctx, f.st, f.db)
+	switch {
+	case err == nil && cur != nil && s.Version < cur.Version:
+		err = f.stateLost(fmt.Sprintf("the state of %s went back from version %d to %d (was it deleted and created again?)", f.db, cur.Version, s.Version), cur, nil)
+	case errors.Is(err, shardstate.ErrNoState) && cur != nil:
+		err = f.stateLost(fmt.Sprintf("the state document of %s is missing (deleted?)", f.db), cur, err)
 	}
+	// keep: the lease was renewed without a break under the version in
+	// force, so a waiting change keeps waiting for it: writing (and
+	// reading) by the last good state stays safe while the new one is
+	// unusable or still being decoded.
+	keep := held && cur != nil
 	if err != nil {
-		if held && cur != nil {
-			// The lease was renewed without a break under the version in
-			// force, so a waiting change keeps waiting for it: writing by
-			// the last good state stays safe.
+		if keep {
 			f.deadline.Store(sent + int64(f.opts.LeaseDuration))
 		}
 		return err
+	}
+	if f.lost.Swap(nil) != nil {
+		slog.Default().Info("docshard: the shared state is back; writes resume", "database", f.db, "router", f.router, "version", s.Version)
 	}
 	changed := cur == nil || s.Version != cur.Version
 	switch {
@@ -321,33 +389,151 @@ func (f *Follower) poll(ctx context.Context) error {
 		f.state.Store(s)
 		f.settle()
 	case changed:
-		if err := f.switchTo(s); err != nil {
-			return err
+		d := f.decodeFor(s, sent)
+		if keep {
+			f.deadline.Store(sent + int64(f.opts.LeaseDuration))
 		}
+		f.mu.Unlock()
+		locked = false
+		if !wait {
+			return nil
+		}
+		return f.await(ctx, d)
 	}
 	f.deadline.Store(sent + int64(f.opts.LeaseDuration))
-	if changed && f.acked == s.Version {
-		// Acknowledge the new version now rather than at the next poll: a
-		// change waiting for the routers goes on a poll interval sooner.
-		l.Version, l.Epoch, l.ETag = s.Version, s.Epoch, f.lease.ETag
-		if lease, err := shardstate.RenewLease(ctx, f.st, l); err == nil {
-			f.lease = lease
-		}
-	}
-	if changed && cur != nil && f.opts.OnChange != nil {
-		f.opts.OnChange(cur, s)
+	if changed {
+		f.acknowledge(ctx, s, cur)
 	}
 	return nil
 }
 
-// switchTo registers s's resolver, retiring the registration in force:
-// its writes in flight are waited for (settle) before the lease
-// acknowledges s.
-func (f *Follower) switchTo(s *shardstate.State) error {
-	r, err := s.Decode()
-	if err != nil {
-		return fmt.Errorf("router: %s: version %d: %w", f.db, s.Version, err)
+// await waits until decode d ended (or the newer one that superseded it)
+// and returns its error.
+func (f *Follower) await(ctx context.Context, d *decoding) error {
+	for {
+		select {
+		case <-d.done:
+		case <-ctx.Done():
+			return fmt.Errorf("router: %s: waiting for version %d's resolver to decode: %w", f.db, d.s.Version, ctx.Err())
+		}
+		if d.next == nil {
+			return d.err
+		}
+		d = d.next // superseded by a newer version's decode: that one ends the wait
 	}
+}
+
+// decoding is the decode of a new version's resolver, apart from the
+// polls (decodeFor).
+type decoding struct {
+	s    *shardstate.State
+	sent int64         // when the renewal before s was read was sent (now's clock)
+	done chan struct{} // closed when s is in force, or will not be (err, next)
+	err  error         // set before done closes
+	next *decoding     // the newer version's decode that superseded this one
+}
+
+// decodeFor returns the decode of s's resolver, starting it unless one is
+// under way for s's version. When it ends, the decode switches to s (if
+// no newer decode was started meanwhile) and acknowledges it. Called
+// with f.mu held.
+func (f *Follower) decodeFor(s *shardstate.State, sent int64) *decoding {
+	if d := f.pending; d != nil && d.s.Version == s.Version && bytes.Equal(d.s.Resolver, s.Resolver) {
+		return d
+	}
+	d := &decoding{s: s, sent: sent, done: make(chan struct{})}
+	if f.pending != nil {
+		f.pending.next = d
+	}
+	f.pending = d
+	decode := f.decode
+	go func() {
+		r, err := decode(s)
+		failed := f.install(d, r, err)
+		close(d.done)
+		if failed && f.opts.OnError != nil {
+			f.opts.OnError(d.err) // outside f.mu: it may call Refresh
+		}
+	}()
+	return d
+}
+
+// install ends decode d with its outcome: it switches to d's state and
+// acknowledges it, unless the decode failed (d.err is set, and install
+// reports true), the follower closed, or a newer decode superseded it.
+func (f *Follower) install(d *decoding, r resolver.Resolver, err error) (failed bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pending != d {
+		return false // a newer version is being decoded
+	}
+	f.pending = nil
+	cur := f.state.Load()
+	switch {
+	case f.closed():
+		d.err = fmt.Errorf("router: %s: the follower is closed", f.db)
+	case err != nil:
+		d.err = fmt.Errorf("router: %s: version %d: %w", f.db, d.s.Version, err)
+		return true
+	case cur != nil && cur.Version >= d.s.Version:
+	default:
+		f.switchTo(d.s, r)
+		// d.s was read after the renewal sent at d.sent.
+		f.deadline.Store(max(f.deadline.Load(), d.sent+int64(f.opts.LeaseDuration)))
+		ctx, cancel := context.WithTimeout(context.Background(), f.opts.LeaseDuration)
+		defer cancel()
+		f.acknowledge(ctx, d.s, cur)
+	}
+	return false
+}
+
+// acknowledge writes the lease naming s now rather than at the next poll
+// (a change waiting for the routers goes on a poll interval sooner), once
+// no write by an earlier version is in flight, and tells OnChange. Called
+// with f.mu held, after switching from cur to s.
+func (f *Follower) acknowledge(ctx context.Context, s, cur *shardstate.State) {
+	if f.lease != nil && f.acked == s.Version {
+		l := *f.lease
+		l.Version, l.Epoch, l.RenewedAt = s.Version, s.Epoch, time.Now()
+		if lease, err := shardstate.RenewLease(ctx, f.st, l); err == nil {
+			f.lease = lease
+		}
+	}
+	if cur != nil && f.opts.OnChange != nil {
+		f.opts.OnChange(cur, s)
+	}
+}
+
+// stateLost refuses writes with an error saying what, from now until a
+// state above cur is read, and logs it when it starts: every router of the
+// fleet says so loudly. The error wraps ErrStateLost and cause.
+func (f *Follower) stateLost(what string, cur *shardstate.State, cause error) error {
+	var err error = &lostError{
+		text: fmt.Sprintf("router: %s: writes refused: %s; restore it with `docshard state set -c FILE RESOLVER.json` (shardstate.Restore) giving the resolver the fleet routes by (this router reads by version %d's); writes resume when a version above %d is published",
+			f.db, what, cur.Version, cur.Version),
+		errs: []error{ErrStateLost}}
+	if cause != nil {
+		err.(*lostError).errs = append(err.(*lostError).errs, cause)
+	}
+	if f.lost.Swap(&err) == nil {
+		slog.Default().Error("docshard: "+err.Error(), "database", f.db, "router", f.router)
+	}
+	return err
+}
+
+// lostError is the error of ErrStateLost: its text, and what it wraps.
+type lostError struct {
+	text string
+	errs []error
+}
+
+func (e *lostError) Error() string   { return e.text }
+func (e *lostError) Unwrap() []error { return e.errs }
+
+// switchTo registers r, s's resolver, retiring the registration in
+// force: its writes in flight are waited for (settle) before the lease
+// acknowledges s. Called with f.mu held.
+func (f *Follower) switchTo(s *shardstate.State, r resolver.Resolver) {
 	e := &dbEntry{link: f.db, r: r, pl: newPlacement(r, f.c.opts.RouteCacheSize), follow: f}
 	e.version.Store(s.Version)
 	e.pl.stamp(s.Epoch)
@@ -368,7 +554,6 @@ func (f *Follower) switchTo(s *shardstate.State) error {
 		f.draining = append(f.draining, old)
 	}
 	f.settle()
-	return nil
 }
 
 // settle acknowledges the version in force once no write begun under an
@@ -388,9 +573,18 @@ func (f *Follower) settle() {
 }
 
 // admit checks the lease before a write: no store round trip.
-func (f *Follower) admit() error {
+func (f *Follower) admit() error { return f.leased("write") }
+
+// leased checks the lease before op ("read" or "write"): a clock read, no
+// store round trip.
+func (f *Follower) leased(op string) error {
+	if op == "write" {
+		if p := f.lost.Load(); p != nil {
+			return *p
+		}
+	}
 	if late := f.now() - f.deadline.Load(); late >= 0 {
-		le := &LeaseError{Database: f.db, Router: f.router, Version: f.Version(), Ago: time.Duration(late)}
+		le := &LeaseError{Database: f.db, Router: f.router, Op: op, Version: f.Version(), Ago: time.Duration(late)}
 		if p := f.lastErr.Load(); p != nil {
 			le.Err = *p
 		}

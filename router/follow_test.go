@@ -154,7 +154,7 @@ func TestFollowSeedsAndConverges(t *testing.T) {
 }
 
 // TestLeaseLapses: a router whose renewals are held back refuses writes
-// once its lease lapses (reads go on), and writes again after a renewal.
+// and reads once its lease lapses, and writes again after a renewal.
 func TestLeaseLapses(t *testing.T) {
 	st := newFenceStore(t)
 	c := router.New(st, nil)
@@ -185,7 +185,7 @@ func TestLeaseLapses(t *testing.T) {
 		assert.ErrorIs(t, write(), router.ErrLeaseExpired)
 	}
 	_, err = c.Read(ctx, db, "a", "alice")
-	assert.NoError(t, err, "reads do not need the lease")
+	assert.ErrorIs(t, err, router.ErrLeaseExpired, "reads wait for the lease too")
 	assert.Positive(t, errs.Load(), "failed renewals are reported")
 
 	st.hold.Store(false)

@@ -97,12 +97,13 @@ type Pager struct {
 	started bool
 	tokens  bool // write continuation tokens
 
-	plan  *query.Plan
-	links []string
-	bind  [8]byte
-	lh    uint32
-	sched *scheduler
-	m     merger
+	follow *Follower // the database's, whose lease each page checks; nil: not followed
+	plan   *query.Plan
+	links  []string
+	bind   [8]byte
+	lh     uint32
+	sched  *scheduler
+	m      merger
 
 	clock            int64 // the instant the query's clock functions read (Unix ns), or 0
 	offLeft, limLeft int   // OFFSET still to skip, LIMIT still to give (-1: none)
@@ -183,6 +184,7 @@ func (p *Pager) setup() error {
 	if err != nil {
 		return err
 	}
+	p.follow = e.follow
 	if p.bind, err = binding(e.link, p.q, keyText(p.opts.PartitionKey)); err != nil {
 		return err
 	}
@@ -318,6 +320,12 @@ func (p *Pager) NextPage(ctx context.Context) (*QueryPage, error) {
 	if p.err != nil {
 		p.done = true
 		return nil, p.err
+	}
+	if p.follow != nil {
+		if err := p.follow.leased("read"); err != nil {
+			p.done = true
+			return nil, err
+		}
 	}
 	s := p.sched
 	if !p.started {

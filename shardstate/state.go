@@ -94,9 +94,10 @@ type State struct {
 	Database string
 	// Version grows by exactly one per change; the first is 1.
 	Version int64
-	// Epoch grows by one with each change that routers must see before
-	// they write again (Change.NewEpoch); the first is 1. Routers stamp
-	// their writes with it (store.WriteOptions.Epoch).
+	// Epoch grows with each change that routers must see before they
+	// write again (Change.NewEpoch): by one, or past the store's fence
+	// when it had fallen below it; the first is 1. Routers stamp their
+	// writes with it (store.WriteOptions.Epoch).
 	Epoch int64
 	// Resolver is the resolver's JSON, as resolver.Marshal writes it.
 	Resolver json.RawMessage
@@ -114,8 +115,27 @@ type State struct {
 
 // Decode returns the state's resolver. The resolver kinds it uses must be
 // registered (import their packages: hashring, rangeresolver, lookup, ...).
+// Cost: decoding the resolver, up to resolver.MaxWork (about a second for
+// the largest trees).
 func (s *State) Decode() (resolver.Resolver, error) {
 	return resolver.Unmarshal(s.Resolver)
+}
+
+// DecodeDocument is Decode for a state read with Peek: a resolver that
+// does not decode is reported as Load reports it, a *DocumentError naming
+// the state document (wrapping ErrInvalidState). Cost: Decode's.
+func (s *State) DecodeDocument() (resolver.Resolver, error) {
+	r, err := s.Decode()
+	if err != nil {
+		coll, _ := CollectionLink(s.Database)
+		return nil, &DocumentError{Link: coll, ID: stateID, Err: resolverError(s.Version, err)}
+	}
+	return r, nil
+}
+
+// resolverError explains a resolver of version v that does not decode.
+func resolverError(v int64, err error) error {
+	return fmt.Errorf("resolver of version %d: %w", v, err)
 }
 
 // document is the stored form of a State (and of a history entry).
@@ -170,6 +190,21 @@ func Identity() string {
 // resolver that does not decode. Cost: one point read and one decode of
 // the resolver.
 func Load(ctx context.Context, st store.Store, dbLink string) (*State, error) {
+	return load(ctx, st, dbLink, true)
+}
+
+// Peek is Load without decoding the resolver: the document is checked
+// (format, database, version, epoch, a resolver present) but the
+// resolver's JSON is not decoded, so State.Decode may still fail with an
+// error the caller reports. A follower peeks every poll and decodes only a
+// resolver that changed: decoding costs up to resolver.MaxWork (about a
+// second for the largest trees). Cost: one point read.
+func Peek(ctx context.Context, st store.Store, dbLink string) (*State, error) {
+	return load(ctx, st, dbLink, false)
+}
+
+// load is Load, decoding the resolver to check it when decode is set.
+func load(ctx context.Context, st store.Store, dbLink string, decode bool) (*State, error) {
 	st = retry.Ensure(st)
 	db, coll, err := names(dbLink)
 	if err != nil {
@@ -182,7 +217,7 @@ func Load(ctx context.Context, st store.Store, dbLink string) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shardstate: reading the state of %s: %w", db, err)
 	}
-	s, err := parse(d.Body, db, kindState)
+	s, err := parse(d.Body, db, kindState, decode)
 	if err != nil {
 		return nil, &DocumentError{Link: coll, ID: stateID, Err: err}
 	}
@@ -190,8 +225,9 @@ func Load(ctx context.Context, st store.Store, dbLink string) (*State, error) {
 	return s, nil
 }
 
-// parse decodes and validates one stored state or history document.
-func parse(body []byte, db, kind string) (*State, error) {
+// parse decodes and validates one stored state or history document, its
+// resolver too when decode is set.
+func parse(body []byte, db, kind string, decode bool) (*State, error) {
 	var d document
 	if err := json.Unmarshal(body, &d); err != nil {
 		return nil, fmt.Errorf("not a state document: %w", err)
@@ -205,13 +241,17 @@ func parse(body []byte, db, kind string) (*State, error) {
 		return nil, fmt.Errorf("database %q, want %q: the document belongs to another database", d.Database, db)
 	case d.Version < 1:
 		return nil, fmt.Errorf("version %d: versions start at 1", d.Version)
-	case d.Epoch < 1 || d.Epoch > d.Version:
-		return nil, fmt.Errorf("epoch %d: want 1 to the version (%d)", d.Epoch, d.Version)
+	case d.Epoch < 1:
+		// An epoch may pass the version: a change restoring a state set
+		// below the store's fence takes the fence plus one (newEpoch).
+		return nil, fmt.Errorf("epoch %d: epochs start at 1", d.Epoch)
 	case len(d.Resolver) == 0:
 		return nil, errors.New("no resolver")
 	}
-	if _, err := resolver.Unmarshal(d.Resolver); err != nil {
-		return nil, fmt.Errorf("resolver of version %d: %w", d.Version, err)
+	if decode {
+		if _, err := resolver.Unmarshal(d.Resolver); err != nil {
+			return nil, resolverError(d.Version, err)
+		}
 	}
 	if bytes.Equal(bytes.TrimSpace(d.Phase), []byte("null")) {
 		d.Phase = nil
@@ -232,16 +272,35 @@ type InitOptions struct {
 // Init creates a database's state: the state collection when it is missing,
 // and version 1 with resolver r. When a state exists already (another
 // process was first) it fails with a *ConflictError carrying that state.
-// Cost: a collection create (and a collection-info read when it exists)
-// and one document create. A state collection partitioned by another path
-// than KeyPath is a *store.KeyPathError.
+// When none exists but leases, history or a raised fence show a fleet
+// routed the database by one (its document was deleted), it creates
+// nothing and fails with an *InUseError (wrapping ErrInUse): a new version
+// 1 would fork the placement; Restore is the recovery. Cost: a collection
+// create (and a collection-info read when it exists), InUse's reads and one
+// document create. A state collection partitioned by another path than
+// KeyPath is a *store.KeyPathError.
 func Init(ctx context.Context, st store.Store, dbLink string, r resolver.Resolver, opts *InitOptions) (*State, error) {
 	st = retry.Ensure(st)
-	o := store.OptionsOf(opts)
-	db, coll, err := names(dbLink)
+	t, err := readTraces(ctx, st, dbLink)
 	if err != nil {
 		return nil, err
 	}
+	if err := t.inUse(); err != nil {
+		if cur, lerr := Load(ctx, st, t.db); lerr == nil {
+			// Another process created it meanwhile (its lease, say).
+			return nil, &ConflictError{Database: t.db, Expected: 0, Current: cur}
+		}
+		return nil, err
+	}
+	return create(ctx, st, t, r, opts, 1, 1)
+}
+
+// create makes the state collection exist and creates the state document
+// of t's database at version and epoch with resolver r, or fails with a
+// *ConflictError carrying the state that exists.
+func create(ctx context.Context, st store.Store, t *traces, r resolver.Resolver, opts *InitOptions, version, epoch int64) (*State, error) {
+	db, coll := t.db, t.coll
+	o := store.OptionsOf(opts)
 	text, err := canonical(r)
 	if err != nil {
 		return nil, err
@@ -249,7 +308,7 @@ func Init(ctx context.Context, st store.Store, dbLink string, r resolver.Resolve
 	if err := ensureCollection(ctx, st, coll, o.Spec); err != nil {
 		return nil, err
 	}
-	s := &State{Database: db, Version: 1, Epoch: 1, Resolver: text, UpdatedBy: by(o.By), UpdatedAt: now()}
+	s := &State{Database: db, Version: version, Epoch: epoch, Resolver: text, UpdatedBy: by(o.By), UpdatedAt: now()}
 	body, err := json.Marshal(s.document(stateID, kindState))
 	if err != nil {
 		return nil, fmt.Errorf("shardstate: encoding the state of %s: %w", db, err)
@@ -328,9 +387,11 @@ type Change struct {
 	// Phase is the new phase; nil keeps the current one, and the JSON
 	// literal null clears it.
 	Phase json.RawMessage
-	// NewEpoch raises the epoch by one: routers stamping writes with the
-	// old epoch are refused by a store.Fencer, and WaitForRouters tells when
-	// every router has moved on.
+	// NewEpoch raises the epoch by one (or, on a store.Fencer whose fence
+	// is at or above the current epoch, to the fence plus one: one change
+	// restores a state set below the fence): routers stamping writes with
+	// the old epoch are refused by a store.Fencer, and WaitForRouters tells
+	// when every router has moved on.
 	NewEpoch bool
 	// By names the writer; empty means Identity().
 	By string
@@ -346,8 +407,8 @@ type Change struct {
 // the error, and RaiseFence finishes the job.
 //
 // Cost: a history create, a conditional replace, and for a new epoch on a
-// fencing store, a fence raise (which waits out the database's writes in
-// progress).
+// fencing store, a fence read and a fence raise (which waits out the
+// database's writes in progress).
 func Publish(ctx context.Context, st store.Store, cur *State, ch Change) (*State, error) {
 	st = retry.Ensure(st)
 	if cur == nil || cur.ETag == "" {
@@ -361,7 +422,9 @@ func Publish(ctx context.Context, st store.Store, cur *State, ch Change) (*State
 	next.Version++
 	next.UpdatedBy, next.UpdatedAt, next.ETag = by(ch.By), now(), ""
 	if ch.NewEpoch {
-		next.Epoch++
+		if next.Epoch, err = newEpoch(ctx, st, cur); err != nil {
+			return nil, err
+		}
 	}
 	if ch.Resolver != nil {
 		if next.Resolver, err = canonical(ch.Resolver); err != nil {
@@ -415,6 +478,25 @@ func Publish(ctx context.Context, st store.Store, cur *State, ch Change) (*State
 		}
 	}
 	return &next, nil
+}
+
+// newEpoch is the epoch of the change after cur that raises it: one above
+// every epoch a router may stamp its writes with, so the store refuses the
+// writes of every router that has not seen the change. That is cur.Epoch+1,
+// unless the store's fence is at or above cur.Epoch (a state set below the
+// fence, whose every write is refused: routers that read an epoch up to the
+// fence may still hold it), then the fence plus one, so one change restores
+// a wedged state. Cost: a fence read on a store.Fencer; nothing otherwise.
+func newEpoch(ctx context.Context, st store.Store, cur *State) (int64, error) {
+	e := cur.Epoch + 1
+	if f, ok := st.(store.Fencer); ok {
+		fence, err := f.Fence(ctx, cur.Database)
+		if err != nil {
+			return 0, fmt.Errorf("shardstate: reading the fence of %s for a new epoch: %w", cur.Database, err)
+		}
+		e = max(e, fence+1)
+	}
+	return e, nil
 }
 
 // record writes s to the history, unless it is there already (a writer
@@ -482,7 +564,7 @@ func History(ctx context.Context, st store.Store, dbLink string) ([]*State, erro
 			return nil, fmt.Errorf("shardstate: reading the history of %s: %w", cur.Database, err)
 		}
 		for _, item := range page.Items {
-			s, err := parse(item, cur.Database, kindHistory)
+			s, err := parse(item, cur.Database, kindHistory, true)
 			if err != nil {
 				return nil, &DocumentError{Link: coll, ID: idOf(item), Err: err}
 			}

@@ -199,7 +199,7 @@ func TestBrokenDocuments(t *testing.T) {
 		{"other format", edit(func(m map[string]any) { m["format"] = "docshard.state/9" }), "docshard.state/9"},
 		{"other database", edit(func(m map[string]any) { m["database"] = "dbs/other" }), "another database"},
 		{"version 0", edit(func(m map[string]any) { m["version"] = 0 }), "version 0"},
-		{"epoch above version", edit(func(m map[string]any) { m["epoch"] = 5 }), "epoch 5"},
+		{"epoch 0", edit(func(m map[string]any) { m["epoch"] = 0 }), "epoch 0"},
 		{"no resolver", edit(func(m map[string]any) { delete(m, "resolver") }), "no resolver"},
 		{"broken resolver", edit(func(m map[string]any) { m["resolver"] = map[string]any{"kind": "hash", "collections": []any{}} }), "resolver of version 1"},
 		{"unknown kind", edit(func(m map[string]any) { m["resolver"] = map[string]any{"kind": "nope"} }), "unknown kind"},

@@ -64,8 +64,14 @@ func (g *globals) withStore(readOnly bool, fn func(ctx context.Context, cfg *con
 	}
 }
 
-func noState(err error, db *config.Database) error {
+// noState explains a missing state document: a new database's, or one
+// deleted under a fleet (shardstate.InUse: then what shows the fleet, and
+// the recovery).
+func noState(ctx context.Context, st store.Store, err error, db *config.Database) error {
 	if errors.Is(err, shardstate.ErrNoState) {
+		if ierr := shardstate.InUse(ctx, st, db.Link); ierr != nil {
+			return ierr
+		}
 		return fmt.Errorf("%s has no shared state document yet (the configuration file's resolver is used; docshard load or docshard state set creates it)", db.Link)
 	}
 	return err
@@ -80,7 +86,7 @@ func newStateShowCmd(g *globals) *cobra.Command {
 		RunE: g.withStore(true, func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
 			s, err := shardstate.Load(ctx, st, db.Link)
 			if err != nil {
-				return noState(err, db)
+				return noState(ctx, st, err, db)
 			}
 			if asJSON {
 				return writeJSON(g.stdout, stateOf(s))
@@ -114,7 +120,7 @@ it routes by (the resolver's kind and collections), tab-separated.`,
 		RunE: g.withStore(true, func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
 			h, err := shardstate.History(ctx, st, db.Link)
 			if err != nil {
-				return noState(err, db)
+				return noState(ctx, st, err, db)
 			}
 			for _, s := range h {
 				if asJSON {
@@ -158,8 +164,12 @@ func newStateSetCmd(g *globals) *cobra.Command {
 		Short: "Publish a new resolver as the next version of the database's state",
 		Long: `set publishes RESOLVER.json (a resolver definition, or a configuration file naming the
 database) as the next version of the state, by compare-and-swap: with --if-version N it fails
-unless the current version is N (0: no state yet). The change raises the epoch, so routers that
-have not seen it are refused by a fencing store until they do. It prints the new version.
+unless the current version is N (0: no state yet). On a database whose state document was deleted
+while routers used it, set restores it (nothing else recreates it): give the resolver the fleet
+routes by; the version and epoch go above those the routers, the history and the fence saw. The change raises the epoch above the old one
+and above the store's fence (so one set restores a state whose epoch fell below the fence), so
+routers that have not seen it are refused by a fencing store until they do. It prints the new
+version.
 --dotnet x64|x86 reads the .NET DocumentDB SDK's serialised HashPartitionResolver instead, placing
 keys exactly where a 64-bit or 32-bit .NET process put them.
 
@@ -207,13 +217,17 @@ set changes where keys are routed; it moves no document.`,
 // publishResolver makes r the database's next state version (or its first),
 // on condition of the version when check is set.
 func publishResolver(ctx context.Context, st store.Store, dbLink string, r resolver.Resolver, check bool, ifVersion int64, stderr io.Writer) (*shardstate.State, error) {
-	cur, err := shardstate.Load(ctx, st, dbLink)
+	// Peek: the current resolver is decoded once, below, for the warning
+	// (a decode costs up to resolver.MaxWork: seconds for the largest).
+	cur, err := shardstate.Peek(ctx, st, dbLink)
 	switch {
 	case errors.Is(err, shardstate.ErrNoState):
 		if check && ifVersion != 0 {
 			return nil, fmt.Errorf("--if-version %d: %s has no state yet (version 0)", ifVersion, dbLink)
 		}
-		s, err := shardstate.Init(ctx, st, dbLink, r, nil)
+		// Restore: on a new database, version 1; on one whose state
+		// document was deleted under a fleet, above what the fleet saw.
+		s, err := shardstate.Restore(ctx, st, dbLink, r, nil)
 		var ce *shardstate.ConflictError
 		if errors.As(err, &ce) && ce.Current != nil {
 			return nil, fmt.Errorf("%w (another process created it first: try again with --if-version %d)", err, ce.Current.Version)

@@ -14,13 +14,7 @@ import (
 // TestStateCommands: load seeds the state from the file; state show,
 // history and set; every command then routes by the state, not the file.
 func TestStateCommands(t *testing.T) {
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	cfg := writeFile(t, dir, "app.yaml", fmt.Sprintf(`store: {kind: embedded, path: %s}
-databases:
-  - link: dbs/app
-    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/app/colls/u0, dbs/app/colls/u1]}
-`, data))
+	dir, _, cfg := twoCollections(t)
 
 	code, _, errOut := runCLI(t, "", "state", "show", "-c", cfg)
 	require.Equal(t, 1, code)
@@ -93,6 +87,20 @@ databases:
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, "20\n", out)
 	assert.Contains(t, errOut, "version 3")
+}
+
+// twoCollections writes a configuration of dbs/app hashed over u0 and u1 on
+// a durable embedded store in a new directory: it returns the directory,
+// the store's path and the configuration file.
+func twoCollections(t *testing.T) (dir, data, cfg string) {
+	dir = t.TempDir()
+	data = filepath.Join(dir, "data")
+	cfg = writeFile(t, dir, "app.yaml", fmt.Sprintf(`store: {kind: embedded, path: %s}
+databases:
+  - link: dbs/app
+    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/app/colls/u0, dbs/app/colls/u1]}
+`, data))
+	return dir, data, cfg
 }
 
 // TestJSONOutputs: plan, verify and the state commands print one JSON
