@@ -42,3 +42,19 @@ func TestOwnedViewTieOrder(t *testing.T) {
 	v := &ownedView{Store: localquerytest.Shuffled(mem, 3), r: o, owner: o, shared: map[string]bool{l: true}, cursors: fresh()}
 	localquerytest.TieOrder(t, v, l, func() { v.cursors = fresh() })
 }
+
+// TestOwnedViewResumesByPosition: a shared collection's pages resume
+// after their last row once the results kept for them are gone, whatever
+// was deleted since (localquerytest.ResumeByPosition).
+func TestOwnedViewResumesByPosition(t *testing.T) {
+	mem := memstore.New(nil)
+	t.Cleanup(func() { _ = mem.Close() })
+	l := "dbs/d/colls/c"
+	require.NoError(t, mem.CreateCollection(t.Context(), l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	ring, err := hashring.New([]string{l}, &hashring.Options{PartitionKey: resolver.MustKeyDef("/pk")})
+	require.NoError(t, err)
+	o := soleOwner{ring, l}
+	fresh := func() *localquery.Cursors { return localquery.NewCursors(4, 1<<30) }
+	v := &ownedView{Store: localquerytest.Shuffled(mem, 5), r: o, owner: o, shared: map[string]bool{l: true}, cursors: fresh()}
+	localquerytest.ResumeByPosition(t, func() store.Store { return v }, l, func() { v.cursors = fresh() })
+}

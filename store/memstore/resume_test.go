@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -45,6 +46,12 @@ func TestQueryResumesByPosition(t *testing.T) {
 		setup(t, s)
 		localquerytest.ResumeByPosition(t, func() store.Store { return s }, l, func() { evictAll(t, s, other) })
 	})
+	t.Run("evicted, scoped to a key", func(t *testing.T) {
+		s := New(&Options{Cursors: 8})
+		setup(t, s)
+		k := keyed{s}
+		localquerytest.ResumeByPosition(t, func() store.Store { return k }, l, func() { evictAll(t, s, other) })
+	})
 	t.Run("restarted", func(t *testing.T) {
 		dir := t.TempDir()
 		s, err := Open(dir, nil)
@@ -57,6 +64,16 @@ func TestQueryResumesByPosition(t *testing.T) {
 			require.NoError(t, err)
 		})
 	})
+}
+
+// keyed scopes every query to partition key "p" (as docshard serve's read
+// feed with a partition key does).
+type keyed struct{ *Store }
+
+func (k keyed) Query(ctx context.Context, l string, q store.Query, opts *store.QueryOptions) (*store.Page, error) {
+	o := store.OptionsOf(opts)
+	o.PartitionKey = "p"
+	return k.Store.Query(ctx, l, q, &o)
 }
 
 // createAll creates docs in l in one batch per 100.
