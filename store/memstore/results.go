@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"sync"
 	"unsafe"
@@ -47,7 +48,7 @@ func (r *resultSet) bytes() int64 {
 	n := cursor.RowsSize(r.rows) + 4*int64(len(r.pos)) + 64
 	if s := r.stream; s != nil {
 		s.mu.Lock()
-		n += cursor.RowsSize(s.held) + 8*int64(len(s.heldAt)) + 4*int64(cap(s.pos)) + 24*streamMaxRun
+		n += cursor.RowsSize(s.held) + 8*int64(len(s.runAt)) + 4*int64(cap(s.pos)) + 24*streamMaxRun
 		s.mu.Unlock()
 	}
 	return n
@@ -66,11 +67,11 @@ func (r *resultSet) len() int {
 // at for an empty page).
 func (r *resultSet) next(ctx context.Context, start, size, defSize, maxBytes int, at *localquery.Pos) ([]json.RawMessage, bool, *localquery.Pos, error) {
 	if r.stream != nil {
-		items, more, last, err := r.stream.page(ctx, start, pageSize(size, defSize, -1), maxBytes)
-		if err != nil || !more || len(items) == 0 {
-			return items, more, at, err
+		items, more, p, err := r.stream.page(ctx, start, pageSize(size, defSize, -1), maxBytes)
+		if p == nil {
+			p = at
 		}
-		return items, more, r.stream.position(last), nil
+		return items, more, p, err
 	}
 	start = min(start, r.len())
 	items, err := r.pageOf(ctx, start, size, defSize, maxBytes)
@@ -253,13 +254,19 @@ func (sn *snapshot) index(rebuild bool) map[unsafe.Pointer]int32 {
 // scans the snapshot, instead of running it over every document first: a
 // page costs the documents it needs, and a cursor holds the snapshot, a
 // position and the rows of the last run of documents that the page did
-// not take. Each row is known with the document it came from: a query
-// whose documents give one row each at most runs as its filter (the
-// documents themselves, matched to their places) and its projection of
-// those; any other runs a document at a time. The snapshot never changes,
-// so any offset can be found again exactly by scanning from the start: a
-// page asked for at another offset than the cursor stands at (a retried
-// or repeated token) rescans. Safe for concurrent use.
+// not take. The snapshot never changes, so any offset can be found again
+// exactly by scanning from the start: a page asked for at another offset
+// than the cursor stands at (a retried or repeated token) rescans. Safe
+// for concurrent use.
+//
+// A page that more results follow says where its last row stands (the
+// document it came from, and that document's rows returned). A query
+// whose documents give one row each at most runs whole over a run of
+// documents; the document of a row is found only when a page ends inside
+// the run, by running the query's filter over it (its documents are
+// returned as the same maps, in order), once per run. Any other query
+// (a JOIN, a source inside the document) runs a document at a time, each
+// row known by its document: an engine run per document.
 type stream struct {
 	mu    sync.Mutex
 	pl    *plan
@@ -271,12 +278,15 @@ type stream struct {
 	offset, limit    int // the query's OFFSET (base rows passed over first) and TOP or LIMIT (-1: none)
 
 	next   int               // the snapshot position of the next document to run
-	held   []json.RawMessage // rows run but not yet returned
-	heldAt []rowAt           // where each held row comes from
+	held   []json.RawMessage // rows of the run not yet returned: the end of runRows
 	skip   int               // OFFSET rows still to pass over
 	served int               // the results returned so far: the offset held starts at
 	run    int               // documents per run, growing
-	pos    []int32           // the positions of the run being executed
+	pos    []int32           // scoped: the positions of the run's documents
+
+	runFrom, runEnd int               // the last run: snapshot positions [runFrom, runEnd)
+	runRows         []json.RawMessage // its rows
+	runAt           []rowAt           // where each of its rows comes from (nil until needed)
 }
 
 // rowAt is where a row comes from: its document (a snapshot position) and
@@ -292,37 +302,34 @@ const (
 // beginRows rows of that document, with its OFFSET still to pass over
 // (offset) and limit results at most (-1: no bound).
 func newStream(pl *plan, sn *snapshot, sc scope, begin, beginRows, offset, limit int) *stream {
+	if pl.filter != nil && beginRows > 0 {
+		begin, beginRows = begin+1, 0 // one row a document at most: that one was returned
+	}
 	s := &stream{pl: pl, sn: sn, scope: sc, begin: begin, beginRows: beginRows, offset: offset, limit: limit}
 	s.reset()
 	return s
 }
 
 func (s *stream) reset() {
-	s.next, s.held, s.heldAt, s.served, s.run, s.skip = s.begin, nil, nil, 0, streamFirstRun, s.offset
-}
-
-// position is where the row last returned from at stands: its document
-// and the rows of it returned.
-func (s *stream) position(at rowAt) *localquery.Pos {
-	return &localquery.Pos{Doc: strconv.FormatUint(s.sn.items[at.doc].e.seq, 10), Rows: int(at.ord) + 1}
+	s.next, s.held, s.served, s.run, s.skip = s.begin, nil, 0, streamFirstRun, s.offset
+	s.runRows, s.runAt = nil, nil
 }
 
 // page returns up to size results from offset start, ended early once
 // their JSON passes maxBytes (always at least one result), whether more
-// follow, and where the last one comes from.
-func (s *stream) page(ctx context.Context, start, size, maxBytes int) ([]json.RawMessage, bool, rowAt, error) {
+// follow and, when they do, where the last one stands.
+func (s *stream) page(ctx context.Context, start, size, maxBytes int) ([]json.RawMessage, bool, *localquery.Pos, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var last rowAt
 	if start < s.served {
 		s.reset()
 	}
 	for s.served < start { // skip to start
 		if ok, err := s.ready(ctx); err != nil || !ok {
-			return nil, false, last, err
+			return nil, false, nil, err
 		}
 		k := min(len(s.held), start-s.served)
-		s.held, s.heldAt, s.served = s.held[k:], s.heldAt[k:], s.served+k
+		s.held, s.served = s.held[k:], s.served+k
 	}
 	if rem := max(s.limit-s.served, 0); s.limit >= 0 && (size < 0 || size > rem) {
 		size = rem
@@ -331,10 +338,14 @@ func (s *stream) page(ctx context.Context, start, size, maxBytes int) ([]json.Ra
 		s.run = len(s.sn.items) // everything is wanted: one run
 	}
 	var out []json.RawMessage
+	var runEnd *localquery.Pos // where out stands when its last row ended a run
 	bytes := 0
 	for size < 0 || len(out) < size {
+		if len(s.held) == 0 && len(out) > 0 {
+			runEnd = s.afterRun()
+		}
 		if ok, err := s.ready(ctx); err != nil {
-			return nil, false, last, err
+			return nil, false, nil, err
 		} else if !ok {
 			break
 		}
@@ -344,30 +355,65 @@ func (s *stream) page(ctx context.Context, start, size, maxBytes int) ([]json.Ra
 		}
 		k, b, full := take(room, len(out), bytes, maxBytes)
 		bytes = b
-		if k > 0 {
-			last = s.heldAt[k-1]
-		}
 		if out == nil {
 			out = s.held[:k:k] // the usual page: one run, not copied
 		} else {
 			out = append(out, s.held[:k]...)
 		}
-		s.held, s.heldAt = s.held[k:], s.heldAt[k:]
+		s.held = s.held[k:]
+		if k > 0 {
+			runEnd = nil
+		}
 		if full {
 			break
 		}
 	}
 	s.served += len(out)
-	if s.limit >= 0 && s.served >= s.limit {
-		return out, false, last, nil
+	if len(out) == 0 || s.limit >= 0 && s.served >= s.limit {
+		return out, false, nil, nil
+	}
+	// Where the last row stands, before a run further on is read.
+	at := runEnd
+	if at == nil {
+		var err error
+		if at, err = s.position(ctx); err != nil {
+			return nil, false, nil, err
+		}
 	}
 	// Say whether results follow only once one is there: a selective
 	// filter may leave none in the rest of the snapshot.
 	more, err := s.ready(ctx)
 	if err != nil {
-		return nil, false, last, err
+		return nil, false, nil, err
 	}
-	return out, more, last, nil
+	return out, more, at, nil
+}
+
+// position returns where the row last returned stands: a row of the
+// current run.
+func (s *stream) position(ctx context.Context) (*localquery.Pos, error) {
+	i := len(s.runRows) - len(s.held) - 1 // the row's index in the run
+	if len(s.held) == 0 {
+		return s.afterRun(), nil
+	}
+	if s.runAt == nil {
+		at, err := s.attribute(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.runAt = at
+	}
+	return s.posOf(s.runAt[i]), nil
+}
+
+// afterRun is the position after every row of the current run: past all
+// rows of its last document.
+func (s *stream) afterRun() *localquery.Pos {
+	return &localquery.Pos{Doc: strconv.FormatUint(s.sn.items[s.runEnd-1].e.seq, 10), Rows: math.MaxInt32}
+}
+
+func (s *stream) posOf(at rowAt) *localquery.Pos {
+	return &localquery.Pos{Doc: strconv.FormatUint(s.sn.items[at.doc].e.seq, 10), Rows: int(at.ord) + 1}
 }
 
 // ready runs the query over further documents until rows are held, and
@@ -388,31 +434,33 @@ func (s *stream) fill(ctx context.Context) (done bool, err error) {
 	if s.next >= len(items) {
 		return true, nil
 	}
-	// A run is s.run documents in scope, which may be sparse: finding
-	// them is cheap, running the engine is not.
-	from, end := s.next, s.next
-	s.pos = s.pos[:0]
-	for ; end < len(items) && len(s.pos) < s.run; end++ {
-		if sc.in(&items[end]) {
-			s.pos = append(s.pos, int32(end))
+	from, end := s.next, min(s.next+s.run, len(items))
+	docs := sc.docs(items[from:end])
+	if sc.scoped {
+		// A run is s.run documents with the key, which may be sparse:
+		// finding them is cheap, running the engine is not.
+		s.pos, end = s.pos[:0], from
+		for ; end < len(items) && len(s.pos) < s.run; end++ {
+			if sc.hasKey(&items[end]) {
+				s.pos = append(s.pos, int32(end))
+			}
 		}
+		if len(s.pos) == 0 {
+			s.next = end
+			return true, nil
+		}
+		docs = docsAt(items, s.pos)
+	}
+	if s.pl.filter != nil || s.pl.base.ReadsDocuments() {
+		err = sc.decode(items[from:end])
 	}
 	s.next, s.run = end, max(s.run, min(2*s.run, streamMaxRun))
-	if len(s.pos) == 0 {
-		return true, nil
-	}
-	var rows []json.RawMessage
-	var at []rowAt
-	if s.pl.filter != nil {
-		if err = sc.decode(items[from:end]); err == nil {
-			rows, at, err = s.split(ctx)
-		}
-	} else {
-		if s.pl.base.ReadsDocuments() {
-			err = sc.decode(items[from:end])
-		}
-		if err == nil {
-			rows, at, err = s.each(ctx)
+	s.runFrom, s.runEnd, s.runRows, s.runAt = from, end, nil, nil
+	if err == nil {
+		if s.pl.filter != nil {
+			s.runRows, err = s.pl.base.Execute(ctx, docs)
+		} else {
+			s.runRows, s.runAt, err = s.each(ctx)
 		}
 	}
 	if err != nil {
@@ -422,69 +470,84 @@ func (s *stream) fill(ctx context.Context) (done bool, err error) {
 	// Pass over the rows of the first document a page returned before,
 	// then the query's OFFSET.
 	k := 0
-	for k < len(at) && int(at[k].doc) == s.begin && int(at[k].ord) < s.beginRows {
+	for k < len(s.runAt) && int(s.runAt[k].doc) == s.begin && int(s.runAt[k].ord) < s.beginRows {
 		k++
 	}
-	if n := min(s.skip, len(rows)-k); n > 0 {
+	if n := min(s.skip, len(s.runRows)-k); n > 0 {
 		k, s.skip = k+n, s.skip-n
 	}
-	s.held, s.heldAt = rows[k:], at[k:]
+	s.held = s.runRows[k:]
 	return false, nil
 }
 
-// split runs the run's documents through the filter, matches the
-// documents it returns to their places (they come back as the same maps,
-// in order) and projects them: one row each.
-func (s *stream) split(ctx context.Context) ([]json.RawMessage, []rowAt, error) {
-	items := s.sn.items
-	vals, err := s.pl.filter.Values(ctx, docsAt(items, s.pos))
-	if err != nil {
-		return nil, nil, err
-	}
-	matched := make([]int32, 0, len(vals))
-	j := 0
-	for _, v := range vals {
-		p := localquery.MapPointer(v)
-		for j < len(s.pos) && docPointer(&items[s.pos[j]]) != p {
-			j++
+// candidates calls yield with the snapshot position of each document in
+// scope of the current run, in order, until it returns false.
+func (s *stream) candidates(yield func(int32) bool) {
+	if s.scope.scoped {
+		for _, p := range s.pos {
+			if !yield(p) {
+				return
+			}
 		}
-		if j == len(s.pos) || p == nil {
-			return nil, nil, errors.New("memstore: internal error: a filtered document is not one of the run's")
+		return
+	}
+	for i := s.runFrom; i < s.runEnd; i++ {
+		if s.scope.in(&s.sn.items[i]) && !yield(int32(i)) {
+			return
 		}
-		matched = append(matched, s.pos[j])
-		j++
 	}
-	rows, err := s.pl.project.Execute(ctx, docsAt(items, matched))
-	if err == nil && len(rows) != len(matched) {
-		err = errors.New("memstore: internal error: a projection lost rows")
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	at := make([]rowAt, len(matched))
-	for i, p := range matched {
-		at[i] = rowAt{doc: p}
-	}
-	return rows, at, nil
 }
 
-// each runs the query over the run a document at a time (a document may
-// give many rows, or rows not its own): each row is known by its
-// document. It costs an engine run per document.
+// attribute finds the document of each row of the current run of a
+// query whose documents give one row each at most: the query's filter
+// returns those documents themselves, as the same maps, in order.
+func (s *stream) attribute(ctx context.Context) ([]rowAt, error) {
+	items := s.sn.items
+	docs := s.scope.docs(items[s.runFrom:s.runEnd])
+	if s.scope.scoped {
+		docs = docsAt(items, s.pos)
+	}
+	vals, err := s.pl.filter.Values(ctx, docs)
+	if err != nil {
+		return nil, err
+	}
+	at := make([]rowAt, 0, len(vals))
+	i := 0
+	s.candidates(func(p int32) bool {
+		if i == len(vals) {
+			return false
+		}
+		if docPointer(&items[p]) == localquery.MapPointer(vals[i]) {
+			at = append(at, rowAt{doc: p})
+			i++
+		}
+		return true
+	})
+	if len(at) != len(vals) || len(at) != len(s.runRows) {
+		return nil, errors.New("memstore: internal error: the documents of a run's rows are not found")
+	}
+	return at, nil
+}
+
+// each runs the query over the current run a document at a time (a
+// document may give many rows, or rows not its own): each row is known by
+// its document. It costs an engine run per document.
 func (s *stream) each(ctx context.Context) ([]json.RawMessage, []rowAt, error) {
 	var rows []json.RawMessage
 	var at []rowAt
-	for _, p := range s.pos {
-		r, err := s.pl.base.Execute(ctx, docsAt(s.sn.items, []int32{p}))
-		if err != nil {
-			return nil, nil, err
+	var err error
+	s.candidates(func(p int32) bool {
+		var r []json.RawMessage
+		if r, err = s.pl.base.Execute(ctx, docsAt(s.sn.items, []int32{p})); err != nil {
+			return false
 		}
 		for k := range r {
 			at = append(at, rowAt{doc: p, ord: int32(k)})
 		}
 		rows = append(rows, r...)
-	}
-	return rows, at, nil
+		return true
+	})
+	return rows, at, err
 }
 
 // docPointer identifies a decoded snapshot item by its map (nil when not
