@@ -131,3 +131,23 @@ func TestResumeByPosition(t *testing.T) {
 	s := &evalStore{Store: localquerytest.Shuffled(mem, 2), cursors: localquery.NewCursors(4, 1<<30)}
 	localquerytest.ResumeByPosition(t, func() store.Store { return s }, l, func() { s.cursors = localquery.NewCursors(4, 1<<30) })
 }
+
+// TestWholeResume: a query without positions (GROUP BY) whose kept
+// results are gone re-runs by offset over the same documents only; once
+// they changed its token is refused, saying to run the query again.
+func TestWholeResume(t *testing.T) {
+	s, l := newEvalStore(t)
+	q := store.Query{Text: "SELECT c.id, COUNT(1) AS n FROM c GROUP BY c.id"}
+	first, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 5})
+	require.NoError(t, err)
+	require.NotEmpty(t, first.Continuation)
+	s.cursors = localquery.NewCursors(4, 1<<30)
+	second, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 5, Continuation: first.Continuation})
+	require.NoError(t, err, "the same documents: the offset is exact")
+	assert.Len(t, second.Items, 5)
+	s.cursors = localquery.NewCursors(4, 1<<30)
+	require.NoError(t, s.Delete(ctx, l, "d001", &store.WriteOptions{PartitionKey: "k1"}))
+	_, err = s.Query(ctx, l, q, &store.QueryOptions{PageSize: 5, Continuation: second.Continuation})
+	require.ErrorIs(t, err, store.ErrBadRequest)
+	assert.Contains(t, err.Error(), "run the query again from its first page")
+}

@@ -29,32 +29,35 @@ const tokenVersion = 1
 // Every page of a query reads one snapshot of the collection (the
 // documents that exist and have not expired, in feed order; with a
 // partition key, only those with that key), taken by its first page, so a
-// paged query sees one consistent state. What its cursor keeps between
-// pages depends on the query's shape (see resultSet):
-//   - a query whose rows each come from one document, with nothing across
-//     documents (filters, projections, JOINs; no ORDER BY, aggregate,
-//     GROUP BY, DISTINCT, TOP, OFFSET or LIMIT) is read as its scan goes:
-//     a page runs the query over only as many documents as it needs;
+// paged query sees one consistent state while its cursor is kept. What its
+// cursor keeps between pages depends on the query's shape (see resultSet
+// and localquery.Split):
+//   - a query in feed order (rows from single documents: filters,
+//     projections, JOINs; no ORDER BY, aggregate, GROUP BY or DISTINCT;
+//     TOP, OFFSET and LIMIT allowed) is read as its scan goes: a page runs
+//     the query over only as many documents as it needs;
 //   - an ORDER BY query whose rows are its documents (no JOIN, FROM x IN,
-//     DISTINCT or GROUP BY, and a projection that is never undefined, as
-//     the router's rewritten queries are), and whose results may not fit
-//     the first page (its TOP or LIMIT, if any, exceeds the page size), is
-//     sorted without being projected: the cursor keeps the sorted
-//     positions, 4 bytes a result, and each page projects its own
-//     documents;
+//     DISTINCT or GROUP BY), and whose results may not fit the first page
+//     (its TOP or LIMIT, if any, exceeds the page size), is sorted without
+//     being projected: the cursor keeps the sorted positions, 4 bytes a
+//     result, and each page projects its own documents;
 //   - any other query runs whole on the first page and its cursor keeps
 //     the results.
 //
 // Results, pages and tokens are the same whichever way. A cursor keeps its
 // snapshot alive, documents replaced since included. A token whose cursor
-// was evicted (Options.Cursors) re-runs the query and resumes at the same
-// offset, which is exact unless documents changed in between. Compiled
-// queries are cached by text (parameters are bound per run). Documents are
-// decoded on the first query that reads them and kept decoded (the first
-// query after many writes pays for decoding them, spread over GOMAXPROCS
-// goroutines); a query scoped to a key decodes only the key's documents,
-// and one that does not read documents (query.Program.ReadsDocuments)
-// decodes none.
+// is gone (evicted, Options.Cursors; or the store restarted) resumes by
+// position, never at an offset into a re-run (see resume): the first two
+// shapes after the last row's document (and, for ORDER BY, its sort
+// values), so documents deleted or created since cannot make the walk skip
+// or repeat one that existed throughout; any other re-runs only over the
+// same state of the collection and is otherwise refused, wrapping
+// store.ErrBadRequest. Compiled queries are cached by text (parameters are
+// bound per run). Documents are decoded on the first query that reads them
+// and kept decoded (the first query after many writes pays for decoding
+// them, spread over GOMAXPROCS goroutines); a query scoped to a key
+// decodes only the key's documents, and one that does not read documents
+// (query.Program.ReadsDocuments) decodes none.
 // Tokens are bound to the collection, text, parameters and key: another
 // query's token is an error wrapping store.ErrBadRequest.
 func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.QueryOptions) (*store.Page, error) {
