@@ -130,7 +130,8 @@ func (r *Results) place(ctx context.Context, end int) (Place, error) {
 // Page answers the call with the page of at most size results (all for
 // size <= 0): from the results cursors keeps for its token, or else by
 // evaluating the query. An evaluation compiles parsed (nil: the call's
-// text, parsed here) once, reads the documents through src with the
+// text, parsed here; a tree of the caller's own, not one other goroutines
+// compile, since query.ReadsClock walks it) once, reads the documents through src with the
 // query's WHERE pushed down where it can be, puts them in a fixed order
 // (FixedOrder) and runs the query over them; when more pages follow, the
 // results are kept in cursors for their token.
@@ -191,7 +192,7 @@ func (c *Call) evaluate(ctx context.Context, parsed *query.Query, src Source) (*
 	if err != nil {
 		return nil, 0, &store.Error{Kind: store.ErrBadRequest, Op: c.op, Link: c.link, Err: err}
 	}
-	sh := Split(c.q.Text, parsed, c.Params)
+	sh := Split(c.q.Text, parsed, c.Params, query.ReadsClock(parsed))
 	tok := c.Token
 	resumed := tok.O > 0 || tok.P != nil
 	if resumed && tok.P == nil && tok.W == "" || tok.P != nil && sh.Kind == Whole {

@@ -55,7 +55,10 @@ type Shape struct {
 	Desc []bool
 }
 
-// Split returns how q (of text, with params) resumes. It costs a few
+// Split returns how q (of text, with params) resumes; clock says whether q
+// reads the clock (query.ReadsClock, which the caller computes where the
+// tree is its own: that walk writes the tree, so it must not run on a tree
+// other goroutines compile). Split only reads q. It costs a few
 // shallow copies of the tree and, without ORDER BY, a fan-out plan of the
 // query (query.PlanFanOut: the planner decides what streams); the caller
 // compiles what it needs. Parameters only supply values here (TOP, OFFSET
@@ -70,11 +73,10 @@ type Shape struct {
 // An ORDER BY calling RAND or reading the clock is Whole: its values
 // would be drawn again by each part. A Feed query reading the clock is
 // not split into Filter and Project, so one program reads one instant.
-func Split(text string, q *query.Query, params map[string]any) Shape {
+func Split(text string, q *query.Query, params map[string]any, clock bool) Shape {
 	if q.From == nil || q.Distinct || len(q.GroupBy) > 0 {
 		return Shape{}
 	}
-	clock := query.ReadsClock(q)
 	if len(q.OrderBy) > 0 {
 		if clock || strings.Contains(strings.ToUpper(text), "RAND") {
 			return Shape{}

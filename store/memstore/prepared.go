@@ -121,7 +121,7 @@ func (c *programs) prepare(text string, params map[string]any) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.shapeOnce.Do(func() { p.shape = localquery.Split(text, p.tree, params) })
+	p.shapeOnce.Do(func() { p.shape = localquery.Split(text, p.tree, params, p.clock) })
 	pl := &plan{prog: prog}
 	if err := pl.split(p.shape, p.tree, params); err != nil {
 		pl = &plan{prog: prog}
