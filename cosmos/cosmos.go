@@ -2,7 +2,6 @@ package cosmos
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -18,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/docshard/docshard/internal/cursor"
+	"github.com/docshard/docshard/internal/localquery"
 	"github.com/docshard/docshard/internal/redact"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/store"
@@ -141,7 +141,7 @@ type Store struct {
 	bound    map[string]*azcosmos.Client // by database or collection link
 	mu       sync.RWMutex
 	specs    map[string]*containerSpec // by collection link
-	cursors  *cursor.Cache[[]json.RawMessage]
+	cursors  *localquery.Cursors
 	pages    *cursor.Cache[servicePageCopy]
 	closedMu sync.RWMutex
 	closed   bool
@@ -172,7 +172,7 @@ func New(ctx context.Context, opts *Options) (*Store, error) {
 	if o.Cursors <= 0 {
 		o.Cursors = 32
 	}
-	s := &Store{opts: o, bound: map[string]*azcosmos.Client{}, specs: map[string]*containerSpec{}, cursors: cursor.NewSizedCache(o.Cursors, maxCursorBytes, cursor.RowsSize), pages: cursor.NewCache[servicePageCopy](o.Cursors)}
+	s := &Store{opts: o, bound: map[string]*azcosmos.Client{}, specs: map[string]*containerSpec{}, cursors: localquery.NewCursors(o.Cursors, maxCursorBytes), pages: cursor.NewCache[servicePageCopy](o.Cursors)}
 	var err error
 	if s.def, err = s.client("default account", o.Account); err != nil {
 		return nil, err

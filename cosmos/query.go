@@ -19,14 +19,17 @@ import (
 
 // token is the store's continuation token (localquery.Token). Service
 // mode: ST is the service's token of the page being read (empty for the
-// first) and O the items of that page already returned. Local mode: C is
-// the cursor of the computed results and O the results already returned.
+// first), O the items of that page already returned and, for the read
+// feed, R the _rid of the last one. Local mode: C is the cursor of the
+// computed results, O the results already returned and P where the last
+// one stands in the container (see localquery.Call.Page).
 type token = localquery.Token
 
 // feedHash binds a read-feed or change-feed token to its container (and
 // key): FNV-64a of the parts. Queries are bound by localquery.Hash; feed
 // tokens keep this hash because they outlive the process (a reshard's
-// checkpoint holds them), so changing it would refuse them.
+// checkpoint holds them). A read-feed token of version 1, whose offset
+// into a re-read page could shift, is refused (localquery.Resume).
 func feedHash(parts ...string) string {
 	h := fnv.New64a()
 	for _, p := range parts {
@@ -112,11 +115,15 @@ func toParams(ps []store.Param) []azcosmos.QueryParameter {
 
 // servicePage reads one page of a query the service runs, wrapping the
 // service's token with an offset so page sizes hold even where the service
-// ignores them.
+// ignores them (a service page longer than the page size is kept in
+// s.pages to read on from).
 //
 // With byRID (documents only) each service page is put in _rid order before
-// it is sliced, so re-reading the same page slices it the same way even
-// where the service returns a page's documents in varying order.
+// it is sliced, and a token names the _rid of the last document taken: a
+// page whose copy is gone re-reads the service page and resumes after that
+// _rid, which documents deleted since cannot shift. Without it, an offset
+// into a re-read page could shift, and such a token is refused
+// (localquery.Restart).
 func (s *Store) servicePage(ctx context.Context, cc *azcosmos.ContainerClient, op, l, text string, params []azcosmos.QueryParameter, pk azcosmos.PartitionKey, size int, tok token, byRID bool) (*store.Page, error) {
 	for hops := 0; ; hops++ {
 		if hops > 10000 {
@@ -135,7 +142,8 @@ func (s *Store) servicePage(ctx context.Context, cc *azcosmos.ContainerClient, o
 		var items [][]byte
 		var cont *string
 		var charge float64
-		if cached, ok := s.pages.Get(tok.C, tok.Hash+"\x00"+tok.ST); ok {
+		cached, ok := s.pages.Get(tok.C, tok.Hash+"\x00"+tok.ST)
+		if ok {
 			// A page the service returned whole, past the page size (an
 			// emulator that ignores it): read on from the copy kept for it,
 			// since a re-read need not list the items in the same order.
@@ -147,7 +155,6 @@ func (s *Store) servicePage(ctx context.Context, cc *azcosmos.ContainerClient, o
 			}
 			items, cont, charge = resp.Items, resp.ContinuationToken, float64(resp.RequestCharge)
 			if byRID && size > 0 {
-				rid := func(b []byte) string { return gjson.GetBytes(b, "_rid").String() }
 				sort.SliceStable(items, func(i, j int) bool { return rid(items[i]) < rid(items[j]) })
 			}
 			tok.C = 0
@@ -155,21 +162,35 @@ func (s *Store) servicePage(ctx context.Context, cc *azcosmos.ContainerClient, o
 				tok.C = s.pages.Put(tok.Hash+"\x00"+tok.ST, servicePageCopy{items: items, next: cont})
 			}
 		}
-		if tok.O > len(items) {
+		start := tok.O
+		switch {
+		case ok || tok.O == 0:
+		case byRID && tok.R != "":
+			// Re-read (its copy is gone): resume after the last _rid
+			// taken, which documents deleted since cannot shift.
+			start = sort.Search(len(items), func(i int) bool { return rid(items[i]) > tok.R })
+		default:
+			// An offset into a re-read page, which may have changed.
+			return nil, localquery.Restart(op, l)
+		}
+		if start > len(items) {
 			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: "the continuation token points past its page"}
 		}
 		end := len(items)
 		if size > 0 {
-			end = min(tok.O+size, len(items))
+			end = min(start+size, len(items))
 		}
 		page := &store.Page{RequestCharge: charge}
-		for _, it := range items[tok.O:end] {
+		for _, it := range items[start:end] {
 			page.Items = append(page.Items, json.RawMessage(it))
 		}
-		next := token{V: 1, Hash: tok.Hash}
+		next := token{V: localquery.TokenVersion, Hash: tok.Hash}
 		switch {
 		case end < len(items):
 			next.ST, next.O, next.C = tok.ST, end, tok.C
+			if byRID && end > 0 {
+				next.R = rid(items[end-1])
+			}
 		case cont != nil && *cont != "":
 			next.ST = *cont
 		default:
@@ -254,6 +275,9 @@ func (s *Store) containerErr(ctx context.Context, op, l string, cc *azcosmos.Con
 	}
 	return mapErr(op, l, "", err)
 }
+
+// rid is a stored document's "_rid".
+func rid(b []byte) string { return gjson.GetBytes(b, "_rid").String() }
 
 // servicePageCopy is a service page kept for reading on from it.
 type servicePageCopy struct {

@@ -8,6 +8,11 @@ import "fmt"
 // collection so a merge is deterministic.
 func (p *Plan) CompareKeys(a, b []any) int { return compareKeys(a, b, p.desc) }
 
+// CompareKeys orders two rows' sort values as ORDER BY does, each value
+// ascending or descending as desc says (one per value), without a Plan:
+// for a store that resumes an ORDER BY after a row's values.
+func CompareKeys(a, b []any, desc []bool) int { return compareKeys(a, b, desc) }
+
 // DistinctKey returns a text equal for equal results (numbers by value,
 // objects whatever their key order), for DISTINCT. It costs one canonical
 // encoding of v.

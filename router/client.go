@@ -2,7 +2,6 @@ package router
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -11,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/docshard/docshard/internal/cursor"
+	"github.com/docshard/docshard/internal/localquery"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/store"
@@ -127,8 +126,8 @@ type Client struct {
 	dbs   atomic.Pointer[registry] // immutable once published
 	regMu sync.Mutex               // serialises Register/Unregister
 
-	ownedOnce sync.Once                        // makes owned
-	owned     *cursor.Cache[[]json.RawMessage] // results of shared collections (owned.go)
+	ownedOnce sync.Once           // makes owned
+	owned     *localquery.Cursors // results of shared collections (owned.go)
 }
 
 // registry is the set of registrations, immutable once published: a

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/docshard/docshard/internal/cursor"
 	"github.com/docshard/docshard/internal/localquery"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
@@ -31,7 +30,7 @@ type ownedView struct {
 	r       resolver.Resolver
 	owner   resolver.Owner
 	shared  map[string]bool // by link, slashes trimmed
-	cursors *cursor.Cache[[]json.RawMessage]
+	cursors *localquery.Cursors
 }
 
 // ownedCursors is how many shared collections' results a client keeps for
@@ -62,8 +61,8 @@ func (c *Client) viewFor(e *dbEntry) store.Store {
 
 // ownedCursors returns the client's cache of shared collections' results,
 // made on first use.
-func (c *Client) ownedCursors() *cursor.Cache[[]json.RawMessage] {
-	c.ownedOnce.Do(func() { c.owned = cursor.NewSizedCache(ownedCursors, ownedCursorBytes, cursor.RowsSize) })
+func (c *Client) ownedCursors() *localquery.Cursors {
+	c.ownedOnce.Do(func() { c.owned = localquery.NewCursors(ownedCursors, ownedCursorBytes) })
 	return c.owned
 }
 

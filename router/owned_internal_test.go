@@ -1,13 +1,12 @@
 package router
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/docshard/docshard/hashring"
-	"github.com/docshard/docshard/internal/cursor"
+	"github.com/docshard/docshard/internal/localquery"
 	"github.com/docshard/docshard/internal/localquery/localquerytest"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/store"
@@ -39,7 +38,23 @@ func TestOwnedViewTieOrder(t *testing.T) {
 	ring, err := hashring.New([]string{l}, &hashring.Options{PartitionKey: resolver.MustKeyDef("/pk")})
 	require.NoError(t, err)
 	o := soleOwner{ring, l}
-	fresh := func() *cursor.Cache[[]json.RawMessage] { return cursor.NewCache[[]json.RawMessage](4) }
+	fresh := func() *localquery.Cursors { return localquery.NewCursors(4, 1<<30) }
 	v := &ownedView{Store: localquerytest.Shuffled(mem, 3), r: o, owner: o, shared: map[string]bool{l: true}, cursors: fresh()}
 	localquerytest.TieOrder(t, v, l, func() { v.cursors = fresh() })
+}
+
+// TestOwnedViewResumesByPosition: a shared collection's pages resume
+// after their last row once the results kept for them are gone, whatever
+// was deleted since (localquerytest.ResumeByPosition).
+func TestOwnedViewResumesByPosition(t *testing.T) {
+	mem := memstore.New(nil)
+	t.Cleanup(func() { _ = mem.Close() })
+	l := "dbs/d/colls/c"
+	require.NoError(t, mem.CreateCollection(t.Context(), l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	ring, err := hashring.New([]string{l}, &hashring.Options{PartitionKey: resolver.MustKeyDef("/pk")})
+	require.NoError(t, err)
+	o := soleOwner{ring, l}
+	fresh := func() *localquery.Cursors { return localquery.NewCursors(4, 1<<30) }
+	v := &ownedView{Store: localquerytest.Shuffled(mem, 5), r: o, owner: o, shared: map[string]bool{l: true}, cursors: fresh()}
+	localquerytest.ResumeByPosition(t, func() store.Store { return v }, l, func() { v.cursors = fresh() })
 }

@@ -8,6 +8,8 @@
 //
 // It is the one place that builds a query's parameter map (Params), binds
 // a continuation token to its query (Hash) and reads and writes a local
-// evaluation's token (Token). It knows the store contract and package
-// query; nothing imports it but the stores and the router.
+// evaluation's token (Token), and that decides how a page whose kept
+// results are gone resumes: by position in the collection, never at an
+// offset into a re-run (Split, Pos, Restart). It knows the store contract
+// and package query; nothing imports it but the stores and the router.
 package localquery

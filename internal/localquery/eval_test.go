@@ -2,7 +2,6 @@ package localquery_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,7 +22,7 @@ var ctx = context.Background()
 // backend do.
 type evalStore struct {
 	store.Store
-	cursors *cursor.Cache[[]json.RawMessage]
+	cursors *localquery.Cursors
 }
 
 func (s *evalStore) Query(ctx context.Context, l string, q store.Query, opts *store.QueryOptions) (*store.Page, error) {
@@ -45,14 +44,14 @@ func newEvalStore(t *testing.T) (*evalStore, string) {
 	l := "dbs/d/colls/c"
 	require.NoError(t, mem.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
 	localquerytest.TieDocs(t, mem, l, 40)
-	return &evalStore{Store: localquerytest.Shuffled(mem, 1), cursors: cursor.NewCache[[]json.RawMessage](4)}, l
+	return &evalStore{Store: localquerytest.Shuffled(mem, 1), cursors: localquery.NewCursors(4, 1<<30)}, l
 }
 
 // TestTieOrder: the evaluator's results do not depend on the order its
 // source returns the documents in.
 func TestTieOrder(t *testing.T) {
 	s, l := newEvalStore(t)
-	localquerytest.TieOrder(t, s, l, func() { s.cursors = cursor.NewCache[[]json.RawMessage](4) })
+	localquerytest.TieOrder(t, s, l, func() { s.cursors = localquery.NewCursors(4, 1<<30) })
 }
 
 // TestTokens: a token resumes its own query only; another query's, a
@@ -69,11 +68,10 @@ func TestTokens(t *testing.T) {
 
 	var tok localquery.Token
 	require.NoError(t, cursor.Decode(first.Continuation, &tok))
-	// A token as the embedded store wrote them before (every field, a
-	// cursor evicted since) resumes where it says.
-	old, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 5, Continuation: cursor.Encode(map[string]any{"v": 1, "h": tok.Hash, "c": 99, "o": 5})})
-	require.NoError(t, err)
-	assert.Equal(t, second.Items, old.Items)
+	// A token of version 1 (an offset into a re-run) is refused as such.
+	_, err = s.Query(ctx, l, q, &store.QueryOptions{PageSize: 5, Continuation: cursor.Encode(map[string]any{"v": 1, "h": tok.Hash, "c": 99, "o": 5})})
+	require.ErrorIs(t, err, store.ErrBadRequest)
+	assert.Contains(t, err.Error(), "version 1")
 	past := tok
 	past.O = 1000
 	for name, bad := range map[string]struct {
@@ -119,4 +117,37 @@ func TestParams(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrBadRequest)
 	require.ErrorIs(t, err, query.ErrCompile)
 	assert.Contains(t, err.Error(), `parameter name "a"`)
+}
+
+// TestResumeByPosition: a page whose kept results are gone resumes after
+// its last row, whatever was deleted since (see
+// localquerytest.ResumeByPosition), over a source that returns the
+// documents in a new order on every read.
+func TestResumeByPosition(t *testing.T) {
+	mem := memstore.New(nil)
+	t.Cleanup(func() { _ = mem.Close() })
+	l := "dbs/d/colls/c"
+	require.NoError(t, mem.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	s := &evalStore{Store: localquerytest.Shuffled(mem, 2), cursors: localquery.NewCursors(4, 1<<30)}
+	localquerytest.ResumeByPosition(t, func() store.Store { return s }, l, func() { s.cursors = localquery.NewCursors(4, 1<<30) })
+}
+
+// TestWholeResume: a query without positions (GROUP BY) whose kept
+// results are gone re-runs by offset over the same documents only; once
+// they changed its token is refused, saying to run the query again.
+func TestWholeResume(t *testing.T) {
+	s, l := newEvalStore(t)
+	q := store.Query{Text: "SELECT c.id, COUNT(1) AS n FROM c GROUP BY c.id"}
+	first, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 5})
+	require.NoError(t, err)
+	require.NotEmpty(t, first.Continuation)
+	s.cursors = localquery.NewCursors(4, 1<<30)
+	second, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 5, Continuation: first.Continuation})
+	require.NoError(t, err, "the same documents: the offset is exact")
+	assert.Len(t, second.Items, 5)
+	s.cursors = localquery.NewCursors(4, 1<<30)
+	require.NoError(t, s.Delete(ctx, l, "d001", &store.WriteOptions{PartitionKey: "k1"}))
+	_, err = s.Query(ctx, l, q, &store.QueryOptions{PageSize: 5, Continuation: second.Continuation})
+	require.ErrorIs(t, err, store.ErrBadRequest)
+	assert.Contains(t, err.Error(), "run the query again from its first page")
 }

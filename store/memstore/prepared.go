@@ -2,10 +2,10 @@ package memstore
 
 import (
 	"container/list"
-	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/docshard/docshard/internal/localquery"
 	"github.com/docshard/docshard/query"
 )
 
@@ -24,27 +24,36 @@ const maxPreparedText = 16 << 10
 type prepared struct {
 	text string
 	tree *query.Query
-	// keys and page split an ORDER BY query for lazy projection (nil
-	// when its shape does not allow it): keys returns the documents
-	// themselves in result order, page projects given documents.
-	keys, page *query.Query
-	// streams: the query's results over consecutive runs of documents
-	// concatenate to its results over all of them, so pages can be read
-	// as the scan goes (see stream). 0 until known, then 1 no, 2 yes.
-	streams  atomic.Int32
-	compiled atomic.Pointer[plan] // without parameters, once compiled
+	// shape is how the query's pages resume by position and the parts
+	// it is split into (localquery.Split), known on the first prepare:
+	// parameters only supply values to it, so it holds for every run.
+	shapeOnce sync.Once
+	shape     localquery.Shape
+	compiled  atomic.Pointer[plan] // without parameters, once compiled
 	// clock: the query reads the clock (GetCurrentDateTime...), which a
 	// program fixes when it is compiled: such a query is compiled for
-	// every run, as one program (not split for lazy projection), so one
-	// run reads one instant.
+	// every run, as one program (its parts not split), so one run reads
+	// one instant.
 	clock bool
 }
 
-// plan is a query compiled with its parameters.
+// plan is a query compiled with its parameters: the query whole (prog)
+// and, by its shape, the parts its pages run (see localquery.Shape).
 type plan struct {
-	prog       *query.Program
-	keys, page *query.Program // nil: no lazy projection
-	streams    bool
+	prog *query.Program
+	kind localquery.Kind
+	// Feed: read as the scan goes (see stream); base is the query without
+	// its TOP, OFFSET and LIMIT (offset, limit; -1 for none), filter and
+	// project its split into documents and rows (nil: base is run a
+	// document at a time).
+	base, filter, project *query.Program
+	offset, limit         int
+	// Sorted: keys returns the documents themselves in result order (with
+	// the query's limits), keysAll the same without them (a resumed page);
+	// page projects given documents; sortKey returns a document's sort
+	// values; desc their directions.
+	keys, keysAll, page, sortKey *query.Program
+	desc                         []bool
 }
 
 // programs is a bounded LRU of prepared queries, safe for concurrent use.
@@ -91,7 +100,8 @@ func (c *programs) put(p *prepared) {
 
 // prepare returns the plan of text with params bound: from the cache when
 // text was seen before (compiling it again only when it has parameters),
-// else parsed, compiled and cached. Errors are not cached.
+// else parsed, compiled and cached. Errors are not cached. A part of the
+// shape that does not compile (never expected) leaves the query Whole.
 func (c *programs) prepare(text string, params map[string]any) (*plan, error) {
 	p := c.get(text)
 	if p == nil {
@@ -100,9 +110,6 @@ func (c *programs) prepare(text string, params map[string]any) (*plan, error) {
 			return nil, err
 		}
 		p = &prepared{text: text, tree: tree, clock: query.ReadsClock(tree)}
-		if !p.clock {
-			p.keys, p.page = splitOrderBy(text, tree)
-		}
 		c.put(p)
 	}
 	if len(params) == 0 && !p.clock {
@@ -114,23 +121,10 @@ func (c *programs) prepare(text string, params map[string]any) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.streams.Load() == 0 {
-		// Parameters only supply values here (TOP, OFFSET and LIMIT,
-		// which they could size, rule streaming out), so the answer
-		// holds for every run.
-		if streams(p.tree, params) {
-			p.streams.Store(2)
-		} else {
-			p.streams.Store(1)
-		}
-	}
-	pl := &plan{prog: prog, streams: p.streams.Load() == 2}
-	if p.keys != nil {
-		keys, errK := query.Compile(p.keys, params)
-		page, errP := query.Compile(p.page, params)
-		if errK == nil && errP == nil {
-			pl.keys, pl.page = keys, page
-		}
+	p.shapeOnce.Do(func() { p.shape = localquery.Split(text, p.tree, params, p.clock) })
+	pl := &plan{prog: prog}
+	if err := pl.split(p.shape, p.tree, params); err != nil {
+		pl = &plan{prog: prog}
 	}
 	if len(params) == 0 && !p.clock {
 		p.compiled.Store(pl)
@@ -138,56 +132,29 @@ func (c *programs) prepare(text string, params map[string]any) (*plan, error) {
 	return pl, nil
 }
 
-// splitOrderBy returns, for an ORDER BY query whose results can be
-// projected after sorting, one result per document, the two queries that
-// do it: keys is the query returning the documents themselves (SELECT
-// VALUE of the FROM alias, same WHERE, ORDER BY, TOP, OFFSET and LIMIT),
-// page is the projection alone (no WHERE, ORDER BY or limits), run later
-// over the sorted documents of one page. It returns nils for any other
-// query: without ORDER BY, with DISTINCT, GROUP BY, JOIN, FROM x IN or a
-// FROM path (rows are not documents then), or a SELECT VALUE that may be
-// undefined (undefined rows are dropped, so the projection decides which
-// documents are results). A query calling RAND is left alone too: its
-// values would be drawn per page instead of once.
-func splitOrderBy(text string, q *query.Query) (keys, page *query.Query) {
-	if len(q.OrderBy) == 0 || q.Distinct || len(q.GroupBy) > 0 || len(q.Joins) > 0 || q.From == nil || q.From.In {
-		return nil, nil
-	}
-	if _, ok := q.From.Source.(*query.Ident); !ok {
-		return nil, nil
-	}
-	if q.Value && !q.Star {
-		if len(q.Items) != 1 {
-			return nil, nil
+// split compiles the parts of shape sh.
+func (pl *plan) split(sh localquery.Shape, tree *query.Query, params map[string]any) error {
+	var err error
+	compile := func(q *query.Query) *query.Program {
+		if q == nil || err != nil {
+			return nil
 		}
-		switch q.Items[0].X.(type) {
-		case *query.ObjectLit, *query.ArrayLit:
-		default:
-			return nil, nil
+		var prog *query.Program
+		prog, err = query.Compile(q, params)
+		return prog
+	}
+	switch sh.Kind {
+	case localquery.Feed:
+		if pl.offset, pl.limit, err = localquery.Bounds(tree, params); err != nil {
+			return err
 		}
+		pl.base, pl.filter, pl.project = compile(sh.Base), compile(sh.Filter), compile(sh.Project)
+	case localquery.Sorted:
+		pl.keys, pl.keysAll, pl.page, pl.sortKey = compile(sh.Keys), compile(sh.KeysAll), compile(sh.Page), compile(sh.SortKey)
+		pl.desc = sh.Desc
 	}
-	if strings.Contains(strings.ToUpper(text), "RAND") {
-		return nil, nil
+	if err == nil {
+		pl.kind = sh.Kind
 	}
-	k := *q
-	k.Star, k.Value = false, true
-	k.Items = []query.SelectItem{{X: &query.Ident{Name: q.From.Alias}}}
-	p := *q
-	p.Where, p.OrderBy, p.Top, p.Offset, p.Limit = nil, nil, nil, nil, nil
-	return &k, &p
-}
-
-// streams reports whether q's results over consecutive runs of documents
-// concatenate to its results over all of them, in order: a query whose
-// every row comes from one document, evaluated alone (filters,
-// projections, JOINs, subqueries over the document), with nothing that
-// looks across documents: no ORDER BY, aggregate, GROUP BY, DISTINCT, TOP,
-// OFFSET or LIMIT. The fan-out planner answers the same question for
-// collections (a Stream plan merges by concatenation), so it decides.
-func streams(q *query.Query, params map[string]any) bool {
-	if q.From == nil || q.Top != nil || q.Offset != nil || q.Limit != nil || q.Distinct || len(q.OrderBy) > 0 || len(q.GroupBy) > 0 {
-		return false
-	}
-	pl, err := query.PlanFanOut(q, params)
-	return err == nil && pl.Kind == query.Stream && !pl.Distinct && pl.Offset == 0 && pl.Limit < 0 && !pl.SingleCollection
+	return err
 }

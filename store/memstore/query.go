@@ -1,8 +1,11 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"sort"
+	"strconv"
 
 	"github.com/docshard/docshard/internal/cursor"
 	"github.com/docshard/docshard/internal/localquery"
@@ -26,32 +29,35 @@ const tokenVersion = 1
 // Every page of a query reads one snapshot of the collection (the
 // documents that exist and have not expired, in feed order; with a
 // partition key, only those with that key), taken by its first page, so a
-// paged query sees one consistent state. What its cursor keeps between
-// pages depends on the query's shape (see resultSet):
-//   - a query whose rows each come from one document, with nothing across
-//     documents (filters, projections, JOINs; no ORDER BY, aggregate,
-//     GROUP BY, DISTINCT, TOP, OFFSET or LIMIT) is read as its scan goes:
-//     a page runs the query over only as many documents as it needs;
+// paged query sees one consistent state while its cursor is kept. What its
+// cursor keeps between pages depends on the query's shape (see resultSet
+// and localquery.Split):
+//   - a query in feed order (rows from single documents: filters,
+//     projections, JOINs; no ORDER BY, aggregate, GROUP BY or DISTINCT;
+//     TOP, OFFSET and LIMIT allowed) is read as its scan goes: a page runs
+//     the query over only as many documents as it needs;
 //   - an ORDER BY query whose rows are its documents (no JOIN, FROM x IN,
-//     DISTINCT or GROUP BY, and a projection that is never undefined, as
-//     the router's rewritten queries are), and whose results may not fit
-//     the first page (its TOP or LIMIT, if any, exceeds the page size), is
-//     sorted without being projected: the cursor keeps the sorted
-//     positions, 4 bytes a result, and each page projects its own
-//     documents;
+//     DISTINCT or GROUP BY), and whose results may not fit the first page
+//     (its TOP or LIMIT, if any, exceeds the page size), is sorted without
+//     being projected: the cursor keeps the sorted positions, 4 bytes a
+//     result, and each page projects its own documents;
 //   - any other query runs whole on the first page and its cursor keeps
 //     the results.
 //
 // Results, pages and tokens are the same whichever way. A cursor keeps its
 // snapshot alive, documents replaced since included. A token whose cursor
-// was evicted (Options.Cursors) re-runs the query and resumes at the same
-// offset, which is exact unless documents changed in between. Compiled
-// queries are cached by text (parameters are bound per run). Documents are
-// decoded on the first query that reads them and kept decoded (the first
-// query after many writes pays for decoding them, spread over GOMAXPROCS
-// goroutines); a query scoped to a key decodes only the key's documents,
-// and one that does not read documents (query.Program.ReadsDocuments)
-// decodes none.
+// is gone (evicted, Options.Cursors; or the store restarted) resumes by
+// position, never at an offset into a re-run (see resume): the first two
+// shapes after the last row's document (and, for ORDER BY, its sort
+// values), so documents deleted or created since cannot make the walk skip
+// or repeat one that existed throughout; any other re-runs only over the
+// same state of the collection and is otherwise refused, wrapping
+// store.ErrBadRequest. Compiled queries are cached by text (parameters are
+// bound per run). Documents are decoded on the first query that reads them
+// and kept decoded (the first query after many writes pays for decoding
+// them, spread over GOMAXPROCS goroutines); a query scoped to a key
+// decodes only the key's documents, and one that does not read documents
+// (query.Program.ReadsDocuments) decodes none.
 // Tokens are bound to the collection, text, parameters and key: another
 // query's token is an error wrapping store.ErrBadRequest.
 func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.QueryOptions) (*store.Page, error) {
@@ -66,17 +72,23 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 		return nil, err
 	}
 	tok := call.Token
+	start := tok.O
 	results, cached := s.cursors.Get(tok.C, tok.Hash)
 	if !cached {
 		pl, err := s.progs.prepare(q.Text, call.Params)
 		if err != nil {
 			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 		}
-		if results, err = s.run(ctx, c, pl, scoped, pk, pageSize(o.PageSize, s.opts.PageSize, -1)); err != nil {
+		if o.Continuation == "" {
+			results, err = s.run(ctx, c, pl, scoped, pk, pageSize(o.PageSize, s.opts.PageSize, -1))
+		} else {
+			results, start, err = s.resume(ctx, op, l, c, pl, scoped, pk, tok, pageSize(o.PageSize, s.opts.PageSize, -1))
+		}
+		if err != nil {
 			return nil, localquery.RunErr(op, l, err)
 		}
 	}
-	items, more, err := results.next(ctx, tok.O, o.PageSize, s.opts.PageSize, s.opts.MaxPageBytes)
+	items, more, at, err := results.next(ctx, start, o.PageSize, s.opts.PageSize, s.opts.MaxPageBytes, tok.P)
 	if err != nil {
 		return nil, localquery.RunErr(op, l, err)
 	}
@@ -86,7 +98,8 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 		if !cached {
 			id = s.cursors.Put(tok.Hash, results)
 		}
-		page.Continuation = tok.Next(id, tok.O+len(items))
+		end := start + len(items)
+		page.Continuation = tok.Next(id, end, localquery.Place{P: at, Left: results.left(end), State: results.state})
 	}
 	return page, nil
 }
@@ -114,20 +127,15 @@ func (s *Store) run(ctx context.Context, c *collection, pl *plan, scoped bool, p
 	s.purge(c, now)
 	sn := c.snapshot()
 	sc := scope{now: now, scoped: scoped, pk: pk, pkHash: keyHash(pk)}
-	if pl.streams {
-		return &resultSet{stream: newStream(pl.prog, sn, sc)}, nil
+	if pl.kind == localquery.Feed {
+		return &resultSet{stream: newStream(pl, sn, sc, 0, 0, pl.offset, pl.limit)}, nil
 	}
-	if pl.prog.ReadsDocuments() && !sn.allDecoded.Load() {
-		if err := sc.decode(sn.items); err != nil {
-			return nil, err
-		}
-		if !sc.scoped {
-			sn.allDecoded.Store(true) // later queries skip the pass
-		}
+	if err := sc.decodeAll(sn, pl.prog.ReadsDocuments()); err != nil {
+		return nil, err
 	}
 	docs := sc.docs(sn.items)
-	if most := pl.prog.MaxResults(); pl.keys != nil && size >= 0 && (most < 0 || most > size) {
-		rs, ok, err := runLazy(ctx, sn, pl, docs)
+	if most := pl.prog.MaxResults(); pl.kind == localquery.Sorted && size >= 0 && (most < 0 || most > size) {
+		rs, ok, err := runLazy(ctx, sn, pl, pl.keys, docs)
 		if err != nil || ok {
 			return rs, err
 		}
@@ -136,7 +144,126 @@ func (s *Store) run(ctx context.Context, c *collection, pl *plan, scoped bool, p
 	if err != nil {
 		return nil, err
 	}
-	return &resultSet{rows: rows}, nil
+	return &resultSet{rows: rows, limit: -1, state: s.state(sn)}, nil
+}
+
+// state names the state of the collection a snapshot holds, for results
+// without positions: the store's process (its ETag prefix, random per
+// process) and the snapshot's version, which every write and expiry
+// purged changes.
+func (s *Store) state(sn *snapshot) string {
+	return s.etagPfx + ":" + strconv.FormatUint(sn.version, 10)
+}
+
+// decodeAll decodes the snapshot's documents in scope, when the query
+// reads them and they are not all decoded yet.
+func (sc *scope) decodeAll(sn *snapshot, reads bool) error {
+	if !reads || sn.allDecoded.Load() {
+		return nil
+	}
+	if err := sc.decode(sn.items); err != nil {
+		return err
+	}
+	if !sc.scoped {
+		sn.allDecoded.Store(true) // later queries skip the pass
+	}
+	return nil
+}
+
+// resume re-runs a query whose cursor is gone over c's current snapshot,
+// from where its token says the last page stopped (tok.P), never at an
+// offset into the new results: a Feed query starts after the document of
+// its last row (past the rows of that document already returned), a
+// Sorted one strictly after its last row's sort values and document; each
+// takes only what its TOP or LIMIT still allows (tok.L). A query whose
+// results have no positions (localquery.Whole) re-runs whole only over
+// the same state of the collection (tok.W), where its offset is exact
+// (start: tok.O); otherwise it is refused (localquery.Restart).
+func (s *Store) resume(ctx context.Context, op, l string, c *collection, pl *plan, scoped bool, pk string, tok localquery.Token, size int) (rs *resultSet, start int, err error) {
+	if tok.P == nil {
+		now := s.clock().Unix()
+		s.purge(c, now)
+		if tok.W == "" || tok.W != s.state(c.snapshot()) {
+			return nil, 0, localquery.Restart(op, l)
+		}
+		rs, err := s.run(ctx, c, pl, scoped, pk, size)
+		if err == nil && rs.state != tok.W {
+			err = localquery.Restart(op, l) // written to in between
+		}
+		return rs, tok.O, err
+	}
+	if pl.kind == localquery.Whole {
+		return nil, 0, localquery.BadToken(op, l, tok.P.Doc, "a position for a query that has none")
+	}
+	rs, err = s.resumeAt(ctx, op, l, c, pl, scoped, pk, tok)
+	return rs, 0, err
+}
+
+// resumeAt re-runs a Feed or Sorted query from its token's position.
+func (s *Store) resumeAt(ctx context.Context, op, l string, c *collection, pl *plan, scoped bool, pk string, tok localquery.Token) (*resultSet, error) {
+	seq, err := strconv.ParseUint(tok.P.Doc, 10, 64)
+	if err != nil {
+		return nil, localquery.BadToken(op, l, tok.P.Doc, "its position is not one of this store's")
+	}
+	now := s.clock().Unix()
+	s.purge(c, now)
+	sn := c.snapshot()
+	sc := scope{now: now, scoped: scoped, pk: pk, pkHash: keyHash(pk)}
+	left := tok.Left()
+	if pl.kind == localquery.Feed {
+		i := sort.Search(len(sn.items), func(i int) bool { return sn.items[i].e.seq >= seq })
+		rows := 0
+		if i < len(sn.items) && sn.items[i].e.seq == seq {
+			rows = tok.P.Rows
+		}
+		return &resultSet{stream: newStream(pl, sn, sc, i, rows, 0, left)}, nil
+	}
+	after, err := localquery.SortedAfter(tok.P, pl.desc, func(a, b string) int {
+		x, _ := strconv.ParseUint(a, 10, 64)
+		y, _ := strconv.ParseUint(b, 10, 64)
+		return cmp.Compare(x, y)
+	})
+	if err != nil {
+		return nil, localquery.BadToken(op, l, string(tok.P.Keys), err.Error())
+	}
+	if err := sc.decodeAll(sn, true); err != nil {
+		return nil, err
+	}
+	rs, ok, err := runLazy(ctx, sn, pl, pl.keysAll, sc.docs(sn.items))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, localquery.Restart(op, l)
+	}
+	// The first result strictly after the position: the results are in
+	// (sort values, feed order) order, so a binary search finds it.
+	var searchErr error
+	i := sort.Search(len(rs.pos), func(i int) bool {
+		if searchErr != nil {
+			return true
+		}
+		it := &sn.items[rs.pos[i]]
+		v, err := pl.sortKey.Values(ctx, docsAt(sn.items, rs.pos[i:i+1]))
+		if err != nil || len(v) != 1 {
+			searchErr = errors.Join(err, errors.New("memstore: internal error: a document's sort values are not one value"))
+			return true
+		}
+		keys, err := localquery.UnwrapKeys(v[0])
+		if err != nil {
+			searchErr = err
+			return true
+		}
+		return after(keys, strconv.FormatUint(it.e.seq, 10))
+	})
+	if searchErr != nil {
+		return nil, searchErr
+	}
+	rs.pos, rs.limit = rs.pos[i:], left
+	if left >= 0 && left < len(rs.pos) {
+		rs.pos = rs.pos[:left]
+	}
+	return rs, nil
 }
 
 // scope says which documents of a snapshot a query reads: those not

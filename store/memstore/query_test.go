@@ -189,7 +189,7 @@ func TestLazyOrderByPages(t *testing.T) {
 		{`SELECT TOP @top r.id FROM root r WHERE r.pk != @pk ORDER BY r.n, r.id DESC`, true, []store.Param{{Name: "@top", Value: 50}, {Name: "@pk", Value: "p1"}}, 50},
 		{`SELECT [c.id, c.missing] FROM c ORDER BY c.s OFFSET 7 LIMIT 100`, true, nil, 100},
 		{`SELECT VALUE [c.n, c.id] FROM c ORDER BY c.id DESC`, true, nil, 0},
-		{`SELECT VALUE c.n FROM c ORDER BY c.id`, false, nil, 0},
+		{`SELECT VALUE c.n FROM c ORDER BY c.id`, true, nil, 0}, // IS_DEFINED(c.n) keeps one row per document
 		{`SELECT DISTINCT VALUE {"n": c.n} FROM c ORDER BY c.n`, false, nil, 0},
 		{`SELECT VALUE {"n": c.n, "r": RAND() >= 0} FROM c ORDER BY c.n`, false, nil, 0},
 		{`SELECT c.id FROM c ORDER BY c.n, c.id`, true, nil, 0},
@@ -340,8 +340,8 @@ func TestStreamedPages(t *testing.T) {
 		{`SELECT c.id, ARRAY(SELECT VALUE x FROM x IN c.tags WHERE x > "t2") AS big FROM c WHERE IS_NUMBER(c.n)`, true, nil, 0},
 		{`SELECT VALUE COUNT(1) FROM c`, false, nil, 0},
 		{`SELECT DISTINCT VALUE c.n FROM c`, false, nil, 0},
-		{`SELECT TOP 30 c.id FROM c`, false, nil, 0},
-		{`SELECT c.id FROM c OFFSET 5 LIMIT 900`, false, nil, 0},
+		{`SELECT TOP 30 c.id FROM c`, true, nil, 0}, // TOP, OFFSET and LIMIT stream too
+		{`SELECT c.id FROM c OFFSET 5 LIMIT 900`, true, nil, 0},
 		{`SELECT c.n, COUNT(1) AS k FROM c GROUP BY c.n`, false, nil, 0},
 		// Subqueries and paths as sources: one row per document streams.
 		{`SELECT * FROM (SELECT c.id, c.n FROM c WHERE c.n > 3) AS x`, true, nil, 0},
