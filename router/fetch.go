@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
@@ -57,7 +59,11 @@ type source struct {
 	nextTok   string   // the store continuation the next fetch starts at
 	end       bool     // no page after the last one fetched
 	skip      int      // rows of the next page fetched to skip (resume)
-	size      int      // page size of the next fetch, if above the pager's (resume)
+	// check: the rows skipped must digest to want (see rowsDigest); got
+	// is the digest of those skipped so far, across pages.
+	check     bool
+	want, got uint64
+	size      int // page size of the next fetch, if above the pager's (resume)
 	// probing: the next fetch runs the scheduler's probe; lazy: the probe
 	// came back full, so the rest of the collection's rows are fetched
 	// only when the merge needs them, never read ahead.
@@ -298,6 +304,9 @@ func (s *scheduler) receive(ctx context.Context, f *fetched) error {
 	}
 	skip := src.skip
 	src.skip, src.size = 0, 0
+	if src.check {
+		src.got = rowsDigest(f, min(skip, f.n), src.got)
+	}
 	if skip > f.n {
 		if f.after == "" {
 			return badToken("%s returned %d rows where the token skips %d: the collection changed since the token was issued", src.link, f.n, skip)
@@ -308,6 +317,16 @@ func (s *scheduler) receive(ctx context.Context, f *fetched) error {
 		src.nextTok, src.skip = f.after, skip-f.n
 		return nil
 	}
+	if src.check {
+		src.check = false
+		if src.got != src.want {
+			// The store's page is not the one the token counted in (its
+			// cursor is gone and documents before the position were
+			// written or deleted): skipping as many rows would skip or
+			// repeat some.
+			return badToken("the rows of %s before its position changed since the token was issued (the store could not resume the page it was read from); run the query again from its first page", src.link)
+		}
+	}
 	src.nextTok, src.end = f.after, f.after == ""
 	if src.probing {
 		src.probing = false
@@ -316,8 +335,9 @@ func (s *scheduler) receive(ctx context.Context, f *fetched) error {
 			// the full query, run from its start past the rows the probe
 			// gave, when the merge needs it (a token written meanwhile
 			// records the same).
-			f.then = &srcState{state: srcAt, skip: f.n}
+			f.then = &srcState{state: srcAt, skip: f.n, sum: rowsDigest(f, f.n, digestBasis)}
 			src.nextTok, src.end, src.lazy, src.skip = "", false, true, f.n
+			src.check, src.want, src.got = true, f.then.sum, digestBasis
 		}
 	}
 	if skip == f.n { // nothing left in this page
@@ -344,7 +364,7 @@ func (s *scheduler) position(src *source) srcState {
 	case src.failed != nil:
 		return srcState{state: srcFailed}
 	case src.cur != nil:
-		return srcState{state: srcAt, tok: src.cur.tok, size: src.cur.size, skip: src.curPos}
+		return srcState{state: srcAt, tok: src.cur.tok, size: src.cur.size, skip: src.curPos, sum: rowsDigest(src.cur, src.curPos, digestBasis)}
 	}
 	return src.pos
 }
@@ -354,6 +374,8 @@ func (s *scheduler) restore(src *source, st srcState) {
 	switch st.state {
 	case srcAt:
 		src.pos, src.nextTok, src.skip, src.size = st, st.tok, st.skip, st.size
+		// A position at the start of a page skips nothing: nothing to check.
+		src.check, src.want, src.got = st.skip > 0, st.sum, digestBasis
 	case srcDone:
 		src.pos, src.end = st, true
 	}
@@ -399,4 +421,44 @@ func (s *scheduler) probeFor(limit int) {
 		// there would evaluate it twice and save nothing.
 		src.probing = view == nil || !view.shared[strings.Trim(src.link, "/")]
 	}
+}
+
+// digestBasis is FNV-64a's offset basis: the digest of no rows.
+const digestBasis uint64 = 14695981039346656037
+
+// rowsDigest continues h, an FNV-64a digest, over the first n rows of a
+// page, each by its identity: a row that is an object with a string "id"
+// by that id (so a replace that keeps a document's place does not change
+// it), any other row by its JSON; an empty row (no result) and a page
+// without user rows (partial aggregates) add nothing. A token records the
+// digest of the rows its position skips, and a resume checks it against
+// the page it fetches again: a store that re-runs the query on a changed
+// collection (its cursor evicted, or a service without one) can shift a
+// page, and skipping a count of rows would then skip or repeat documents.
+// Cost: a scan for "id" in each row skipped, when a token is written or
+// read, never per row merged.
+func rowsDigest(f *fetched, n int, h uint64) uint64 {
+	if f.rows == nil {
+		return h
+	}
+	mix := func(b []byte) {
+		for _, c := range b {
+			h ^= uint64(c)
+			h *= 1099511628211
+		}
+	}
+	for _, raw := range f.rows[:n] {
+		if raw == nil {
+			continue
+		}
+		if id := gjson.GetBytes(raw, "id"); id.Type == gjson.String { // only an object has members
+			mix([]byte{'i'})
+			mix([]byte(id.Str))
+		} else {
+			mix([]byte{'r'})
+			mix(raw)
+		}
+		mix([]byte{0})
+	}
+	return h
 }

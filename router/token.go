@@ -33,7 +33,8 @@ import (
 // modes), the number of collections, then per collection its state (0: at
 // a row, 1: finished, 2: failed) and for "at a row" the store continuation
 // of the page holding the row (length, bytes), the page size it was
-// fetched with and the row's index in that page; then the number of distinct-run hashes and the hashes
+// fetched with, the row's index in that page and the digest of the rows
+// before it (8 bytes, big-endian; see rowsDigest); then the number of distinct-run hashes and the hashes
 // (8 bytes each, big-endian); then, as a varint, the instant the query's
 // clock functions read (Unix nanoseconds; 0 when it reads none), so a
 // resumed query reads the time its first page read.
@@ -42,9 +43,10 @@ import (
 // token of another query from one whose database changed its collections.
 // Neither is a secret: a token is a position, not a credential.
 //
-// Version 4 binds by localquery.Hash (version 3 by SHA-256): a version 3
-// token is refused as of another version.
-const tokenVersion = 4
+// Version 5 adds the digest of the rows a position skips (version 4
+// tokens, without it, are refused as of another version); version 4 binds
+// by localquery.Hash (version 3 by SHA-256).
+const tokenVersion = 5
 
 const (
 	srcAt byte = iota
@@ -57,6 +59,10 @@ type srcState struct {
 	tok   string
 	size  int // the page size tok was fetched with (a refetch needs as many)
 	skip  int
+	// sum is the rowsDigest of the skip rows the position is past: a
+	// refetch whose first skip rows digest otherwise is not the page the
+	// token counted in, so skipping as many would skip or repeat rows.
+	sum uint64
 }
 
 type tokenState struct {
@@ -125,6 +131,7 @@ func (t *tokenState) body() []byte {
 			body = append(body, s.tok...)
 			body = binary.AppendUvarint(body, uint64(s.size))
 			body = binary.AppendUvarint(body, uint64(s.skip))
+			body = binary.BigEndian.AppendUint64(body, s.sum)
 		}
 	}
 	body = binary.AppendUvarint(body, uint64(len(t.run)))
@@ -202,6 +209,7 @@ func decodeToken(s string, bind [8]byte, lh uint32, width int) (*tokenState, err
 			st.tok = string(d.bytes(d.int()))
 			st.size = d.int()
 			st.skip = d.int()
+			st.sum = binary.BigEndian.Uint64(d.bytes(8))
 		case srcDone, srcFailed:
 		default:
 			d.fail()
