@@ -155,16 +155,14 @@ func TestExactness(t *testing.T) {
 	// The final store, straight through azcosmos.
 	r := settled(t, rst, ring(t, cfg.targets[len(cfg.targets)-1]))
 	found := sv.readAll(ctx, t, "app")
-	lost := map[string]bool{}
+	unfound := map[string]bool{}
 	for _, id := range checkFound(t, found, r, m.ledger) {
-		if strings.HasPrefix(id, fixedPrefix) {
-			lost[id] = true
-		}
+		unfound[id] = true
 	}
 
 	// The reader's and the writer's answers.
 	rd.checkCounts(m)
-	rd.report(t, lost)
+	rd.report(t, unfound)
 	m.report(t)
 	total := 0
 	for _, docs := range found {
@@ -510,30 +508,50 @@ type reader struct {
 	wrong   map[string][]wrongAnswer // by kind
 	counts  []countAnswer            // COUNTs of the writer's documents, checked once it stopped
 
-	pager     *router.Pager // the ORDER BY walked in one pager
-	pagerIDs  []string
-	pagerWalk int
-	token     string // the ORDER BY walked by continuation tokens
-	tokenIDs  []string
-	tokenWalk int
+	pager   *router.Pager // the ORDER BY walked in one pager
+	inPager orderWalk
+	token   string // the ORDER BY walked by continuation tokens
+	byToken orderWalk
+}
+
+// orderWalk is an ORDER BY of the fixed documents, walked a page a round.
+type orderWalk struct {
+	kind  string
+	n     int      // walks finished
+	ids   []string // the rows of the walk under way
+	began string   // the reader's state at its first page; empty: none under way
+}
+
+func (w *orderWalk) start(at string) {
+	if w.began == "" {
+		w.ids, w.began = w.ids[:0], at
+	}
 }
 
 // wrongAnswer is an answer no correct store gives. When it is wrong only
-// by lacking fixed documents, missing names them (or short counts them):
-// if the store lost them (the final check says so), the loss explains it.
+// by lacking documents, missing names them (or short counts them, of the
+// fixed ones or of the writer's): if the final store lost them or holds
+// them where no router looks, that explains it.
 type wrongAnswer struct {
 	msg     string
 	missing []string
 	short   int
+	writers bool // short counts the writer's documents
 }
 
-// lacksOnly reports whether the answer lacks only documents of lost.
-func (w wrongAnswer) lacksOnly(lost map[string]bool) bool {
+// lacksOnly reports whether the answer lacks only documents of unfound.
+func (w wrongAnswer) lacksOnly(unfound map[string]bool) bool {
 	if w.short > 0 {
-		return w.short <= len(lost)
+		n := 0
+		for id := range unfound {
+			if strings.HasPrefix(id, fixedPrefix) != w.writers {
+				n++
+			}
+		}
+		return w.short <= n
 	}
 	for _, id := range w.missing {
-		if !lost[id] {
+		if !unfound[id] {
 			return false
 		}
 	}
@@ -542,7 +560,7 @@ func (w wrongAnswer) lacksOnly(lost map[string]bool) bool {
 
 type countAnswer struct {
 	got, from, to int
-	version       int64
+	at            string // the reader's state when the query began
 }
 
 func newReader(ctx context.Context, t *testing.T, st store.Store, fixed []doc, m *model, cfg exactConfig) *reader {
@@ -554,6 +572,7 @@ func newReader(ctx context.Context, t *testing.T, st store.Store, fixed []doc, m
 		checked: map[string]int{}, refused: map[string]int{}, errs: map[string]string{}, wrong: map[string][]wrongAnswer{}}
 	r.cond = sync.NewCond(&r.mu)
 	r.kick = make(chan struct{}, 1)
+	r.inPager.kind, r.byToken.kind = "ORDER BY in one pager", "ORDER BY by tokens"
 	return r
 }
 
@@ -601,6 +620,22 @@ func (r *reader) nextRound() {
 	}
 }
 
+// at describes the state the reader routes by: its version and the
+// reshard's step, if one is under way.
+func (r *reader) at() string {
+	s := r.f.State()
+	var phase struct {
+		Reshard *struct {
+			Step string `json:"step"`
+		} `json:"reshard"`
+	}
+	_ = json.Unmarshal(s.Phase, &phase)
+	if phase.Reshard == nil {
+		return fmt.Sprintf("version %d, no reshard", s.Version)
+	}
+	return fmt.Sprintf("version %d, reshard step %s", s.Version, phase.Reshard.Step)
+}
+
 // errClass names what kind of refusal an error is.
 func errClass(err error) string {
 	switch {
@@ -631,17 +666,18 @@ func (r *reader) refuse(kind string, err error) {
 }
 
 func (r *reader) check(kind string, ok bool, format string, args ...any) {
-	r.checkLacking(kind, ok, nil, 0, format, args...)
+	r.checkLacking(kind, ok, wrongAnswer{}, format, args...)
 }
 
-// checkLacking is check for an answer that, when wrong, lacks the fixed
-// documents missing (or short of them) and is otherwise right.
-func (r *reader) checkLacking(kind string, ok bool, missing []string, short int, format string, args ...any) {
+// checkLacking is check for an answer that, when wrong, may lack
+// documents and be otherwise right: lack says which (see wrongAnswer).
+func (r *reader) checkLacking(kind string, ok bool, lack wrongAnswer, format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.checked[kind]++
 	if !ok {
-		r.wrong[kind] = append(r.wrong[kind], wrongAnswer{msg: fmt.Sprintf(format, args...), missing: missing, short: short})
+		lack.msg = fmt.Sprintf(format, args...)
+		r.wrong[kind] = append(r.wrong[kind], lack)
 	}
 }
 
@@ -652,7 +688,7 @@ func (r *reader) once(ctx context.Context) {
 		got, err := r.c.Read(ctx, db, d.ID, d.UserID)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			r.checkLacking("point read", false, []string{d.ID}, 0, "%s (key %s) answered NotFound (reader at version %d): %v", d.ID, d.UserID, r.f.Version(), err)
+			r.checkLacking("point read", false, wrongAnswer{missing: []string{d.ID}}, "%s (key %s) answered NotFound (reader at %s): %v", d.ID, d.UserID, r.at(), err)
 		case err != nil:
 			r.refuse("point read", err)
 		default:
@@ -665,52 +701,58 @@ func (r *reader) once(ctx context.Context) {
 	if n, err := r.count(ctx, countFixed); err != nil {
 		r.refuse("count of the fixed documents", err)
 	} else {
-		r.checkLacking("count of the fixed documents", n == len(r.fixed), nil, max(len(r.fixed)-n, 0), "answered %d, want %d (reader at version %d)", n, len(r.fixed), r.f.Version())
+		r.checkLacking("count of the fixed documents", n == len(r.fixed), wrongAnswer{short: len(r.fixed) - n}, "answered %d, want %d (reader at %s)", n, len(r.fixed), r.at())
 	}
 
 	from := r.m.ops()
-	version := r.f.Version()
+	at := r.at()
 	if n, err := r.count(ctx, countWriters); err != nil {
 		r.refuse("count of the writer's documents", err)
 	} else {
 		r.mu.Lock()
-		r.counts = append(r.counts, countAnswer{got: n, from: from, to: r.m.ops(), version: version})
+		r.counts = append(r.counts, countAnswer{got: n, from: from, to: r.m.ops(), at: at})
 		r.mu.Unlock()
 	}
 
 	// The ORDER BY in one pager, a page a round.
 	if r.pager == nil {
 		r.pager = r.c.NewQueryPager(db, store.Query{Text: orderFixed}, &router.QueryOptions{PageSize: r.cfg.pageSize})
-		r.pagerIDs = r.pagerIDs[:0]
 	}
+	r.inPager.start(r.at())
 	page, err := r.pager.NextPage(ctx)
-	if err != nil {
-		r.refuse("ORDER BY in one pager", err)
+	r.orderPage(&r.inPager, page, err, !r.pager.More())
+	if err != nil || !r.pager.More() {
 		r.pager = nil
-	} else {
-		r.pagerIDs = appendIDs(r.pagerIDs, page.Items)
-		if !r.pager.More() {
-			r.pagerWalk++
-			r.checkWalk("ORDER BY in one pager", r.pagerWalk, r.pagerIDs)
-			r.pager = nil
-		}
 	}
 
 	// The ORDER BY by continuation tokens: a new pager for each page.
-	if r.token == "" {
-		r.tokenIDs = r.tokenIDs[:0]
-	}
+	r.byToken.start(r.at())
 	p := r.c.NewQueryPager(db, store.Query{Text: orderFixed}, &router.QueryOptions{PageSize: r.cfg.pageSize, Continuation: r.token})
 	page, err = p.NextPage(ctx)
+	r.token = ""
+	if err == nil {
+		r.token = page.Continuation
+	}
+	r.orderPage(&r.byToken, page, err, r.token == "")
+}
+
+// orderPage takes a page of an ORDER BY walk (or its error, which ends
+// the walk unchecked); the last page checks it.
+func (r *reader) orderPage(w *orderWalk, page *router.QueryPage, err error, last bool) {
 	if err != nil {
-		r.refuse("ORDER BY by tokens", err)
-		r.token = ""
+		r.refuse(w.kind, err)
+		w.began = ""
 		return
 	}
-	r.tokenIDs = appendIDs(r.tokenIDs, page.Items)
-	if r.token = page.Continuation; r.token == "" {
-		r.tokenWalk++
-		r.checkWalk("ORDER BY by tokens", r.tokenWalk, r.tokenIDs)
+	for _, it := range page.Items {
+		var id string
+		_ = json.Unmarshal(it, &id)
+		w.ids = append(w.ids, id)
+	}
+	if last {
+		w.n++
+		r.checkWalk(w)
+		w.began = ""
 	}
 }
 
@@ -729,18 +771,10 @@ func (r *reader) count(ctx context.Context, text string) (int, error) {
 	return n, nil
 }
 
-func appendIDs(ids []string, items []json.RawMessage) []string {
-	for _, it := range items {
-		var id string
-		_ = json.Unmarshal(it, &id)
-		ids = append(ids, id)
-	}
-	return ids
-}
-
 // checkWalk checks an ORDER BY walk: every fixed document exactly once, in
 // order.
-func (r *reader) checkWalk(kind string, walk int, ids []string) {
+func (r *reader) checkWalk(w *orderWalk) {
+	ids := w.ids
 	seen := map[string]int{}
 	disorder := 0
 	for i, id := range ids {
@@ -765,9 +799,9 @@ func (r *reader) checkWalk(kind string, walk int, ids []string) {
 	if len(repeated) > 0 || disorder > 0 {
 		lacking = nil // wrong in more ways than lacking documents
 	}
-	r.checkLacking(kind, len(missing) == 0 && len(repeated) == 0 && disorder == 0, lacking, 0,
-		"walk %d: %d rows for %d documents: %d missing %v, %d repeated or foreign %v, out of order at %d places",
-		walk, len(ids), len(r.fixed), len(missing), missing[:min(5, len(missing))], len(repeated), repeated[:min(5, len(repeated))], disorder)
+	r.checkLacking(w.kind, len(missing) == 0 && len(repeated) == 0 && disorder == 0, wrongAnswer{missing: lacking},
+		"walk %d (begun at %s, ended at %s): %d rows for %d documents: %d missing %v, %d repeated or foreign %v, out of order at %d places",
+		w.n, w.began, r.at(), len(ids), len(r.fixed), len(missing), missing[:min(5, len(missing))], len(repeated), repeated[:min(5, len(repeated))], disorder)
 }
 
 // checkCounts checks the COUNTs of the writer's documents, now that the
@@ -778,14 +812,14 @@ func (r *reader) checkCounts(m *model) {
 	r.mu.Unlock()
 	for _, a := range answers {
 		lo, hi := m.bounds(a.from, a.to)
-		r.check("count of the writer's documents", a.got >= lo && a.got <= hi,
-			"answered %d, want %d..%d (the writer's operations %d..%d; reader at version %d)", a.got, lo, hi, a.from, a.to+1, a.version)
+		r.checkLacking("count of the writer's documents", a.got >= lo && a.got <= hi, wrongAnswer{short: lo - a.got, writers: true},
+			"answered %d, want %d..%d (the writer's operations %d..%d; reader at %s)", a.got, lo, hi, a.from, a.to+1, a.at)
 	}
 }
 
-// report reports the reader's answers; lost are the fixed documents the
-// final store lacks.
-func (r *reader) report(t *testing.T, lost map[string]bool) {
+// report reports the reader's answers; unfound are the documents the
+// final store lost or holds where no router looks.
+func (r *reader) report(t *testing.T, unfound map[string]bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, kind := range slices.Sorted(maps.Keys(r.checked)) {
@@ -800,11 +834,11 @@ func (r *reader) report(t *testing.T, lost map[string]bool) {
 			msgs, explained := make([]string, len(w)), 0
 			for i, a := range w {
 				msgs[i] = a.msg
-				if a.lacksOnly(lost) {
+				if a.lacksOnly(unfound) {
 					explained++
 				}
 			}
-			t.Errorf("reader: %s: %d of %d answers wrong (%d of them lack only documents the final store lost):%s",
+			t.Errorf("reader: %s: %d of %d answers wrong (%d of them lack only documents the final store lost or misplaced):%s",
 				kind, len(w), r.checked[kind], explained, sample(msgs, 10))
 		}
 	}

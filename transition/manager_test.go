@@ -166,45 +166,64 @@ func checkPlacedIn(t *testing.T, st store.Store, colls []string, r resolver.Reso
 
 // checkFound is checkPlaced over documents already read: found holds
 // every document of each collection (by link) but the state's. Each kind
-// of wrongness is reported once, with how many documents and some of them.
-// It returns the ids of the documents lost.
-func checkFound(t *testing.T, found map[string][]json.RawMessage, r resolver.Resolver, l *ledger) (lost []string) {
+// of wrongness is reported once, with how many documents and some of them:
+// lost, misplaced (no copy where r puts it: routers do not find it), left
+// behind (a second copy elsewhere), stale (the copy in place, or the first,
+// older than acknowledged), deleted and back, never acknowledged. It
+// returns the ids of the acknowledged documents a router cannot find: lost
+// or misplaced.
+func checkFound(t *testing.T, found map[string][]json.RawMessage, r resolver.Resolver, l *ledger) (unfound []string) {
 	t.Helper()
 	wrong := map[string][]string{}
-	seen := map[string]string{} // id -> collection
+	add := func(kind, format string, args ...any) {
+		wrong[kind] = append(wrong[kind], fmt.Sprintf(format, args...))
+	}
+	type copyOf struct {
+		coll string
+		d    doc
+	}
+	copies := map[string][]copyOf{} // by id, in collection order
 	for _, c := range slices.Sorted(maps.Keys(found)) {
 		for _, raw := range found[c] {
 			var d doc
 			require.NoError(t, json.Unmarshal(raw, &d))
-			if prev, dup := seen[d.ID]; dup {
-				wrong["duplicated"] = append(wrong["duplicated"], fmt.Sprintf("%s is in %s and %s", d.ID, prev, c))
+			copies[d.ID] = append(copies[d.ID], copyOf{c, d})
+		}
+	}
+	for id, cs := range copies {
+		want, err := r.ResolveForCreate(cs[0].d.UserID)
+		require.NoError(t, err)
+		placed := slices.IndexFunc(cs, func(c copyOf) bool { return c.coll == want })
+		for i, c := range cs {
+			if i != placed {
+				if placed >= 0 {
+					add("left behind", "%s (key %s) is in %s, and also in %s (value %d)", id, c.d.UserID, want, c.coll, c.d.V)
+				} else {
+					add("misplaced", "%s (key %s) is in %s only, want %s", id, c.d.UserID, c.coll, want)
+					unfound = append(unfound, id)
+				}
 			}
-			seen[d.ID] = c
-			want, err := r.ResolveForCreate(d.UserID)
-			require.NoError(t, err)
-			if want != c {
-				wrong["misplaced"] = append(wrong["misplaced"], fmt.Sprintf("%s (key %s) is in %s, want %s", d.ID, d.UserID, c, want))
-			}
-			l.mu.Lock()
-			v, known := l.value[d.ID]
-			unknown := l.unknown[d.ID]
-			l.mu.Unlock()
-			switch {
-			case unknown:
-			case !known:
-				wrong["never acknowledged"] = append(wrong["never acknowledged"], fmt.Sprintf("%s exists in %s but was never acknowledged", d.ID, c))
-			case v < 0:
-				wrong["deleted and back"] = append(wrong["deleted and back"], fmt.Sprintf("%s was deleted and is back, in %s", d.ID, c))
-			case v != d.V:
-				wrong["stale"] = append(wrong["stale"], fmt.Sprintf("%s in %s has value %d, want %d", d.ID, c, d.V, v))
-			}
+		}
+		c := cs[max(placed, 0)]
+		l.mu.Lock()
+		v, known := l.value[id]
+		unknown := l.unknown[id]
+		l.mu.Unlock()
+		switch {
+		case unknown:
+		case !known:
+			add("never acknowledged", "%s exists in %s but was never acknowledged", id, c.coll)
+		case v < 0:
+			add("deleted and back", "%s was deleted and is back, in %s", id, c.coll)
+		case v != c.d.V:
+			add("stale", "%s in %s has value %d, want %d", id, c.coll, c.d.V, v)
 		}
 	}
 	l.mu.Lock()
 	for id, v := range l.value {
-		if _, ok := seen[id]; !ok && v >= 0 && !l.unknown[id] {
-			wrong["lost"] = append(wrong["lost"], fmt.Sprintf("%s (value %d, key %s) was acknowledged and is lost", id, v, l.key[id]))
-			lost = append(lost, id)
+		if _, ok := copies[id]; !ok && v >= 0 && !l.unknown[id] {
+			add("lost", "%s (value %d, key %s) was acknowledged and is lost", id, v, l.key[id])
+			unfound = append(unfound, id)
 		}
 	}
 	l.mu.Unlock()
@@ -213,7 +232,7 @@ func checkFound(t *testing.T, found map[string][]json.RawMessage, r resolver.Res
 		slices.Sort(w)
 		t.Errorf("%d documents %s:%s", len(w), kind, sample(w, 20))
 	}
-	return lost
+	return unfound
 }
 
 // sample lists up to n of xs, one a line, and how many more there are.
