@@ -50,11 +50,11 @@ import (
 //   - serve itself, closed and reopened over the same directory once per
 //     reshard, in the middle of the copy.
 //
-// The reshard's progress hook paces the others: at each page of its walks
-// (the copy and the clean-up) it evicts every cursor serve holds, restarts
-// serve when due, and waits for the writer's next operations and the
-// reader's next round, so every page of the walk is interleaved with them
-// whatever the scheduler does. Every answer the reader got is checked (a
+// The reshard's hooks pace the others (pacer): at each page of its walks
+// (the copy and the clean-up) they evict every cursor serve holds, restart
+// serve when due, and wait for the reader's next round (and in the copy
+// the writer's next operations), so every page of the walk is interleaved
+// with them whatever the scheduler does. Every answer the reader got is checked (a
 // COUNT of the writer's documents against the counts the writer's model
 // went through while the query ran), and so is the final store, read
 // straight through azcosmos: every document once, where the final
@@ -144,11 +144,12 @@ func TestExactness(t *testing.T) {
 			Parallelism: 1, // one walk at a time, so the pacer's restart stops no other
 			Routers:     &shardstate.WaitOptions{Poll: 20 * time.Millisecond},
 			Progress:    p.page,
+			Step:        p.step,
 		})
 		require.NoError(t, err, "reshard %d to %d collections", i+1, n)
 		require.NoError(t, p.err(), "reshard %d to %d collections: the pacer", i+1, n)
 		t.Logf("reshard %d to %d: scanned %d, copied %d, caught up %d, deleted %d; %d walk pages paced, serve restarted %d times",
-			i+1, n, prog.Scanned, prog.Copied, prog.CaughtUp, prog.Deleted, p.pages, p.restarts)
+			i+1, n, prog.Scanned, prog.Copied, prog.CaughtUp, prog.Deleted, p.paced, p.restarts)
 	}
 	stopWorkers()
 
@@ -316,10 +317,14 @@ func (e *evictor) burst(ctx context.Context) error {
 	return g.Wait()
 }
 
-// pacer is a reshard's progress hook: at each page of its walks it evicts
-// serve's cursors (and restarts serve at the restartAt-th page of the
-// copy), then waits for the writer's next operations and the reader's next
-// round.
+// pacer is a reshard's step and progress hooks: at each page of its walks
+// (the copy, from step "published" to "copied", and the clean-up, from
+// "switched" to "cleaned") it evicts serve's cursors, then waits for the
+// reader's next round; in the copy it restarts serve at the restartAt-th
+// page, and waits for the writer's next operations too. (Not in the
+// clean-up: a reshard may freeze the moving keys there, and a writer
+// waiting for them would hold the pacer, and so the reshard, until its
+// MovingWait ran out.)
 type pacer struct {
 	sv        *restartable
 	ev        *evictor
@@ -328,31 +333,49 @@ type pacer struct {
 	restartAt int
 
 	mu       sync.Mutex
-	pages    int
+	walk     string // "copy", "clean-up", or none
+	pages    int    // of the copy
+	paced    int    // pages of both walks
 	restarts int
 	errs     []error
 }
 
-func (p *pacer) page(pr transition.Progress) {
-	walk := pr.Step == "" || pr.Step == "published" || pr.Step == "switched"
-	if !walk {
-		return
-	}
+func (p *pacer) step(name string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.pages++
-	ctx := context.Background()
-	if pr.Step != "switched" && p.pages == p.restartAt {
-		if err := p.sv.restart(); err != nil {
-			p.errs = append(p.errs, err)
-			return
-		}
-		p.restarts++
+	switch name {
+	case "published":
+		p.walk = "copy"
+	case "switched":
+		p.walk = "clean-up"
+	default:
+		p.walk = ""
 	}
-	if err := p.ev.burst(ctx); err != nil {
+	return nil
+}
+
+func (p *pacer) page(transition.Progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.walk == "" {
+		return
+	}
+	p.paced++
+	if p.walk == "copy" {
+		if p.pages++; p.pages == p.restartAt {
+			if err := p.sv.restart(); err != nil {
+				p.errs = append(p.errs, err)
+				return
+			}
+			p.restarts++
+		}
+	}
+	if err := p.ev.burst(context.Background()); err != nil {
 		p.errs = append(p.errs, err)
 	}
-	p.m.waitOps(p.m.ops() + 2)
+	if p.walk == "copy" {
+		p.m.waitOps(p.m.ops() + 2)
+	}
 	p.rd.nextRound()
 }
 
