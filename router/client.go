@@ -27,6 +27,12 @@ var (
 	// belongs to another query, parameter set, partition key or set of
 	// collections.
 	ErrBadContinuation = errors.New("router: bad continuation token")
+	// ErrPlacementChanged: a followed database moved to a placement that
+	// runs the query on other collections (a reshard switched) between two
+	// pages of a Pager: the pager's merge stands on the old collections,
+	// which the reshard's clean-up may empty, so it stops rather than
+	// answer by them. Run the query again from its first page.
+	ErrPlacementChanged = errors.New("router: the database's placement changed under the query")
 	// ErrPartialResults: some collections failed during a query run with
 	// PartialResults; the page holds what the others returned and a
 	// *PartialError names the failures.

@@ -144,9 +144,11 @@ func (c *Client) Read(ctx context.Context, dbLink, id string, key any) (*store.D
 		}
 	}
 	if e.follow != nil {
-		if err := e.follow.leased("read"); err != nil {
+		var err error
+		if e, err = c.beginRead(e); err != nil {
 			return nil, err
 		}
+		defer e.inflight.Add(-1)
 	}
 	rt, links, err := e.pl.forRead(key)
 	if err != nil {

@@ -572,8 +572,47 @@ func (f *Follower) settle() {
 	}
 }
 
-// admit checks the lease before a write: no store round trip.
-func (f *Follower) admit() error { return f.leased("write") }
+// enter admits a call of a followed database (op: "read" or "write")
+// under registration e: it counts the call in flight, so the router
+// acknowledges a new version only once the calls by the placement it
+// replaces have ended (a reshard's clean-up, which waits for every
+// router's acknowledgement, never deletes what a read in flight may still
+// be reading, nor races a write by the old placement), then checks the
+// lease. It reports false, counting nothing, when e was replaced meanwhile
+// (look the database up again); with an error, nothing is counted either.
+// The caller ends the count: e.inflight.Add(-1). Cost: a clock read and
+// two atomic additions.
+func (e *dbEntry) enter(op string) (bool, error) {
+	e.inflight.Add(1)
+	if e.retired.Load() {
+		e.inflight.Add(-1)
+		return false, nil
+	}
+	if err := e.follow.leased(op); err != nil {
+		e.inflight.Add(-1)
+		return false, err
+	}
+	return true, nil
+}
+
+// beginRead admits a read of a followed database by e's registration, or
+// by the one that replaced it (see enter), and returns the registration
+// to read by; the caller ends the count on it: e.inflight.Add(-1).
+func (c *Client) beginRead(e *dbEntry) (*dbEntry, error) {
+	for {
+		if e.follow == nil { // unfollowed since: counted, harmless
+			e.inflight.Add(1)
+			return e, nil
+		}
+		ok, err := e.enter("read")
+		if ok || err != nil {
+			return e, err
+		}
+		if e, err = c.entry(e.link); err != nil {
+			return nil, err
+		}
+	}
+}
 
 // leased checks the lease before op ("read" or "write"): a clock read, no
 // store round trip.
@@ -693,16 +732,13 @@ func guarded[T any](c *Client, ctx context.Context, dbLink string, op func(e *db
 		if e.follow == nil {
 			return op(e)
 		}
-		e.inflight.Add(1)
-		if e.retired.Load() {
-			// Replaced between the lookup and the count: use the new one.
-			e.inflight.Add(-1)
-			continue
-		}
-		if err := e.follow.admit(); err != nil {
-			e.inflight.Add(-1)
+		ok, err := e.enter("write")
+		if err != nil {
 			var zero T
 			return zero, err
+		}
+		if !ok {
+			continue // replaced between the lookup and the count: use the new one
 		}
 		changed := e.follow.changed.Load()
 		v, err := op(e)

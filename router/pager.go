@@ -98,6 +98,8 @@ type Pager struct {
 	tokens  bool // write continuation tokens
 
 	follow *Follower // the database's, whose lease each page checks; nil: not followed
+	entry  *dbEntry  // the registration the query was placed by
+	placed []string  // the collections it was placed on (before SingleCollection keeps one)
 	plan   *query.Plan
 	links  []string
 	bind   [8]byte
@@ -184,7 +186,7 @@ func (p *Pager) setup() error {
 	if err != nil {
 		return err
 	}
-	p.follow = e.follow
+	p.follow, p.entry, p.placed = e.follow, e, links
 	if p.bind, err = binding(e.link, p.q, keyText(p.opts.PartitionKey)); err != nil {
 		return err
 	}
@@ -310,6 +312,25 @@ func (p *Pager) PeakBufferedRows() int {
 	return p.sched.peak
 }
 
+// placedBy checks that e, the registration in force for a followed
+// database, runs the query on the collections it was placed on: a new
+// version that keeps them (a reshard's heartbeat, a freeze) changes
+// nothing for it; one that moves it elsewhere ends it with
+// ErrPlacementChanged, since its merge stands on collections the new
+// placement no longer reads (and a reshard's clean-up empties).
+func (p *Pager) placedBy(e *dbEntry) error {
+	if e == p.entry {
+		return nil
+	}
+	links, _, err := e.pl.forQuery(p.opts.PartitionKey)
+	if err != nil || !slices.Equal(links, p.placed) {
+		return fmt.Errorf("%w: %s routes the query by version %d now, on other collections than its first page: run it again from its first page",
+			ErrPlacementChanged, p.dbLink, e.version.Load())
+	}
+	p.entry = e
+	return nil
+}
+
 // NextPage returns the next page. An error ends the pager, except a
 // *PartialError, which comes with its page. Calling it after the last page
 // is an error.
@@ -322,7 +343,12 @@ func (p *Pager) NextPage(ctx context.Context) (*QueryPage, error) {
 		return nil, p.err
 	}
 	if p.follow != nil {
-		if err := p.follow.leased("read"); err != nil {
+		e, err := p.c.beginRead(p.entry)
+		if err == nil {
+			defer e.inflight.Add(-1)
+			err = p.placedBy(e)
+		}
+		if err != nil {
 			p.done = true
 			return nil, err
 		}
