@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -174,15 +173,10 @@ func TestExactness(t *testing.T) {
 }
 
 // restartable is docshard serve (emulatortest, in this process) over the
-// durable store in a directory, at one address its clients keep across
-// restarts: emulatortest starts each server on a free port, so the
-// clients' dialer connects to the server running now (a hook
-// emulatortest.Options.Addr would make this a real listen on the same
-// address).
+// durable store in a directory, restarted at the address its clients use.
 type restartable struct {
 	dir      string
-	endpoint string // what the clients are given: the first server's
-	addr     atomic.Pointer[string]
+	endpoint string // the server's, the same across restarts
 	mu       sync.Mutex
 	srv      *emulatortest.Server
 }
@@ -192,7 +186,6 @@ func startRestartable(t *testing.T) *restartable {
 	srv, err := emulatortest.New(&emulatortest.Options{Dir: s.dir})
 	require.NoError(t, err)
 	s.srv, s.endpoint = srv, srv.Endpoint
-	s.setAddr(srv)
 	t.Cleanup(func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -201,37 +194,28 @@ func startRestartable(t *testing.T) *restartable {
 	return s
 }
 
-func (s *restartable) setAddr(srv *emulatortest.Server) {
-	u, _ := url.Parse(srv.Endpoint)
-	host := u.Host
-	s.addr.Store(&host)
-}
-
 // restart closes serve (its requests answered, its store closed) and
-// opens it again over the same directory.
+// opens it again over the same directory, listening where it did.
 func (s *restartable) restart() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.srv.Close(); err != nil {
 		return fmt.Errorf("closing serve: %w", err)
 	}
-	srv, err := emulatortest.New(&emulatortest.Options{Dir: s.dir})
+	u, err := url.Parse(s.endpoint)
 	if err != nil {
-		return fmt.Errorf("opening serve again over %s: %w", s.dir, err)
+		return err
+	}
+	srv, err := emulatortest.New(&emulatortest.Options{Dir: s.dir, Addr: u.Host})
+	if err != nil {
+		return fmt.Errorf("opening serve again over %s at %s: %w", s.dir, u.Host, err)
 	}
 	s.srv = srv
-	s.setAddr(srv)
 	return nil
 }
 
 func (s *restartable) httpClient() *http.Client {
-	var d net.Dialer
-	return &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, network, *s.addr.Load())
-		},
-		MaxIdleConns: 100, MaxIdleConnsPerHost: 100, IdleConnTimeout: 90 * time.Second,
-	}}
+	return &http.Client{Transport: &http.Transport{MaxIdleConns: 100, MaxIdleConnsPerHost: 100, IdleConnTimeout: 90 * time.Second}}
 }
 
 // backend opens a client of its own: the cosmos backend on serve.

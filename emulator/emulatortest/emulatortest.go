@@ -44,6 +44,10 @@ type Options struct {
 	TLS bool
 	// Logf receives the emulator's reports (handler panics); nil discards.
 	Logf func(format string, args ...any)
+	// Addr is the address to listen on, "127.0.0.1:PORT"; empty means a
+	// free port. A test restarts a server where its clients expect it by
+	// closing it and starting another over the same Dir at its address.
+	Addr string
 }
 
 // Server is a running emulator.
@@ -92,7 +96,11 @@ func New(opts *Options) (*Server, error) {
 		s.closeStore()
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := o.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		s.closeStore()
 		return nil, err
