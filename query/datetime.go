@@ -431,11 +431,10 @@ func (i *instant) ticks() int64 {
 // …Static forms. It reads the tree only: one walk.
 func ReadsClock(q *Query) bool {
 	found := false
-	mapQuery(q, func(e Expr) Expr {
+	inspectQuery(q, func(e Expr) {
 		if c, ok := e.(*Call); ok && clockNames[c.Name] != nil {
 			found = true
 		}
-		return e
 	})
 	return found
 }
@@ -462,29 +461,57 @@ func BindClock(q *Query, now time.Time) bool {
 	return bound
 }
 
+// eachClause calls fn with each clause's expression slot of q: the SELECT
+// items, FROM and JOIN sources, WHERE (nil when there is none), GROUP BY
+// and ORDER BY.
+func eachClause(q *Query, fn func(*Expr)) {
+	for i := range q.Items {
+		fn(&q.Items[i].X)
+	}
+	if q.From != nil {
+		fn(&q.From.Source)
+	}
+	for i := range q.Joins {
+		fn(&q.Joins[i].Source)
+	}
+	fn(&q.Where)
+	for i := range q.GroupBy {
+		fn(&q.GroupBy[i])
+	}
+	for i := range q.OrderBy {
+		fn(&q.OrderBy[i].X)
+	}
+}
+
 // mapQuery replaces each expression of q (and of its subqueries), children
 // first, by what f returns for it.
 func mapQuery(q *Query, f func(Expr) Expr) {
 	if q == nil {
 		return
 	}
-	m := func(e Expr) Expr { return mapExpr(e, f) }
-	for i := range q.Items {
-		q.Items[i].X = m(q.Items[i].X)
+	eachClause(q, func(x *Expr) { *x = mapExpr(*x, f) })
+}
+
+// inspectQuery calls f with each expression of q (and of its subqueries),
+// children first, and writes nothing: a tree shared between goroutines
+// (a store's prepared query) may be inspected by several at once.
+func inspectQuery(q *Query, f func(Expr)) {
+	if q == nil {
+		return
 	}
-	if q.From != nil {
-		q.From.Source = m(q.From.Source)
+	eachClause(q, func(x *Expr) { inspectExpr(*x, f) })
+}
+
+// inspectExpr is inspectQuery for one expression.
+func inspectExpr(e Expr, f func(Expr)) {
+	if e == nil {
+		return
 	}
-	for i := range q.Joins {
-		q.Joins[i].Source = m(q.Joins[i].Source)
+	eachOperand(e, func(x *Expr) { inspectExpr(*x, f) })
+	if n, ok := e.(*Subquery); ok {
+		inspectQuery(n.Q, f)
 	}
-	q.Where = m(q.Where)
-	for i := range q.GroupBy {
-		q.GroupBy[i] = m(q.GroupBy[i])
-	}
-	for i := range q.OrderBy {
-		q.OrderBy[i].X = m(q.OrderBy[i].X)
-	}
+	f(e)
 }
 
 // mapExpr is mapQuery for one expression; nil stays nil.
