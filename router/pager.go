@@ -97,9 +97,8 @@ type Pager struct {
 	started bool
 	tokens  bool // write continuation tokens
 
-	follow *Follower // the database's, whose lease each page checks; nil: not followed
-	entry  *dbEntry  // the registration the query was placed by
-	placed []string  // the collections it was placed on (before SingleCollection keeps one)
+	entry  *dbEntry // the registration the query was placed by (its follower, if any, checks each page's lease)
+	placed []string // the collections it was placed on (before SingleCollection keeps one)
 	plan   *query.Plan
 	links  []string
 	bind   [8]byte
@@ -186,7 +185,7 @@ func (p *Pager) setup() error {
 	if err != nil {
 		return err
 	}
-	p.follow, p.entry, p.placed = e.follow, e, links
+	p.entry, p.placed = e, links
 	if p.bind, err = binding(e.link, p.q, keyText(p.opts.PartitionKey)); err != nil {
 		return err
 	}
@@ -342,7 +341,7 @@ func (p *Pager) NextPage(ctx context.Context) (*QueryPage, error) {
 		p.done = true
 		return nil, p.err
 	}
-	if p.follow != nil {
+	if p.entry != nil && p.entry.follow != nil {
 		e, err := p.c.beginRead(p.entry)
 		if err == nil {
 			defer e.inflight.Add(-1)
