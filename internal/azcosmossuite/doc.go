@@ -1,5 +1,5 @@
 // Package azcosmossuite runs Microsoft's own emulator tests of the Go SDK
-// (the emulator_*_test.go files of azcosmos, the version go.mod requires)
+// (the emulator*_test.go files of azcosmos v1.5.0, the version go.mod requires)
 // against docshard serve, so that no change breaks what they check. It has
 // no API: its one test, TestAzcosmosEmulatorSuite, copies the module from
 // the module cache, points its tests at a docshard serve --self-signed it

@@ -60,7 +60,7 @@ const strictEnv = "DOCSHARD_AZCOSMOS_STRICT"
 const perTestTimeout = 2 * time.Minute
 
 // TestAzcosmosEmulatorSuite runs azcosmos's own emulator tests
-// (emulator_*_test.go of suiteVersion) against docshard serve: it copies
+// (emulator*_test.go of suiteVersion) against docshard serve: it copies
 // the module from the module cache (go mod download fetches it if missing),
 // rewrites the copy's endpoints to read their port from portEnv, builds its
 // test binary once (go test -c) and runs each listed test in a process of
@@ -122,6 +122,8 @@ func TestAzcosmosEmulatorSuite(t *testing.T) {
 						t.Errorf("%s (testdata/passing.txt) failed: %s\n--- its output:\n%s\n--- serve's log:\n%s", j.name, o.why, tail(o.output), tail(o.serveLog))
 					case !j.pending && o.panicked:
 						t.Errorf("%s passed, but serve reported a handler panic:\n%s", j.name, tail(o.serveLog))
+					case j.pending && o.passed && o.panicked:
+						t.Logf("%s, pending, passes, but serve reported a handler panic:\n%s", j.name, tail(o.serveLog))
 					case j.pending && o.passed:
 						mu.Lock()
 						nowPassing = append(nowPassing, j.name)
@@ -164,6 +166,10 @@ type suite struct {
 // builds its test binary.
 func prepareSuite(t *testing.T) *suite {
 	t.Helper()
+	required, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", suiteModule).Output()
+	require.NoError(t, err, "go list -m %s: %s", suiteModule, stderrOf(err))
+	require.Equal(t, suiteVersion, strings.TrimSpace(string(required)),
+		"go.mod requires another azcosmos than the suite whose lists testdata holds: set suiteVersion to it, and run with %s=1 to establish the lists again", strictEnv)
 	out, err := exec.Command("go", "mod", "download", "-json", suiteModule+"@"+suiteVersion).Output()
 	var mod struct{ Dir, Error string }
 	if err == nil {
