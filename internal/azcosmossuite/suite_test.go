@@ -86,7 +86,10 @@ func TestAzcosmosEmulatorSuite(t *testing.T) {
 	pending := readList(t, "pending.txt", true)
 	notApplicable := readList(t, "notapplicable.txt", true)
 
+	began := time.Now()
 	s := prepareSuite(t)
+	t.Logf("azcosmos %s copied and its test binary built in %s", suiteVersion, time.Since(began).Round(time.Millisecond))
+	began = time.Now()
 	checkLists(t, s.tests, map[string]map[string]string{"passing.txt": passing, "pending.txt": pending, "notapplicable.txt": notApplicable})
 	serveBin := proctest.Build(t, "github.com/docshard/docshard/cmd/docshard")
 
@@ -150,8 +153,8 @@ func TestAzcosmosEmulatorSuite(t *testing.T) {
 	close(queue)
 	wg.Wait()
 	sort.Strings(nowPassing)
-	t.Logf("azcosmos %s emulator suite against docshard serve: ran %d of the %d expected to pass, and %d of the %d pending, of which %d now pass %v and %d still fail; %d do not apply",
-		suiteVersion, ran[false], len(passing), ran[true], len(pending), len(nowPassing), nowPassing, stillFail, len(notApplicable))
+	t.Logf("azcosmos %s emulator suite against docshard serve, in %s: ran %d of the %d expected to pass, and %d of the %d pending, of which %d now pass %v and %d still fail; %d do not apply",
+		suiteVersion, time.Since(began).Round(time.Millisecond), ran[false], len(passing), ran[true], len(pending), len(nowPassing), nowPassing, stillFail, len(notApplicable))
 }
 
 // suite is the prepared copy of azcosmos.
