@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -200,14 +201,14 @@ reshard first.`,
 				return err
 			}
 			if s := rt.State; s != nil && len(s.Phase) > 0 {
-				return fmt.Errorf("%s is being resharded (version %d, phase %s): run docshard reshard to finish it, then verify", db.Link, s.Version, s.Phase)
+				return fmt.Errorf("%s is %s (version %d): finish it first (docshard reshard -c FILE resumes a reshard, --abort undoes one before its switch), then verify", db.Link, phaseSummary(s.Phase), s.Version)
 			}
 			rep, err := transition.Verify(ctx, st, db.Link, rt.Resolver)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				if err := writeJSON(g.stdout, verifyJSON{Database: db.Link, Documents: rep.Documents, OK: rep.OK(),
+				if err := writeJSON(g.stdout, verifyJSON{Database: db.Link, Documents: rep.Documents, OK: rep.OK(), Collections: orEmpty(rep.Collections),
 					Misplaced: orEmpty(rep.Misplaced), Duplicates: orEmpty(rep.Duplicates)}); err != nil {
 					return err
 				}
@@ -215,6 +216,9 @@ reshard first.`,
 					return exitCode{code: 1}
 				}
 				return nil
+			}
+			for _, c := range rep.Collections {
+				fmt.Fprintf(g.stdout, "  %-32s %d documents\n", c.Collection, c.Documents)
 			}
 			if rep.OK() {
 				fmt.Fprintf(g.stdout, "%s: %d documents, each once where the resolver puts it\n", db.Link, rep.Documents)
@@ -244,11 +248,40 @@ reshard first.`,
 
 // verifyJSON is verify's --json output.
 type verifyJSON struct {
-	Database   string               `json:"database"`
-	Documents  int64                `json:"documents"`
-	OK         bool                 `json:"ok"`
-	Misplaced  []transition.Finding `json:"misplaced"`
-	Duplicates []transition.Finding `json:"duplicates"`
+	Database    string                       `json:"database"`
+	Documents   int64                        `json:"documents"`
+	Collections []transition.CollectionCount `json:"collections"`
+	OK          bool                         `json:"ok"`
+	Misplaced   []transition.Finding         `json:"misplaced"`
+	Duplicates  []transition.Finding         `json:"duplicates"`
+}
+
+// phaseSummary says in a few words what a state's phase is doing ("being
+// resharded (step copy, started ..., by ...)"), never its whole JSON (a
+// reshard's holds feed positions).
+func phaseSummary(phase json.RawMessage) string {
+	var p struct {
+		Reshard *struct {
+			Step    string    `json:"step"`
+			Started time.Time `json:"started"`
+			Owner   string    `json:"owner"`
+		} `json:"reshard"`
+		Spillover *struct {
+			Opening string `json:"opening"`
+		} `json:"spillover"`
+	}
+	_ = json.Unmarshal(phase, &p)
+	switch {
+	case p.Reshard != nil:
+		s := "being resharded (step " + p.Reshard.Step + ", started " + p.Reshard.Started.UTC().Format(time.RFC3339)
+		if p.Reshard.Owner != "" {
+			s += ", by " + p.Reshard.Owner
+		}
+		return s + ")"
+	case p.Spillover != nil:
+		return "opening its next collection " + p.Spillover.Opening
+	}
+	return "in the middle of a change"
 }
 
 func orEmpty[T any](s []T) []T {

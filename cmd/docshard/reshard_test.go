@@ -52,6 +52,7 @@ databases:
 	code, out, errOut = runCLI(t, "", "verify", "-c", cfg)
 	require.Equal(t, 0, code, errOut+out)
 	assert.Contains(t, out, "300 documents, each once where the resolver puts it")
+	assert.Regexp(t, `dbs/app/colls/u2 +\d+ documents`, out, "per-collection counts")
 	code, out, _ = runCLI(t, "", "query", "-c", cfg, "SELECT VALUE COUNT(1) FROM c")
 	require.Equal(t, 0, code)
 	assert.Equal(t, "300\n", out)
@@ -67,6 +68,20 @@ databases:
 	require.Equal(t, 1, code)
 	assert.Contains(t, out, "misplaced")
 	assert.Contains(t, out, "belongs in dbs/app/colls/u3")
+}
+
+// TestVerifyWrongStore: verify of a store that holds none of the
+// resolver's collections (a mistyped store.path) fails, naming the
+// collections and what to check. Before, it printed "0 documents, each
+// once where the resolver puts it" and exited 0.
+func TestVerifyWrongStore(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "c.yaml", "store: {kind: embedded, path: "+filepath.Join(dir, "typo")+"}\ndatabases:\n  - link: dbs/app\n    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/app/colls/u0, dbs/app/colls/u1]}\n")
+	code, out, errOut := runCLI(t, "", "verify", "-c", cfg)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, errOut, "holds none of the resolver's collections (2: dbs/app/colls/u0, dbs/app/colls/u1)")
+	assert.Contains(t, errOut, "store.path")
+	assert.NotContains(t, out, "each once")
 }
 
 // TestReshardProgressBar: on a terminal the copy is a bar with the

@@ -140,7 +140,25 @@ databases:
 
 	code, out, errOut = runCLI(t, "", "verify", "-c", cfg, "--json")
 	require.Equal(t, 0, code, errOut)
-	assert.JSONEq(t, `{"database":"dbs/app","documents":30,"ok":true,"misplaced":[],"duplicates":[]}`, out)
+	var verified struct {
+		Database    string
+		Documents   int
+		OK          bool
+		Collections []struct {
+			Collection string
+			Documents  int
+		}
+		Misplaced, Duplicates []any
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &verified), out)
+	assert.Equal(t, "dbs/app", verified.Database)
+	assert.Equal(t, 30, verified.Documents)
+	assert.True(t, verified.OK)
+	require.Len(t, verified.Collections, 2)
+	assert.Equal(t, 30, verified.Collections[0].Documents+verified.Collections[1].Documents, "per-collection counts")
+	assert.NotNil(t, verified.Misplaced)
+	assert.Empty(t, verified.Misplaced)
+	assert.Empty(t, verified.Duplicates)
 
 	code, out, errOut = runCLI(t, "", "state", "set", "-c", cfg, "--json", next)
 	require.Equal(t, 0, code, errOut)
