@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/docshard/docshard"
 	"github.com/docshard/docshard/config"
+	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/transition"
@@ -65,10 +67,19 @@ the current resolver with nothing lost. Progress goes to stderr, a summary to st
 				return err
 			}
 			if dryRun {
-				report, err := comparePlacement(cur.Resolver, next, randomKeys(100000, 1))
+				keys, err := storedKeys(ctx, st, cur.Resolver)
 				if err != nil {
 					return err
 				}
+				unit := "documents"
+				if len(keys) == 0 {
+					keys, unit = randomKeys(100000, 1), "sample keys (the database holds no documents)"
+				}
+				report, err := comparePlacement(cur.Resolver, next, keys)
+				if err != nil {
+					return err
+				}
+				report.unit = unit
 				report.print(g.stdout, db.Link)
 				return nil
 			}
@@ -76,6 +87,9 @@ the current resolver with nothing lost. Progress goes to stderr, a summary to st
 			show, done := reshardProgress(g.stderr, isTerminal(g.stderr))
 			p, err := transition.Reshard(ctx, st, db.Link, next, &transition.ReshardOptions{Rate: rateLimit, Progress: show, Logger: log})
 			done()
+			if err != nil && ctx.Err() != nil {
+				return fmt.Errorf("reshard of %s stopped (%w) with nothing lost: run the same command again to resume where it stopped, or `docshard reshard -c FILE --abort` to return to the current resolver (possible until the switch)", db.Link, context.Cause(ctx))
+			}
 			if err != nil {
 				return err
 			}
@@ -93,6 +107,48 @@ the current resolver with nothing lost. Progress goes to stderr, a summary to st
 	cmd.Flags().BoolVar(&abort, "abort", false, "end a reshard before its switch and return to the current resolver")
 	cmd.Flags().Float64Var(&rateLimit, "rate", 0, "documents copied per second at most (0: no limit)")
 	return cmd
+}
+
+// stepLabel names the step a reshard is in: the copy runs after the step
+// recorded as "published" (and before any is recorded), so both read as
+// the copy.
+func stepLabel(step string) string {
+	if step == "" || step == "published" {
+		return transition.StepCopy
+	}
+	return step
+}
+
+// storedKeys returns the partition key, under r, of every document in r's
+// collections (a dry run reports on them); a document r cannot read a
+// key from is left out. Cost: a read feed of every document.
+func storedKeys(ctx context.Context, st store.Store, r resolver.Resolver) ([]any, error) {
+	links, err := r.ResolveForRead(nil)
+	if err != nil {
+		return nil, err
+	}
+	var keys []any
+	for _, l := range links {
+		o := &store.FeedOptions{PageSize: 1000}
+		for {
+			page, err := st.ReadFeed(ctx, l, o)
+			if errors.Is(err, store.ErrNotFound) {
+				break // not created yet: holds nothing
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", l, err)
+			}
+			for _, raw := range page.Items {
+				if key, err := r.PartitionKey(raw); err == nil {
+					keys = append(keys, key)
+				}
+			}
+			if o.Continuation = page.Continuation; o.Continuation == "" {
+				break
+			}
+		}
+	}
+	return keys, nil
 }
 
 // isTerminal reports whether stream (stdin, stdout or stderr) is a
@@ -130,7 +186,7 @@ func reshardProgress(w io.Writer, bar bool) (show func(transition.Progress), don
 			lag = fmt.Sprintf(" (round %d, %d behind)", p.Rounds, p.Behind)
 		}
 		fmt.Fprintf(w, "reshard: %-9s scanned %d of %d (%.0f/s%s), copied %d, caught up %d%s, verified %d, removed %d\n",
-			p.Step, p.Scanned, p.Total, p.Rate, eta, p.Copied, p.CaughtUp, lag, p.Verified, p.Deleted)
+			stepLabel(p.Step), p.Scanned, max(p.Total, p.Scanned), p.Rate, eta, p.Copied, p.CaughtUp, lag, p.Verified, p.Deleted)
 	}
 	if !bar {
 		return func(p transition.Progress) {
@@ -148,7 +204,7 @@ func reshardProgress(w io.Writer, bar bool) (show func(transition.Progress), don
 	return func(p transition.Progress) {
 			mu.Lock()
 			defer mu.Unlock()
-			if copying && (p.Step == "" || p.Step == "published" || p.Step == transition.StepCopy) {
+			if copying && stepLabel(p.Step) == transition.StepCopy {
 				// The total is the stores' estimate: it grows when the
 				// scan passes it.
 				if total := max(p.Total, p.Scanned); total > 0 && total != limit {

@@ -33,7 +33,8 @@ databases:
 
 	code, out, errOut := runCLI(t, "", "reshard", "-c", cfg, "--next", next, "--dry-run")
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "moved:")
+	assert.Contains(t, out, "dbs/app: 300 documents", "the dry run reports on the stored documents, not sample keys")
+	assert.Regexp(t, `moved: \d+ of 300 keys`, out)
 
 	code, _, errOut = runCLI(t, "", "reshard", "-c", cfg)
 	require.Equal(t, 2, code, "a usage error")
@@ -46,7 +47,7 @@ databases:
 	code, out, errOut = runCLI(t, "", "reshard", "-c", cfg, "--next", next, "--log-level", "info")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "dbs/app: at version")
-	assert.Contains(t, errOut, "reshard: published")
+	assert.Contains(t, errOut, "reshard: copy ", "the copy is labelled as the copy, not as the step before it")
 	assert.Contains(t, errOut, `level=INFO msg="reshard step" db=dbs/app step=done`, "the manager logs through slog")
 
 	code, out, errOut = runCLI(t, "", "verify", "-c", cfg)
@@ -110,7 +111,7 @@ func TestReshardProgressBar(t *testing.T) {
 	show(transition.Progress{Step: "copied", Total: 1000, Scanned: 500, Copied: 170})
 	show(transition.Progress{Step: "caught-up", Total: 1000, Scanned: 500, Copied: 170, CaughtUp: 40, Rounds: 2, Behind: 15})
 	done()
-	assert.Equal(t, "reshard: published scanned 0 of 1000 (0/s), copied 0, caught up 0, verified 0, removed 0\n"+
+	assert.Equal(t, "reshard: copy      scanned 0 of 1000 (0/s), copied 0, caught up 0, verified 0, removed 0\n"+
 		"reshard: copied    scanned 500 of 1000 (0/s), copied 170, caught up 0, verified 0, removed 0\n"+
 		"reshard: caught-up scanned 500 of 1000 (0/s), copied 170, caught up 40 (round 2, 15 behind), verified 0, removed 0\n", buf.String())
 }
