@@ -1,9 +1,11 @@
 package docshard
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -167,6 +169,18 @@ type Routing struct {
 	// Follower follows the state (StateFollow and StateAuto, given a
 	// client); the caller closes it. nil otherwise.
 	Follower *router.Follower
+	// file is the configuration's resolver, for Notice.
+	file resolver.Resolver
+}
+
+// sameResolver reports whether r's JSON is doc's (compacted both).
+func sameResolver(r resolver.Resolver, doc json.RawMessage) bool {
+	b, err := resolver.Marshal(r)
+	if err != nil {
+		return false
+	}
+	var x, y bytes.Buffer
+	return json.Compact(&x, b) == nil && json.Compact(&y, doc) == nil && bytes.Equal(x.Bytes(), y.Bytes())
 }
 
 // Notice is the one line to show a person about what the database routes
@@ -174,10 +188,13 @@ type Routing struct {
 // by its shared state, version 3 (not by the file's resolver)", or, when
 // this call seeded the state, "dbs/app had no shared state; the file's
 // resolver is now its version 1 (in dbs/app/colls/_docshard)"; "" when
-// the configuration's resolver routes it without a state.
+// the configuration's resolver routes it, with or without a state (a
+// state whose resolver is the file's, as resolver.Marshal writes both).
 func (r *Routing) Notice() string {
 	switch {
 	case r.State == nil:
+		return ""
+	case !r.Seeded && r.file != nil && sameResolver(r.file, r.State.Resolver):
 		return ""
 	case r.Seeded:
 		return fmt.Sprintf("%s had no shared state; the file's resolver is now its version 1 (in %s/colls/%s)", r.Database, r.Database, shardstate.CollectionID)
@@ -211,7 +228,7 @@ func (r *Routing) Notice() string {
 // alone. Cost: a state read (StateIgnore: none); StateFollow adds one to
 // tell a state it seeded; following costs what router.Client.Follow does.
 func RouteDatabase(ctx context.Context, c *router.Client, st store.Store, db config.Database, mode State, fo *router.FollowOptions) (*Routing, error) {
-	rt := &Routing{Database: db.Link, Resolver: db.Resolver}
+	rt := &Routing{Database: db.Link, Resolver: db.Resolver, file: db.Resolver}
 	var s *shardstate.State
 	var err error
 	switch {

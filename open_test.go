@@ -282,3 +282,31 @@ func TestRouteDatabase(t *testing.T) {
 		})
 	}
 }
+
+// TestNoticeOnlyWhenDifferent: a state whose resolver is the file's gets
+// no notice (every command printed "routes by its shared state (not by the
+// file's resolver)" even then); one that differs does.
+func TestNoticeOnlyWhenDifferent(t *testing.T) {
+	ctx := context.Background()
+	path := writeConfig(t, "store: {kind: embedded, path: "+filepath.Join(t.TempDir(), "data")+"}\n"+ringYAML)
+	cfg, err := config.Load(path)
+	require.NoError(t, err)
+	seed, err := docshard.Open(ctx, path, &docshard.Options{State: docshard.StateFollow})
+	require.NoError(t, err)
+	st := seed.Store()
+	rt, err := docshard.RouteDatabase(ctx, nil, st, cfg.Databases[0], docshard.StateRead, nil)
+	require.NoError(t, err)
+	require.NotNil(t, rt.State)
+	assert.Empty(t, rt.Notice(), "the state holds the file's resolver")
+
+	two, err := resolver.Unmarshal([]byte(`{"kind":"hash","partitionKey":"/userId","collections":["dbs/app/colls/o0","dbs/app/colls/o1"]}`))
+	require.NoError(t, err)
+	s, err := shardstate.Load(ctx, st, "dbs/app")
+	require.NoError(t, err)
+	_, err = shardstate.Publish(ctx, st, s, shardstate.Change{Resolver: two})
+	require.NoError(t, err)
+	rt, err = docshard.RouteDatabase(ctx, nil, st, cfg.Databases[0], docshard.StateRead, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "dbs/app routes by its shared state, version 2 (not by the file's resolver)", rt.Notice())
+	require.NoError(t, seed.Close())
+}

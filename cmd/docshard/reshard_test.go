@@ -57,6 +57,11 @@ databases:
 	code, out, _ = runCLI(t, "", "query", "-c", cfg, "SELECT VALUE COUNT(1) FROM c")
 	require.Equal(t, 0, code)
 	assert.Equal(t, "300\n", out)
+	code, out, errOut = runCLI(t, "", "state", "history", "-c", cfg)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "transition from hash over 2 collection(s): dbs/app/colls/u0,dbs/app/colls/u1 to hash over 3 collection(s)", "what the reshard moves between")
+	assert.Contains(t, out, "being resharded (step ", "and the step each version records")
+
 	code, out, errOut = runCLI(t, "", "reshard", "-c", cfg, "--next", next)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "0 documents scanned", "already there: nothing to do")
