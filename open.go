@@ -83,6 +83,21 @@ type Options struct {
 // Client is a routing client opened from a configuration: every method of
 // router.Client, plus the store and configuration it was opened from.
 // Close it when done: it stops following and closes the store.
+//
+// The methods it has from router.Client (see there for each one's cost):
+//
+//   - Create, Upsert: write a document to the collection its key resolves to.
+//   - Read: a point read by id and partition key.
+//   - Replace: replace by id (OldKey moves a document whose key changed).
+//   - Delete: delete by id and key (idempotent across a fenced retry).
+//   - Query: a query across the collections it needs, merged exactly
+//     (ORDER BY, TOP, OFFSET/LIMIT, aggregates, DISTINCT, GROUP BY).
+//   - NewQueryPager: the same, one page at a time with continuation tokens.
+//   - EnsureCollections: create a database's missing collections.
+//   - Resolver, Version, Databases: what a database routes by.
+//   - Register, Unregister, Follow: route a database yourself (Open does
+//     this for every database of the configuration; Register refuses a
+//     followed database with router.ErrFollowed).
 type Client struct {
 	*router.Client
 	store     store.Store
