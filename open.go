@@ -1,9 +1,11 @@
 package docshard
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -39,11 +41,14 @@ const CAEnv = "DOCSHARD_COSMOS_CA"
 type State int
 
 const (
-	// StateAuto follows the database's shared state when the store holds
-	// one, and otherwise routes by the configuration's resolver (unless
-	// leases, history or a fence show the state was deleted under a fleet:
-	// then Open fails with a *shardstate.InUseError, as every mode but
-	// StateIgnore does; see RouteDatabase).
+	// StateAuto is StateFollow for a client that routes (Open, and
+	// RouteDatabase given a client): it follows the database's shared
+	// state, seeding it from the configuration's resolver when the store
+	// holds none, so a writer opened before the first reshard follows that
+	// reshard and its writes are fenced. Without a client (a command that
+	// only decides) it is StateRead. Like every mode but StateIgnore, it
+	// fails with a *shardstate.InUseError when leases, history or a fence
+	// show the state was deleted under a fleet (see RouteDatabase).
 	StateAuto State = iota
 	// StateFollow always follows the shared state, seeding it from the
 	// configuration's resolver when the store holds none.
@@ -78,6 +83,21 @@ type Options struct {
 // Client is a routing client opened from a configuration: every method of
 // router.Client, plus the store and configuration it was opened from.
 // Close it when done: it stops following and closes the store.
+//
+// The methods it has from router.Client (see there for each one's cost):
+//
+//   - Create, Upsert: write a document to the collection its key resolves to.
+//   - Read: a point read by id and partition key.
+//   - Replace: replace by id (OldKey moves a document whose key changed).
+//   - Delete: delete by id and key (idempotent across a fenced retry).
+//   - Query: a query across the collections it needs, merged exactly
+//     (ORDER BY, TOP, OFFSET/LIMIT, aggregates, DISTINCT, GROUP BY).
+//   - NewQueryPager: the same, one page at a time with continuation tokens.
+//   - EnsureCollections: create a database's missing collections.
+//   - Resolver, Version, Databases: what a database routes by.
+//   - Register, Unregister, Follow: route a database yourself (Open does
+//     this for every database of the configuration; Register refuses a
+//     followed database with router.ErrFollowed).
 type Client struct {
 	*router.Client
 	store     store.Store
@@ -99,9 +119,10 @@ func Open(ctx context.Context, path string, opts *Options) (*Client, error) {
 }
 
 // OpenConfig opens the store cfg names and registers every database of
-// cfg on a new routing client: with the database's shared state when the
-// store holds one (StateAuto), else with the configuration's resolver. On
-// error nothing stays open.
+// cfg on a new routing client: following the database's shared state
+// (StateAuto and StateFollow; seeded from the configuration's resolver
+// when the store holds none), or with the configuration's resolver
+// (StateIgnore, StateRead without a state). On error nothing stays open.
 func OpenConfig(ctx context.Context, cfg *config.Config, opts *Options) (*Client, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("docshard: %w: no configuration", config.ErrInvalid)
@@ -160,9 +181,21 @@ type Routing struct {
 	// Seeded: this call published the configuration's resolver as the
 	// state's version 1 (StateFollow on a store without one).
 	Seeded bool
-	// Follower follows the state (StateFollow, and StateAuto on a store
-	// with a state, given a client); the caller closes it. nil otherwise.
+	// Follower follows the state (StateFollow and StateAuto, given a
+	// client); the caller closes it. nil otherwise.
 	Follower *router.Follower
+	// file is the configuration's resolver, for Notice.
+	file resolver.Resolver
+}
+
+// sameResolver reports whether r's JSON is doc's (compacted both).
+func sameResolver(r resolver.Resolver, doc json.RawMessage) bool {
+	b, err := resolver.Marshal(r)
+	if err != nil {
+		return false
+	}
+	var x, y bytes.Buffer
+	return json.Compact(&x, b) == nil && json.Compact(&y, doc) == nil && bytes.Equal(x.Bytes(), y.Bytes())
 }
 
 // Notice is the one line to show a person about what the database routes
@@ -170,10 +203,13 @@ type Routing struct {
 // by its shared state, version 3 (not by the file's resolver)", or, when
 // this call seeded the state, "dbs/app had no shared state; the file's
 // resolver is now its version 1 (in dbs/app/colls/_docshard)"; "" when
-// the configuration's resolver routes it without a state.
+// the configuration's resolver routes it, with or without a state (a
+// state whose resolver is the file's, as resolver.Marshal writes both).
 func (r *Routing) Notice() string {
 	switch {
 	case r.State == nil:
+		return ""
+	case !r.Seeded && r.file != nil && sameResolver(r.file, r.State.Resolver):
 		return ""
 	case r.Seeded:
 		return fmt.Sprintf("%s had no shared state; the file's resolver is now its version 1 (in %s/colls/%s)", r.Database, r.Database, shardstate.CollectionID)
@@ -187,9 +223,9 @@ func (r *Routing) Notice() string {
 //   - StateIgnore: the configuration's resolver; no state is read.
 //   - StateRead: the state's current version when st holds one, read once,
 //     else the configuration's resolver.
-//   - StateAuto: with a client, the state followed when st holds one (a
-//     database without one at this call is never followed afterwards);
-//     without, as StateRead.
+//   - StateAuto: with a client, as StateFollow (a writer that did not
+//     follow would keep writing by the file's placement after a reshard,
+//     unfenced); without, as StateRead.
 //   - StateFollow: the state, seeded from the configuration's resolver
 //     when st holds none; followed with a client, read once without.
 //
@@ -207,13 +243,13 @@ func (r *Routing) Notice() string {
 // alone. Cost: a state read (StateIgnore: none); StateFollow adds one to
 // tell a state it seeded; following costs what router.Client.Follow does.
 func RouteDatabase(ctx context.Context, c *router.Client, st store.Store, db config.Database, mode State, fo *router.FollowOptions) (*Routing, error) {
-	rt := &Routing{Database: db.Link, Resolver: db.Resolver}
+	rt := &Routing{Database: db.Link, Resolver: db.Resolver, file: db.Resolver}
 	var s *shardstate.State
 	var err error
 	switch {
 	case mode == StateIgnore:
 	case c != nil && (mode == StateAuto || mode == StateFollow):
-		return rt.follow(ctx, c, st, db, mode, fo)
+		return rt.follow(ctx, c, st, db, fo)
 	case mode == StateFollow:
 		if rt.Seeded, err = noState(ctx, st, db.Link); err == nil {
 			s, err = shardstate.LoadOrInit(ctx, st, db.Link, db.Resolver, nil)
@@ -241,26 +277,16 @@ func RouteDatabase(ctx context.Context, c *router.Client, st store.Store, db con
 	return rt, nil
 }
 
-// follow is RouteDatabase following, under StateAuto or StateFollow. Under
-// StateAuto, Follow without a seed finds out whether the state exists
-// (ErrNoState when not) in the read it makes anyway.
-func (rt *Routing) follow(ctx context.Context, c *router.Client, st store.Store, db config.Database, mode State, fo *router.FollowOptions) (*Routing, error) {
+// follow is RouteDatabase following, under StateAuto or StateFollow:
+// the state is seeded from the configuration's resolver when st holds none.
+func (rt *Routing) follow(ctx context.Context, c *router.Client, st store.Store, db config.Database, fo *router.FollowOptions) (*Routing, error) {
 	o := store.OptionsOf(fo)
-	o.Seed = nil
-	if mode == StateFollow {
-		var err error
-		if rt.Seeded, err = noState(ctx, st, db.Link); err != nil {
-			return nil, err
-		}
-		o.Seed = db.Resolver
+	var err error
+	if rt.Seeded, err = noState(ctx, st, db.Link); err != nil {
+		return nil, err
 	}
+	o.Seed = db.Resolver
 	f, err := c.Follow(ctx, db.Link, &o)
-	if mode == StateAuto && errors.Is(err, shardstate.ErrNoState) {
-		if err := shardstate.InUse(ctx, st, db.Link); err != nil {
-			return nil, err
-		}
-		return rt, c.Register(db.Link, db.Resolver)
-	}
 	if err != nil {
 		return nil, err
 	}

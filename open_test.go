@@ -51,7 +51,7 @@ func TestOpenDurable(t *testing.T) {
 		_, err := c.Create(ctx, "dbs/app", order{ID: u, UserID: u, Total: i}, nil)
 		require.NoError(t, err)
 	}
-	assert.Nil(t, c.Follower("dbs/app"), "no shared state: routed by the file's resolver")
+	assert.NotNil(t, c.Follower("dbs/app"), "no shared state: seeded from the file and followed")
 	assert.Equal(t, path, c.Config().File)
 	require.NoError(t, c.Close())
 
@@ -117,6 +117,44 @@ func TestOpenFollowsState(t *testing.T) {
 	all, err = r.ResolveForRead(nil)
 	require.NoError(t, err)
 	assert.Len(t, all, 3, "the file's resolver")
+}
+
+// TestDefaultOpenFollowsLaterState is the second day's first trap: a
+// service opened with the defaults on a store that has no shared state yet,
+// then a placement published (as docshard load and reshard do). The
+// service must follow it: before, it kept writing by its file's resolver,
+// unfenced, and verify found documents misplaced. Register on the followed
+// database is refused rather than silently re-routing it.
+func TestDefaultOpenFollowsLaterState(t *testing.T) {
+	ctx := context.Background()
+	path := writeConfig(t, "store: {kind: embedded, path: "+filepath.Join(t.TempDir(), "data")+"}\n"+ringYAML)
+	svc, err := docshard.Open(ctx, path, &docshard.Options{EnsureCollections: true})
+	require.NoError(t, err)
+	defer svc.Close()
+	f := svc.Follower("dbs/app")
+	require.NotNil(t, f, "the default Open follows the database, seeding its state")
+
+	two, err := resolver.Unmarshal([]byte(`{"kind":"hash","partitionKey":"/userId","collections":["dbs/app/colls/o0","dbs/app/colls/o1"]}`))
+	require.NoError(t, err)
+	_, err = store.EnsureCollections(ctx, svc.Store(), store.Wanted{Create: []string{"dbs/app/colls/o0", "dbs/app/colls/o1"}, Spec: store.CollectionSpec{PartitionKeyPath: "/userId"}})
+	require.NoError(t, err)
+	s, err := shardstate.Load(ctx, svc.Store(), "dbs/app")
+	require.NoError(t, err)
+	next, err := shardstate.Publish(ctx, svc.Store(), s, shardstate.Change{Resolver: two})
+	require.NoError(t, err)
+	require.NoError(t, f.Refresh(ctx))
+	assert.Equal(t, next.Version, f.Version())
+
+	_, err = svc.Create(ctx, "dbs/app", order{ID: "n1", UserID: "zed", Total: 1}, nil)
+	require.NoError(t, err)
+	want, err := two.ResolveForCreate("zed")
+	require.NoError(t, err)
+	_, err = svc.Store().Read(ctx, want, "n1", &store.ReadOptions{PartitionKey: "zed"})
+	require.NoError(t, err, "written where the published placement puts it")
+
+	err = svc.Register("dbs/app", two)
+	require.ErrorIs(t, err, router.ErrFollowed)
+	assert.Contains(t, err.Error(), "close the database's Follower first")
 }
 
 // TestOpenServe: a configuration naming docshard serve as a cosmos store
@@ -189,7 +227,9 @@ func TestRouteDatabase(t *testing.T) {
 		{name: "read, no state", mode: docshard.StateRead, colls: 3},
 		{name: "read, state", mode: docshard.StateRead, state: true, colls: 2, version: 2, notice: "dbs/app routes by its shared state, version 2 (not by the file's resolver)"},
 		{name: "read, state, client", mode: docshard.StateRead, state: true, client: true, colls: 2, version: 2, notice: "version 2"},
-		{name: "auto, no state, client", mode: docshard.StateAuto, client: true, colls: 3},
+		{name: "auto, no state, client", mode: docshard.StateAuto, client: true, colls: 3, version: 1, seeded: true, followed: true,
+			notice: "dbs/app had no shared state; the file's resolver is now its version 1 (in dbs/app/colls/_docshard)"},
+		{name: "auto, no state, no client", mode: docshard.StateAuto, colls: 3},
 		{name: "auto, state, client", mode: docshard.StateAuto, state: true, client: true, colls: 2, version: 2, followed: true, notice: "version 2"},
 		{name: "auto, state, no client", mode: docshard.StateAuto, state: true, colls: 2, version: 2, notice: "version 2"},
 		{name: "follow, no state, client", mode: docshard.StateFollow, client: true, colls: 3, version: 1, seeded: true, followed: true,
@@ -241,4 +281,32 @@ func TestRouteDatabase(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNoticeOnlyWhenDifferent: a state whose resolver is the file's gets
+// no notice (every command printed "routes by its shared state (not by the
+// file's resolver)" even then); one that differs does.
+func TestNoticeOnlyWhenDifferent(t *testing.T) {
+	ctx := context.Background()
+	path := writeConfig(t, "store: {kind: embedded, path: "+filepath.Join(t.TempDir(), "data")+"}\n"+ringYAML)
+	cfg, err := config.Load(path)
+	require.NoError(t, err)
+	seed, err := docshard.Open(ctx, path, &docshard.Options{State: docshard.StateFollow})
+	require.NoError(t, err)
+	st := seed.Store()
+	rt, err := docshard.RouteDatabase(ctx, nil, st, cfg.Databases[0], docshard.StateRead, nil)
+	require.NoError(t, err)
+	require.NotNil(t, rt.State)
+	assert.Empty(t, rt.Notice(), "the state holds the file's resolver")
+
+	two, err := resolver.Unmarshal([]byte(`{"kind":"hash","partitionKey":"/userId","collections":["dbs/app/colls/o0","dbs/app/colls/o1"]}`))
+	require.NoError(t, err)
+	s, err := shardstate.Load(ctx, st, "dbs/app")
+	require.NoError(t, err)
+	_, err = shardstate.Publish(ctx, st, s, shardstate.Change{Resolver: two})
+	require.NoError(t, err)
+	rt, err = docshard.RouteDatabase(ctx, nil, st, cfg.Databases[0], docshard.StateRead, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "dbs/app routes by its shared state, version 2 (not by the file's resolver)", rt.Notice())
+	require.NoError(t, seed.Close())
 }

@@ -298,11 +298,21 @@ func (s *Store) ping(ctx context.Context, c *azcosmos.Client, endpoint string) e
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
 		if re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden {
-			return fmt.Errorf("cosmos: %s rejected the credentials (status %d %s)", endpoint, re.StatusCode, re.ErrorCode)
+			return fmt.Errorf("cosmos: %s rejected the credentials (%s): the key is not the account's; docshard reads it from DOCSHARD_STORE_KEY (for docshard serve: the key serve runs with, from its DOCSHARD_SERVE_KEY, or the emulator key when that is unset)", endpoint, statusText(re))
 		}
-		return fmt.Errorf("cosmos: %s answered status %d %s", endpoint, re.StatusCode, re.ErrorCode)
+		return fmt.Errorf("cosmos: %s answered %s", endpoint, statusText(re))
 	}
 	return fmt.Errorf("cosmos: cannot reach %s: %v", endpoint, redactKeys(err.Error(), s.opts))
+}
+
+// statusText is a response error's status for a message: "status 401
+// Unauthorized", with the service's error code when it adds one.
+func statusText(re *azcore.ResponseError) string {
+	t := fmt.Sprintf("status %d %s", re.StatusCode, http.StatusText(re.StatusCode))
+	if c := re.ErrorCode; c != "" && !strings.Contains(c, http.StatusText(re.StatusCode)) {
+		t += ", " + c
+	}
+	return t
 }
 
 // redactKeys removes any account key from a message.

@@ -289,12 +289,17 @@ type SyntaxError struct {
 	Expected string // what the parser wanted
 	Found    string // what it got
 	Query    string // the query text
+	Hint     string // a likely fix ("did you mean FROM (not FRM)?"), or ""
 }
 
 // Error implements error: "syntax error at line 1, column 8: expected ..., found ...".
 func (e *SyntaxError) Error() string {
 	line, col := e.position()
-	return fmt.Sprintf("query: syntax error at line %d, column %d: expected %s, found %s", line, col, e.Expected, e.Found)
+	msg := fmt.Sprintf("query: syntax error at line %d, column %d: expected %s, found %s", line, col, e.Expected, e.Found)
+	if e.Hint != "" {
+		msg += "; " + e.Hint
+	}
+	return msg
 }
 
 func (e *SyntaxError) position() (int, int) {

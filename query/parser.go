@@ -132,7 +132,74 @@ func (p *parser) next() token {
 
 func (p *parser) errorf(expected string) error {
 	t := p.peek()
-	return &SyntaxError{Pos: t.pos, Query: p.src, Expected: expected, Found: t.describe()}
+	e := &SyntaxError{Pos: t.pos, Query: p.src, Expected: expected, Found: t.describe()}
+	// A misspelt keyword reads as an identifier (an alias, say), and the
+	// error falls on the token after it: look at both.
+	cands := []token{t}
+	if p.i > 0 {
+		cands = append(cands, p.toks[p.i-1])
+	}
+	for _, c := range cands {
+		if kw := nearKeyword(c); kw != "" {
+			e.Hint = fmt.Sprintf("did you mean %s (not %s)?", kw, c.text)
+			break
+		}
+	}
+	return e
+}
+
+// nearKeyword returns the keyword an identifier token of three letters or
+// more is one edit (a letter added, dropped, changed or two swapped) away
+// from, or "".
+func nearKeyword(t token) string {
+	if t.kind != tIdent || len(t.text) < 3 {
+		return ""
+	}
+	up := strings.ToUpper(t.text)
+	for _, kw := range keywordList {
+		if oneEdit(up, kw) {
+			return kw
+		}
+	}
+	return ""
+}
+
+// keywordList is keywords in a fixed order (the clause keywords first), so
+// a hint is the same every run.
+var keywordList = []string{"SELECT", "FROM", "WHERE", "ORDER", "GROUP", "OFFSET", "LIMIT", "VALUE", "DISTINCT",
+	"JOIN", "BETWEEN", "EXISTS", "ARRAY", "ESCAPE", "LIKE", "DESC", "TRUE", "FALSE", "NULL", "UNDEFINED", "AND", "NOT", "TOP", "ASC"}
+
+// oneEdit reports whether a and b differ by exactly one edit: a letter
+// inserted, deleted or substituted, or two neighbours swapped.
+func oneEdit(a, b string) bool {
+	if a == b {
+		return false
+	}
+	switch len(a) - len(b) {
+	case 0:
+		diff := -1
+		for i := range len(a) {
+			if a[i] != b[i] {
+				if diff >= 0 {
+					// a second difference: only a swap of neighbours
+					return i == diff+1 && a[diff] == b[i] && a[i] == b[diff] && a[i+1:] == b[i+1:]
+				}
+				diff = i
+			}
+		}
+		return true
+	case 1, -1:
+		if len(a) < len(b) {
+			a, b = b, a
+		}
+		for i := range len(b) {
+			if a[i] != b[i] {
+				return a[i+1:] == b[i:]
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // is reports whether the next token is of this kind with this text;

@@ -183,3 +183,26 @@ func TestParametersOfEveryGoType(t *testing.T) {
 	_, err := Prepare("SELECT VALUE @v", map[string]any{"@v": make(chan int)})
 	assert.ErrorIs(t, err, ErrCompile)
 }
+
+// TestSyntaxErrorHints: a misspelt keyword gets "did you mean" (issue 29:
+// "FRM" for FROM said only `expected end of query, found "c"`).
+func TestSyntaxErrorHints(t *testing.T) {
+	for _, tc := range []struct{ q, hint string }{
+		{"SELECT * FRM c", "did you mean FROM (not FRM)?"},
+		{"SELEC * FROM c", "did you mean SELECT (not SELEC)?"},
+		{"SELECT c.id FROM c WHER c.x = 1", "did you mean WHERE (not WHER)?"},
+		{"SELECT * FROM c ORDR BY c.x", "did you mean ORDER (not ORDR)?"},
+		{"SELECT * FROM c WHERE c.x = 1 ADN c.y = 2", "did you mean AND (not ADN)?"},
+		{"SELECT * FROM c x y", ""},
+		{"SELECT * FROM c WHERE", ""},
+	} {
+		_, err := Parse(tc.q)
+		require.Error(t, err, tc.q)
+		var se *SyntaxError
+		require.ErrorAs(t, err, &se, tc.q)
+		assert.Equal(t, tc.hint, se.Hint, tc.q)
+		if tc.hint != "" {
+			assert.Contains(t, err.Error(), tc.hint)
+		}
+	}
+}

@@ -230,6 +230,17 @@ type Owner interface {
 	Holders(key any) ([]string, error)
 }
 
+// Spreader is an optional capability of a resolver whose reads of one key
+// look in more than one collection outside any transition (spillover: an
+// id may be in any of its collections). Spreads reports whether that is so
+// now. A router's Create on such a resolver looks for the id in the key's
+// other collections first, since the store's own conflict check covers
+// only the collection it writes: without it, creating an id twice would
+// store it twice.
+type Spreader interface {
+	Spreads() bool
+}
+
 // Freezer is an optional capability of a resolver that can refuse writes to
 // the keys it is moving (a transition during its cutover): while Frozen
 // reports true, ResolveForCreate (and the router's writes) fail with an

@@ -43,6 +43,12 @@ var (
 	// a *store.KeyPathError). It is store.ErrKeyPathMismatch, the one
 	// sentinel of that rule.
 	ErrKeyPathMismatch = store.ErrKeyPathMismatch
+	// ErrFollowed: Register was called for a database this client follows
+	// (Follow): the registration would route by a resolver the database's
+	// shared state does not hold, misplacing every write a reshard has
+	// moved. Change a followed database's placement by publishing it
+	// (docshard reshard, or shardstate), or close its Follower first.
+	ErrFollowed = errors.New("router: the database follows its shared state")
 )
 
 // PartialError lists the collections a query could not read. It wraps
@@ -209,7 +215,8 @@ func dbKey(dbLink string) (string, error) {
 // atomically: calls already running finish with the resolver they started
 // with, later calls see the new one, and no call sees a mixture. It costs a
 // copy of the (small) database map; the resolver itself is never copied or
-// mutated.
+// mutated. A database the client follows (Follow) is refused with
+// ErrFollowed: its placement is the shared state's.
 func (c *Client) Register(dbLink string, r resolver.Resolver) error {
 	key, err := dbKey(dbLink)
 	if err != nil {
@@ -218,7 +225,12 @@ func (c *Client) Register(dbLink string, r resolver.Resolver) error {
 	if r == nil {
 		return fmt.Errorf("router: Register %s with a nil resolver", dbLink)
 	}
-	c.install(&dbEntry{link: key, r: r, pl: newPlacement(r, c.opts.RouteCacheSize)})
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	if cur := c.dbs.Load().byLink[key]; cur != nil && cur.follow != nil && !cur.follow.closed() {
+		return fmt.Errorf("router: Register %s: %w (router %s): publish a new placement with docshard reshard or shardstate, or close the database's Follower first", key, ErrFollowed, cur.follow.router)
+	}
+	c.setEntry(key, &dbEntry{link: key, r: r, pl: newPlacement(r, c.opts.RouteCacheSize)})
 	return nil
 }
 

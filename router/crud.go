@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/store"
@@ -90,10 +92,50 @@ func (c *Client) write(ctx context.Context, op, dbLink string, doc any, opts *Wr
 			wo = e.pl.stamped
 		}
 		if op == "create" {
+			if e.pl.spread {
+				if err := c.notElsewhere(ctx, e, target, body); err != nil {
+					return nil, err
+				}
+			}
 			return c.st.Create(ctx, target, body, wo)
 		}
 		return c.st.Upsert(ctx, target, body, wo)
 	})
+}
+
+// notElsewhere is a create's conflict check beyond the store's, for a
+// resolver whose key spreads over collections (resolver.Spreader): the id
+// read, under its key, in each collection the key is read from other than
+// target; found is a *store.Error wrapping store.ErrConflict naming where.
+// Cost: a point read per other collection. Two creates of one id racing
+// with the opening of a spillover's next collection can still both land
+// (one in each newest); sequential creates, a reload of a file among them,
+// cannot.
+func (c *Client) notElsewhere(ctx context.Context, e *dbEntry, target string, body []byte) error {
+	key, err := e.pl.r.PartitionKey(json.RawMessage(body))
+	if err != nil {
+		return err
+	}
+	links, err := e.pl.r.ResolveForRead(key)
+	if err != nil {
+		return err
+	}
+	id := gjson.GetBytes(body, "id").String()
+	ro := &store.ReadOptions{PartitionKey: partitionkey.CollectionKey(key)}
+	for _, l := range links {
+		if l == target {
+			continue
+		}
+		_, err := c.st.Read(ctx, l, id, ro)
+		switch {
+		case err == nil:
+			return &store.Error{Kind: store.ErrConflict, Op: "create", Link: l, ID: id, Status: 409,
+				Message: "the id is stored in " + l + " already (the key is read from several collections; Upsert or Replace changes it there)"}
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+	}
+	return nil
 }
 
 // find returns the collection holding id under the route and the document:

@@ -25,8 +25,11 @@ type placement struct {
 	kd    resolver.KeyDef       // zero: the resolver reads no documents itself
 	text  resolver.TextResolver // nil: keys are placed as values only
 	owner resolver.Owner        // nil: every collection holds only its own documents
-	cache *routeCache           // nil: off
-	epoch int64                 // stamped on every write (WriteOptions.Epoch); 0: none
+	// spread: a key may be in several collections (resolver.Spreader), so
+	// a create looks in the others first.
+	spread bool
+	cache  *routeCache // nil: off
+	epoch  int64       // stamped on every write (WriteOptions.Epoch); 0: none
 	// stamped is what an unconditional write without a partition key
 	// tells the store: nil, or the epoch alone. Shared, never modified.
 	stamped *store.WriteOptions
@@ -59,6 +62,9 @@ func newPlacement(r resolver.Resolver, cacheSize int) *placement {
 	}
 	if o, ok := r.(resolver.Owner); ok {
 		pl.owner = o
+	}
+	if sp, ok := r.(resolver.Spreader); ok {
+		pl.spread = sp.Spreads()
 	}
 	if cacheSize > 0 {
 		pl.cache = newRouteCache(cacheSize)

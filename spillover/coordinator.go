@@ -353,12 +353,39 @@ func (c *Coordinator) run() {
 // finishes an opening under way, or opens the next collection when the
 // newest is full (its usage at the fill ratio, or a write to it refused
 // for quota, as Observe saw), and returns the collection it published ("" when none).
-// Losing a compare-and-swap to another process is not an error: that
-// process acted. Cost: a state read and a collection-info read; opening
-// adds a collection create and two state changes.
+// Losing a compare-and-swap is not an error: the check reads the state
+// again and looks again (up to checkAttempts times), since the other
+// writer may have changed something else (this coordinator's own
+// background measurement of a sealed collection, say) and the newest
+// collection is still full. Cost: a state read and a collection-info
+// read; opening adds a collection create and two state changes.
 func (c *Coordinator) Check(ctx context.Context) (string, error) {
 	c.checkMu.Lock()
 	defer c.checkMu.Unlock()
+	for range checkAttempts - 1 {
+		opened, err := c.checkOnce(ctx)
+		if !errors.Is(err, errLostRace) {
+			return opened, err
+		}
+	}
+	opened, err := c.checkOnce(ctx)
+	if errors.Is(err, errLostRace) {
+		return "", nil // the state keeps changing under us: the next check looks again
+	}
+	return opened, err
+}
+
+// checkAttempts bounds how often Check reads the state again after losing
+// a compare-and-swap.
+const checkAttempts = 8
+
+// errLostRace: a state change lost its compare-and-swap; Check reads the
+// state again.
+var errLostRace = errors.New("spillover: the state changed meanwhile")
+
+// checkOnce is one round of Check, with errLostRace when a publish lost
+// its compare-and-swap.
+func (c *Coordinator) checkOnce(ctx context.Context) (string, error) {
 	s, err := shardstate.Load(ctx, c.st, c.db)
 	if err != nil {
 		return "", fmt.Errorf("spillover: %w", err)
@@ -395,7 +422,7 @@ func (c *Coordinator) Check(ctx context.Context) (string, error) {
 	p, _ := json.Marshal(phaseDoc{Spillover: &opening{Opening: next, Sealing: r.Newest(), By: c.opts.By, At: time.Now().UTC()}})
 	s, err = shardstate.Publish(ctx, c.st, s, shardstate.Change{Phase: p, By: c.opts.By})
 	if errors.Is(err, shardstate.ErrConflict) {
-		return "", nil
+		return "", errLostRace
 	}
 	if err != nil {
 		return "", fmt.Errorf("spillover: recording the opening of %s: %w", next, err)
@@ -439,7 +466,7 @@ func (c *Coordinator) finish(ctx context.Context, s *shardstate.State, r *Resolv
 	}
 	ns, err := shardstate.Publish(ctx, c.st, s, shardstate.Change{Resolver: r2, Phase: json.RawMessage("null"), NewEpoch: true, By: c.opts.By})
 	if errors.Is(err, shardstate.ErrConflict) {
-		return "", nil // another process finished it (or changed the state): the next check looks again
+		return "", errLostRace // another process finished it, or changed the state: look again
 	}
 	if err != nil && ns == nil {
 		return "", fmt.Errorf("spillover: publishing %s as the newest collection: %w", next, err)

@@ -467,3 +467,50 @@ func TestMeasureWaitsForRouters(t *testing.T) {
 	_, r := current(t, st)
 	assert.Empty(t, r.Unmeasured(), "measured once every router moved on")
 }
+
+// raceOnce is a store on which the first replace of the state document
+// loses its compare-and-swap: just before it, another writer publishes a
+// change of its own (as the coordinator's background measurement does).
+type raceOnce struct {
+	store.Store
+	once sync.Once
+}
+
+func (r *raceOnce) Replace(ctx context.Context, l, id string, doc []byte, o *store.WriteOptions) (*store.Document, error) {
+	if id == "state" {
+		r.once.Do(func() {
+			s, err := shardstate.Load(ctx, r.Store, db)
+			if err == nil {
+				_, err = shardstate.Publish(ctx, r.Store, s, shardstate.Change{By: "another writer"})
+			}
+			if err != nil {
+				panic(err)
+			}
+		})
+	}
+	return r.Store.Replace(ctx, l, id, doc, o)
+}
+
+// TestCheckLostRaceLooksAgain: a check whose opening loses the state's
+// compare-and-swap to an unrelated change reads the state again and opens
+// the full collection. Before, it returned "" and the opening waited for
+// the next scheduled check (an hour here), while writes overfilled the
+// collection (examples/spillover failed that way under -race).
+func TestCheckLostRaceLooksAgain(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New(nil)
+	defer mem.Close()
+	st := &raceOnce{Store: mem}
+	coord, err := spillover.Start(ctx, st, db, &spillover.CoordinatorOptions{Seed: seed(t, 10, 0.5, ""), CheckInterval: time.Hour})
+	require.NoError(t, err)
+	defer coord.Close()
+	for i := range 5 {
+		_, err := mem.Create(ctx, db+"/colls/log0", []byte(fmt.Sprintf(`{"id":"%d"}`, i)), &store.WriteOptions{PartitionKey: fmt.Sprint(i)})
+		require.NoError(t, err)
+	}
+	opened, err := coord.Check(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, db+"/colls/log1", opened, "the full collection's successor is opened in this check")
+	_, r := current(t, mem)
+	assert.Len(t, r.Collections(), 2)
+}

@@ -325,6 +325,11 @@ func (r *Resolver) KeyDef() resolver.KeyDef { return r.key }
 // Collections returns the collections, oldest first (a copy).
 func (r *Resolver) Collections() []string { return append([]string(nil), r.colls...) }
 
+// Spreads reports whether a key may be in more than one collection: from
+// the second collection on (resolver.Spreader), so a router's Create looks
+// for the id in the sealed collections before writing the newest.
+func (r *Resolver) Spreads() bool { return len(r.colls) > 1 }
+
 // Newest returns the collection new documents go to.
 func (r *Resolver) Newest() string { return r.newestLink }
 

@@ -3,7 +3,9 @@ package transition
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/partitionkey"
@@ -22,11 +24,23 @@ type Finding struct {
 	Other      string `json:"other,omitempty"` // for a duplicate: the other collection that holds it
 }
 
+// ErrNoCollections: Verify found none of the resolver's collections in
+// the store, which is almost always the wrong store (a mistyped
+// store.path, another endpoint) rather than an empty database.
+var ErrNoCollections = errors.New("transition: verify: the store holds none of the resolver's collections")
+
 // Report is what Verify found.
 type Report struct {
-	Documents  int64     // documents read
-	Misplaced  []Finding // documents not where the resolver puts them
-	Duplicates []Finding // documents held by two collections
+	Documents   int64             // documents read
+	Collections []CollectionCount // documents read per collection, in the store's order
+	Misplaced   []Finding         // documents not where the resolver puts them
+	Duplicates  []Finding         // documents held by two collections
+}
+
+// CollectionCount is how many documents Verify read in one collection.
+type CollectionCount struct {
+	Collection string `json:"collection"`
+	Documents  int64  `json:"documents"`
 }
 
 // OK reports whether every document is where the resolver puts it, once.
@@ -42,11 +56,15 @@ func (r *Report) OK() bool { return len(r.Misplaced) == 0 && len(r.Duplicates) =
 // collection it places the key in. A misplaced document's Want is where r
 // would put it now (ResolveForCreate); a document whose key r cannot read
 // or place is misplaced, with Want empty. Cost: a read feed of every
-// document; memory for one entry per document.
+// document; memory for one entry per document. A store that holds none
+// of r's collections is an error wrapping ErrNoCollections, naming them.
 func Verify(ctx context.Context, st store.Store, dbLink string, r resolver.Resolver) (*Report, error) {
 	st = retry.Ensure(st) // its reads retried by the one layer, never a second
 	colls, err := st.ListCollections(ctx, dbLink)
 	if err != nil {
+		return nil, err
+	}
+	if err := holdsSome(r, colls); err != nil {
 		return nil, err
 	}
 	state, _ := shardstate.CollectionLink(dbLink)
@@ -56,6 +74,8 @@ func Verify(ctx context.Context, st store.Store, dbLink string, r resolver.Resol
 		if c == state {
 			continue
 		}
+		rep.Collections = append(rep.Collections, CollectionCount{Collection: c})
+		count := &rep.Collections[len(rep.Collections)-1].Documents
 		tok := ""
 		for {
 			page, err := st.ReadFeed(ctx, c, &store.FeedOptions{Continuation: tok, PageSize: 500})
@@ -64,6 +84,7 @@ func Verify(ctx context.Context, st store.Store, dbLink string, r resolver.Resol
 			}
 			for _, raw := range page.Items {
 				rep.Documents++
+				*count++
 				f, key, ok := placeKey(r, c, raw)
 				ident := f.ID + "\x00" + f.Key
 				if prev, dup := seen[ident]; dup {
@@ -82,6 +103,26 @@ func Verify(ctx context.Context, st store.Store, dbLink string, r resolver.Resol
 		}
 	}
 	return rep, nil
+}
+
+// holdsSome checks that colls (the store's) holds at least one of r's.
+func holdsSome(r resolver.Resolver, colls []string) error {
+	want, err := r.ResolveForRead(nil)
+	if err != nil || len(want) == 0 {
+		return err
+	}
+	for _, w := range want {
+		for _, c := range colls {
+			if link.Same(w, c) {
+				return nil
+			}
+		}
+	}
+	shown := want
+	if len(shown) > 3 {
+		shown = append(shown[:3:3], fmt.Sprintf("... %d more", len(want)-3))
+	}
+	return fmt.Errorf("%w (%d: %s): check that the configuration names the right store (store.path, the endpoint), or load documents first", ErrNoCollections, len(want), strings.Join(shown, ", "))
 }
 
 // place says where r puts a stored document found in coll.

@@ -67,6 +67,7 @@ databases:
 	t.Setenv("DOCSHARD_STORE_KEY", "d3Jvbmcta2V5LWZvci10ZXN0")
 	code, _, errOut = runCLI(t, "", "query", "-c", cfg, "SELECT 1")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "rejected the credentials")
+	assert.Contains(t, errOut, "rejected the credentials (status 401 Unauthorized")
+	assert.Contains(t, errOut, "DOCSHARD_STORE_KEY", "says where the key comes from")
 	assert.NotContains(t, errOut, "d3Jvbmcta2V5LWZvci10ZXN0")
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +17,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/docshard/docshard"
+	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/router"
+	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/spillover"
 	"github.com/docshard/docshard/store"
 )
@@ -59,12 +62,18 @@ Ctrl-C; either way it prints how many documents were written before.`,
 			} else if isTerminal(g.stdin) {
 				fmt.Fprintln(g.stderr, "docshard: reading JSON lines from standard input (the terminal); end with Ctrl-D, or give load a PATH")
 			}
+			in.rd = newLineReader(in.r, store.MaxDocumentSize)
 			st, err := openStore(cfg, g.stderr, false)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
 			ctx := cmd.Context()
+			if _, err := shardstate.Load(ctx, st, db.Link); errors.Is(err, shardstate.ErrNoState) {
+				if err := checkFirstLine(in, db.Resolver); err != nil {
+					return err
+				}
+			}
 			var coord atomic.Pointer[spillover.Coordinator]
 			client := router.New(st, &router.Options{Hooks: router.Hooks{Call: func(ctx context.Context, l, op string, d time.Duration, err error) {
 				if c := coord.Load(); c != nil {
@@ -174,6 +183,7 @@ type loadInput struct {
 	r    io.Reader
 	name string
 	size int64
+	rd   *lineReader // reads r; made by newLineReader when nil
 }
 
 // loadBar shows a load's progress on a terminal: for a file, a bar of its
@@ -258,7 +268,10 @@ func loadLines(ctx context.Context, c *router.Client, dbLink string, in loadInpu
 	// The reader runs on its own: a read of standard input can block for
 	// ever, and Ctrl-C must still stop the load (the reader is then left
 	// behind, which ends with the process).
-	rd := newLineReader(in.r, store.MaxDocumentSize)
+	rd := in.rd
+	if rd == nil {
+		rd = newLineReader(in.r, store.MaxDocumentSize)
+	}
 	var lineNo atomic.Int64
 	go func() {
 		defer close(lines)
@@ -274,6 +287,10 @@ func loadLines(ctx context.Context, c *router.Client, dbLink string, in loadInpu
 			}
 			if doc = bytes.TrimSpace(doc); len(doc) == 0 {
 				continue
+			}
+			if err := jsonLine(doc); err != nil {
+				fail(fmt.Errorf("%s line %d: %w", in.name, rd.no, err))
+				return
 			}
 			select {
 			case lines <- loadLine{no: rd.no, doc: append([]byte(nil), doc...)}:
@@ -301,6 +318,43 @@ func loadLines(ctx context.Context, c *router.Client, dbLink string, in loadInpu
 	return stats, err
 }
 
+// errJSONArray is wrapped by the error of a line holding a JSON array.
+var errJSONArray = errors.New("the line is a JSON array: load reads one JSON document per line (JSON Lines); convert a file holding one array with: jq -c '.[]' FILE")
+
+// jsonLine checks a non-empty line before it is written: a JSON array (a
+// file holding one array of documents, the usual mistake) is refused with
+// what to do, not as "not a JSON object".
+func jsonLine(doc []byte) error {
+	if doc[0] == '[' {
+		return errJSONArray
+	}
+	return nil
+}
+
+// checkFirstLine reads the input's first document (kept for the load to
+// read again) and places it by r, the resolver a new database's state
+// would be seeded from: a wrong partitionKey, an array, a line that is not
+// a document fail here, before the state and the collections are made, so
+// a corrected file or configuration starts afresh. An empty input passes.
+func checkFirstLine(in loadInput, r resolver.Resolver) error {
+	doc, err := in.rd.peek()
+	if err == io.EOF {
+		return nil
+	}
+	if err == nil {
+		if err = jsonLine(doc); err == nil {
+			var key any
+			if key, err = r.PartitionKey(json.RawMessage(doc)); err == nil {
+				_, err = r.ResolveForCreate(key)
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s line %d: %w (nothing was created: the database has no shared state or collections yet; fix the line or the resolver and load again)", in.name, in.rd.peekedNo, err)
+	}
+	return nil
+}
+
 // lineReader reads lines of at most max bytes; a longer line is an error
 // that says how long it is (it is read to its end to say so).
 type lineReader struct {
@@ -308,6 +362,24 @@ type lineReader struct {
 	max int
 	no  int // the number of the line last returned
 	buf []byte
+	// peeked is the first non-empty line, read by peek and returned again
+	// by next (with peekedNo) first.
+	peeked   []byte
+	peekedNo int
+}
+
+// peek reads up to the first non-empty line and keeps it for next.
+func (l *lineReader) peek() ([]byte, error) {
+	for {
+		doc, err := l.next()
+		if err != nil {
+			return nil, err
+		}
+		if doc = bytes.TrimSpace(doc); len(doc) > 0 {
+			l.peeked, l.peekedNo = append([]byte(nil), doc...), l.no
+			return l.peeked, nil
+		}
+	}
 }
 
 func newLineReader(r io.Reader, max int) *lineReader {
@@ -322,6 +394,11 @@ var errDocumentTooLarge = errors.New("document too large")
 // until the next call. It returns io.EOF after the last line. A line
 // longer than max is read to its end, so the error says its length.
 func (l *lineReader) next() ([]byte, error) {
+	if l.peeked != nil {
+		doc := l.peeked
+		l.peeked = nil
+		return doc, nil
+	}
 	l.buf = l.buf[:0]
 	size := 0
 	for {

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/memstore"
 )
@@ -192,4 +193,41 @@ databases:
 	code, _, errOut = runCLI(t, `{"id":"1","userId":"a"}`+"\n", "load", "-c", conflictCfg, "-")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "collection dbs/other/colls/u1 exists partitioned by /tenant, not by /userId")
+}
+
+// TestLoadFirstLineChecked: a first load whose first line the resolver
+// cannot place (a wrong partitionKey, a JSON array) fails before the state
+// and the collections are made, so fixing the configuration is enough.
+// Before, the state was seeded with the wrong key and the collections
+// created: the corrected file still failed naming /userid.
+func TestLoadFirstLineChecked(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	conf := func(key string) string {
+		return writeFile(t, dir, "c.yaml", "store: {kind: embedded, path: "+data+"}\ndatabases:\n  - link: dbs/app\n    resolver: {kind: hash, partitionKey: "+key+", collections: [dbs/app/colls/u0, dbs/app/colls/u1]}\n")
+	}
+	lines := "\n" + `{"id":"1","userId":"ann"}` + "\n" + `{"id":"2","userId":"bob"}` + "\n"
+
+	code, _, errOut := runCLI(t, lines, "load", "-c", conf("/userid"), "-")
+	assert.Equal(t, 1, code, errOut)
+	assert.Contains(t, errOut, "standard input line 2")
+	assert.Contains(t, errOut, "/userid")
+	assert.Contains(t, errOut, "nothing was created")
+	st, err := memstore.Open(data, nil)
+	require.NoError(t, err)
+	_, err = shardstate.Load(context.Background(), st, "dbs/app")
+	require.ErrorIs(t, err, shardstate.ErrNoState, "no state seeded")
+	colls, err := st.ListCollections(context.Background(), "dbs/app")
+	require.NoError(t, err)
+	assert.Empty(t, colls, "no collection created")
+	require.NoError(t, st.Close())
+
+	code, _, errOut = runCLI(t, `[{"id":"1","userId":"ann"}]`+"\n", "load", "-c", conf("/userId"), "-")
+	assert.Equal(t, 1, code, errOut)
+	assert.Contains(t, errOut, "JSON array")
+	assert.Contains(t, errOut, "jq -c '.[]'")
+
+	code, out, errOut := runCLI(t, lines, "load", "-c", conf("/userId"), "-")
+	require.Equal(t, 0, code, errOut)
+	assert.True(t, strings.HasPrefix(out, "2 documents loaded"), out)
 }

@@ -32,7 +32,7 @@ Keys are strings; with --json each KEY is a JSON value (42, "abc", ["eu",7]).`,
 				var key any = arg
 				if asJSON {
 					if key, err = parseJSONKey(arg); err != nil {
-						return err
+						return usage(cmd, err.Error())
 					}
 				}
 				if read {

@@ -75,12 +75,14 @@ func TestPlan(t *testing.T) {
 	assert.Contains(t, out, "█")
 	assert.Regexp(t, `moved: \d+ of 20000 keys \(2\d\.\d\d%\)`, out, "about a quarter of the keys move to the fourth collection")
 	assert.Regexp(t, `exact, from the rings' points: largest 1\.\d\d× the mean now, 1\.\d\d× next; 2\d\.\d\d% of the hash space moves`, out)
+	assert.Contains(t, out, `"strategy": "balanced" in its JSON keeps every one within 8% of the mean`, "the default ring's spread points to the fix")
 
 	// The balanced strategy: exact figures within its 8% band.
 	balanced := writeFile(t, dir, "balanced.json", `{"kind":"hash","strategy":"balanced","partitionKey":"/userId","collections":["dbs/app/colls/users0","dbs/app/colls/users1","dbs/app/colls/users2","dbs/app/colls/users3"]}`)
 	code, out, errOut = runCLI(t, "", "plan", "-c", cfg, "--next", balanced, "--keys", "20000")
 	require.Equal(t, 0, code, errOut)
 	assert.Regexp(t, `exact, from the rings' points: largest 1\.\d\d× the mean now, 1\.0\d× next; \d\d\.\d\d% of the hash space moves; smallest 0\.\d\d× the mean now, (0\.9[2-9]|1\.00)× next`, out)
+	assert.NotContains(t, out, "hint:", "balanced already")
 
 	// Rings of different flavours compare only by the sample.
 	murmur := writeFile(t, dir, "murmur.json", `{"kind":"hash","hash":"murmur3","partitionKey":"/userId","collections":["dbs/app/colls/users0","dbs/app/colls/users1"]}`)
@@ -118,7 +120,7 @@ func TestErrors(t *testing.T) {
 		{"ambiguous db", []string{"locate", "-c", two, "x"}, "name one with --db", 1},
 		{"unknown db", []string{"locate", "-c", cfg, "--db", "dbs/zz", "x"}, `no database "dbs/zz"`, 1},
 		{"bad resolver", []string{"locate", "-c", bad, "x"}, "collections[1]", 1},
-		{"bad json key", []string{"locate", "-c", cfg, "--json", "{"}, "not a JSON value", 1},
+		{"bad json key", []string{"locate", "-c", cfg, "--json", "{"}, "not a JSON value", 2},
 		{"wrong key type", []string{"locate", "-c", cfg, "--json", "true"}, "unsupported type", 1},
 		{"plan without next", []string{"plan", "-c", cfg}, "--next FILE2 is required", 2},
 		{"plan bad keys", []string{"plan", "-c", cfg, "--next", cfg, "--keys", "0"}, "--keys: want 1 to 1000000, got 0", 2},
@@ -209,15 +211,22 @@ databases:
 	for _, tc := range []struct {
 		args []string
 		want string
+		code int // 0: 1
 	}{
-		{[]string{"query", "-c", cfg, "SELEC * FROM c"}, "syntax error at line 1, column 1"},
-		{[]string{"query", "-c", cfg, "SELECT DISTINCT VALUE c.a FROM c ORDER BY c.b"}, "cannot be merged"},
-		{[]string{"query", "-c", cfg, "SELECT 1", "--param", "x=1"}, "want @name=JSON"},
-		{[]string{"query", "-c", cfg, "SELECT 1", "--param", "@x=oops"}, "not JSON"},
-		{[]string{"load", "-c", cfg, filepath.Join(dir, "missing.jsonl")}, "no such file"},
+		{args: []string{"query", "-c", cfg, "SELEC * FROM c"}, want: "syntax error at line 1, column 1"},
+		{args: []string{"query", "-c", cfg, "SELECT DISTINCT VALUE c.a FROM c ORDER BY c.b"}, want: "cannot be merged"},
+		{args: []string{"query", "-c", cfg, "SELECT 1", "--param", "x=1"}, want: "want @name=JSON", code: 2},
+		{args: []string{"query", "-c", cfg, "SELECT 1", "--param", "@city=Oslo"}, want: `--param @city='"Oslo"'`, code: 2},
+		{args: []string{"query", "-c", cfg, "SELECT 1", "--key-json", "--key", "{oops"}, want: "--key: key \"{oops\" is not a JSON value", code: 2},
+		{args: []string{"locate", "-c", cfg, "--json", "{oops"}, want: "is not a JSON value", code: 2},
+		{args: []string{"load", "-c", cfg, filepath.Join(dir, "missing.jsonl")}, want: "no such file"},
 	} {
 		code, _, errOut := runCLI(t, "", tc.args...)
-		assert.Equal(t, 1, code, tc.args)
+		want := tc.code
+		if want == 0 {
+			want = 1
+		}
+		assert.Equal(t, want, code, tc.args)
 		assert.Contains(t, errOut, tc.want, tc.args)
 	}
 }

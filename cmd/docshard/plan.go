@@ -183,6 +183,7 @@ type placement struct {
 }
 
 type planReport struct {
+	unit    string // what keys counts: "sample keys" when empty
 	keys    int
 	current placement
 	next    placement
@@ -268,7 +269,11 @@ func (r *planReport) print(w io.Writer, dbLink string) {
 			width = max(width, len(l))
 		}
 	}
-	fmt.Fprintf(w, "%s: %d sample keys\n", dbLink, r.keys)
+	unit := r.unit
+	if unit == "" {
+		unit = "sample keys"
+	}
+	fmt.Fprintf(w, "%s: %d %s\n", dbLink, r.keys, unit)
 	for _, part := range []struct {
 		name string
 		p    placement
@@ -290,6 +295,10 @@ func (r *planReport) print(w io.Writer, dbLink string) {
 	if e := r.exact; e != nil {
 		fmt.Fprintf(w, "exact, from the rings' points: largest %.2f× the mean now, %.2f× next; %.2f%% of the hash space moves; smallest %.2f× the mean now, %.2f× next\n",
 			e.currentMax, e.nextMax, 100*e.moved, e.currentMin, e.nextMin)
+		if e.nextMax > 1+hashring.BalancedTolerance || e.nextMin < 1-hashring.BalancedTolerance {
+			fmt.Fprintf(w, "hint: the next ring's collections range from %.2f× to %.2f× the mean; \"strategy\": \"balanced\" in its JSON keeps every one within %.0f%% of the mean (docs/resolvers.md)\n",
+				e.nextMin, e.nextMax, 100*hashring.BalancedTolerance)
+		}
 	}
 }
 

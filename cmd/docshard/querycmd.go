@@ -37,11 +37,11 @@ Parameters: --param @name=JSON (repeatable), e.g. --param @city='"Oslo"' --param
 			for _, p := range params {
 				name, value, ok := strings.Cut(p, "=")
 				if !ok || !strings.HasPrefix(name, "@") {
-					return fmt.Errorf("--param %q: want @name=JSON", p)
+					return usage(cmd, fmt.Sprintf("--param %q: want @name=JSON", p))
 				}
 				var v any
 				if err := json.Unmarshal([]byte(value), &v); err != nil {
-					return fmt.Errorf("--param %s: the value is not JSON (quote strings: '\"text\"'): %w", name, err)
+					return usage(cmd, fmt.Sprintf("--param %s: the value %s is not JSON (quote strings: --param %s='\"%s\"'): %v", name, value, name, value, err))
 				}
 				q.Parameters = append(q.Parameters, store.Param{Name: name, Value: v})
 			}
@@ -50,7 +50,7 @@ Parameters: --param @name=JSON (repeatable), e.g. --param @city='"Oslo"' --param
 				var k any = key
 				if keyJSON {
 					if k, err = parseJSONKey(key); err != nil {
-						return err
+						return usage(cmd, "--key: "+err.Error())
 					}
 				}
 				opts.PartitionKey = k

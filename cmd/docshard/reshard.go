@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/docshard/docshard"
 	"github.com/docshard/docshard/config"
+	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/transition"
@@ -64,10 +67,19 @@ the current resolver with nothing lost. Progress goes to stderr, a summary to st
 				return err
 			}
 			if dryRun {
-				report, err := comparePlacement(cur.Resolver, next, randomKeys(100000, 1))
+				keys, err := storedKeys(ctx, st, cur.Resolver)
 				if err != nil {
 					return err
 				}
+				unit := "documents"
+				if len(keys) == 0 {
+					keys, unit = randomKeys(100000, 1), "sample keys (the database holds no documents)"
+				}
+				report, err := comparePlacement(cur.Resolver, next, keys)
+				if err != nil {
+					return err
+				}
+				report.unit = unit
 				report.print(g.stdout, db.Link)
 				return nil
 			}
@@ -75,6 +87,9 @@ the current resolver with nothing lost. Progress goes to stderr, a summary to st
 			show, done := reshardProgress(g.stderr, isTerminal(g.stderr))
 			p, err := transition.Reshard(ctx, st, db.Link, next, &transition.ReshardOptions{Rate: rateLimit, Progress: show, Logger: log})
 			done()
+			if err != nil && ctx.Err() != nil {
+				return fmt.Errorf("reshard of %s stopped (%w) with nothing lost: run the same command again to resume where it stopped, or `docshard reshard -c FILE --abort` to return to the current resolver (possible until the switch)", db.Link, context.Cause(ctx))
+			}
 			if err != nil {
 				return err
 			}
@@ -92,6 +107,48 @@ the current resolver with nothing lost. Progress goes to stderr, a summary to st
 	cmd.Flags().BoolVar(&abort, "abort", false, "end a reshard before its switch and return to the current resolver")
 	cmd.Flags().Float64Var(&rateLimit, "rate", 0, "documents copied per second at most (0: no limit)")
 	return cmd
+}
+
+// stepLabel names the step a reshard is in: the copy runs after the step
+// recorded as "published" (and before any is recorded), so both read as
+// the copy.
+func stepLabel(step string) string {
+	if step == "" || step == "published" {
+		return transition.StepCopy
+	}
+	return step
+}
+
+// storedKeys returns the partition key, under r, of every document in r's
+// collections (a dry run reports on them); a document r cannot read a
+// key from is left out. Cost: a read feed of every document.
+func storedKeys(ctx context.Context, st store.Store, r resolver.Resolver) ([]any, error) {
+	links, err := r.ResolveForRead(nil)
+	if err != nil {
+		return nil, err
+	}
+	var keys []any
+	for _, l := range links {
+		o := &store.FeedOptions{PageSize: 1000}
+		for {
+			page, err := st.ReadFeed(ctx, l, o)
+			if errors.Is(err, store.ErrNotFound) {
+				break // not created yet: holds nothing
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", l, err)
+			}
+			for _, raw := range page.Items {
+				if key, err := r.PartitionKey(raw); err == nil {
+					keys = append(keys, key)
+				}
+			}
+			if o.Continuation = page.Continuation; o.Continuation == "" {
+				break
+			}
+		}
+	}
+	return keys, nil
 }
 
 // isTerminal reports whether stream (stdin, stdout or stderr) is a
@@ -129,7 +186,7 @@ func reshardProgress(w io.Writer, bar bool) (show func(transition.Progress), don
 			lag = fmt.Sprintf(" (round %d, %d behind)", p.Rounds, p.Behind)
 		}
 		fmt.Fprintf(w, "reshard: %-9s scanned %d of %d (%.0f/s%s), copied %d, caught up %d%s, verified %d, removed %d\n",
-			p.Step, p.Scanned, p.Total, p.Rate, eta, p.Copied, p.CaughtUp, lag, p.Verified, p.Deleted)
+			stepLabel(p.Step), p.Scanned, max(p.Total, p.Scanned), p.Rate, eta, p.Copied, p.CaughtUp, lag, p.Verified, p.Deleted)
 	}
 	if !bar {
 		return func(p transition.Progress) {
@@ -147,7 +204,7 @@ func reshardProgress(w io.Writer, bar bool) (show func(transition.Progress), don
 	return func(p transition.Progress) {
 			mu.Lock()
 			defer mu.Unlock()
-			if copying && (p.Step == "" || p.Step == "published" || p.Step == transition.StepCopy) {
+			if copying && stepLabel(p.Step) == transition.StepCopy {
 				// The total is the stores' estimate: it grows when the
 				// scan passes it.
 				if total := max(p.Total, p.Scanned); total > 0 && total != limit {
@@ -200,14 +257,14 @@ reshard first.`,
 				return err
 			}
 			if s := rt.State; s != nil && len(s.Phase) > 0 {
-				return fmt.Errorf("%s is being resharded (version %d, phase %s): run docshard reshard to finish it, then verify", db.Link, s.Version, s.Phase)
+				return fmt.Errorf("%s is %s (version %d): finish it first (docshard reshard -c FILE resumes a reshard, --abort undoes one before its switch), then verify", db.Link, phaseSummary(s.Phase), s.Version)
 			}
 			rep, err := transition.Verify(ctx, st, db.Link, rt.Resolver)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				if err := writeJSON(g.stdout, verifyJSON{Database: db.Link, Documents: rep.Documents, OK: rep.OK(),
+				if err := writeJSON(g.stdout, verifyJSON{Database: db.Link, Documents: rep.Documents, OK: rep.OK(), Collections: orEmpty(rep.Collections),
 					Misplaced: orEmpty(rep.Misplaced), Duplicates: orEmpty(rep.Duplicates)}); err != nil {
 					return err
 				}
@@ -215,6 +272,9 @@ reshard first.`,
 					return exitCode{code: 1}
 				}
 				return nil
+			}
+			for _, c := range rep.Collections {
+				fmt.Fprintf(g.stdout, "  %-32s %d documents\n", c.Collection, c.Documents)
 			}
 			if rep.OK() {
 				fmt.Fprintf(g.stdout, "%s: %d documents, each once where the resolver puts it\n", db.Link, rep.Documents)
@@ -244,11 +304,40 @@ reshard first.`,
 
 // verifyJSON is verify's --json output.
 type verifyJSON struct {
-	Database   string               `json:"database"`
-	Documents  int64                `json:"documents"`
-	OK         bool                 `json:"ok"`
-	Misplaced  []transition.Finding `json:"misplaced"`
-	Duplicates []transition.Finding `json:"duplicates"`
+	Database    string                       `json:"database"`
+	Documents   int64                        `json:"documents"`
+	Collections []transition.CollectionCount `json:"collections"`
+	OK          bool                         `json:"ok"`
+	Misplaced   []transition.Finding         `json:"misplaced"`
+	Duplicates  []transition.Finding         `json:"duplicates"`
+}
+
+// phaseSummary says in a few words what a state's phase is doing ("being
+// resharded (step copy, started ..., by ...)"), never its whole JSON (a
+// reshard's holds feed positions).
+func phaseSummary(phase json.RawMessage) string {
+	var p struct {
+		Reshard *struct {
+			Step    string    `json:"step"`
+			Started time.Time `json:"started"`
+			Owner   string    `json:"owner"`
+		} `json:"reshard"`
+		Spillover *struct {
+			Opening string `json:"opening"`
+		} `json:"spillover"`
+	}
+	_ = json.Unmarshal(phase, &p)
+	switch {
+	case p.Reshard != nil:
+		s := "being resharded (step " + p.Reshard.Step + ", started " + p.Reshard.Started.UTC().Format(time.RFC3339)
+		if p.Reshard.Owner != "" {
+			s += ", by " + p.Reshard.Owner
+		}
+		return s + ")"
+	case p.Spillover != nil:
+		return "opening its next collection " + p.Spillover.Opening
+	}
+	return "in the middle of a change"
 }
 
 func orEmpty[T any](s []T) []T {

@@ -33,7 +33,8 @@ databases:
 
 	code, out, errOut := runCLI(t, "", "reshard", "-c", cfg, "--next", next, "--dry-run")
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "moved:")
+	assert.Contains(t, out, "dbs/app: 300 documents", "the dry run reports on the stored documents, not sample keys")
+	assert.Regexp(t, `moved: \d+ of 300 keys`, out)
 
 	code, _, errOut = runCLI(t, "", "reshard", "-c", cfg)
 	require.Equal(t, 2, code, "a usage error")
@@ -46,15 +47,21 @@ databases:
 	code, out, errOut = runCLI(t, "", "reshard", "-c", cfg, "--next", next, "--log-level", "info")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "dbs/app: at version")
-	assert.Contains(t, errOut, "reshard: published")
+	assert.Contains(t, errOut, "reshard: copy ", "the copy is labelled as the copy, not as the step before it")
 	assert.Contains(t, errOut, `level=INFO msg="reshard step" db=dbs/app step=done`, "the manager logs through slog")
 
 	code, out, errOut = runCLI(t, "", "verify", "-c", cfg)
 	require.Equal(t, 0, code, errOut+out)
 	assert.Contains(t, out, "300 documents, each once where the resolver puts it")
+	assert.Regexp(t, `dbs/app/colls/u2 +\d+ documents`, out, "per-collection counts")
 	code, out, _ = runCLI(t, "", "query", "-c", cfg, "SELECT VALUE COUNT(1) FROM c")
 	require.Equal(t, 0, code)
 	assert.Equal(t, "300\n", out)
+	code, out, errOut = runCLI(t, "", "state", "history", "-c", cfg)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "transition from hash over 2 collection(s): dbs/app/colls/u0,dbs/app/colls/u1 to hash over 3 collection(s)", "what the reshard moves between")
+	assert.Contains(t, out, "being resharded (step ", "and the step each version records")
+
 	code, out, errOut = runCLI(t, "", "reshard", "-c", cfg, "--next", next)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "0 documents scanned", "already there: nothing to do")
@@ -67,6 +74,20 @@ databases:
 	require.Equal(t, 1, code)
 	assert.Contains(t, out, "misplaced")
 	assert.Contains(t, out, "belongs in dbs/app/colls/u3")
+}
+
+// TestVerifyWrongStore: verify of a store that holds none of the
+// resolver's collections (a mistyped store.path) fails, naming the
+// collections and what to check. Before, it printed "0 documents, each
+// once where the resolver puts it" and exited 0.
+func TestVerifyWrongStore(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "c.yaml", "store: {kind: embedded, path: "+filepath.Join(dir, "typo")+"}\ndatabases:\n  - link: dbs/app\n    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/app/colls/u0, dbs/app/colls/u1]}\n")
+	code, out, errOut := runCLI(t, "", "verify", "-c", cfg)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, errOut, "holds none of the resolver's collections (2: dbs/app/colls/u0, dbs/app/colls/u1)")
+	assert.Contains(t, errOut, "store.path")
+	assert.NotContains(t, out, "each once")
 }
 
 // TestReshardProgressBar: on a terminal the copy is a bar with the
@@ -95,7 +116,7 @@ func TestReshardProgressBar(t *testing.T) {
 	show(transition.Progress{Step: "copied", Total: 1000, Scanned: 500, Copied: 170})
 	show(transition.Progress{Step: "caught-up", Total: 1000, Scanned: 500, Copied: 170, CaughtUp: 40, Rounds: 2, Behind: 15})
 	done()
-	assert.Equal(t, "reshard: published scanned 0 of 1000 (0/s), copied 0, caught up 0, verified 0, removed 0\n"+
+	assert.Equal(t, "reshard: copy      scanned 0 of 1000 (0/s), copied 0, caught up 0, verified 0, removed 0\n"+
 		"reshard: copied    scanned 500 of 1000 (0/s), copied 170, caught up 0, verified 0, removed 0\n"+
 		"reshard: caught-up scanned 500 of 1000 (0/s), copied 170, caught up 40 (round 2, 15 behind), verified 0, removed 0\n", buf.String())
 }

@@ -174,3 +174,37 @@ func TestLoadSpilloverLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadCreateTwice: --create means create on every resolver kind: a
+// second load of the same file fails on its first line, naming the id and
+// the count written (0), and nothing is stored twice. Before, a spillover
+// stored every document again in its newest collection (count 5,100 for
+// 5,000 in the issue).
+func TestLoadCreateTwice(t *testing.T) {
+	for name, res := range map[string]string{
+		"hash":      `{kind: hash, partitionKey: /id, collections: [dbs/app/colls/h0, dbs/app/colls/h1]}`,
+		"spillover": `{kind: spillover, partitionKey: /id, collections: [dbs/app/colls/log0], collectionPrefix: log, maxDocuments: 100, fillRatio: 0.5}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := writeFile(t, dir, "c.yaml", "store: {kind: embedded, path: "+filepath.Join(dir, "data")+"}\ndatabases:\n  - link: dbs/app\n    resolver: "+res+"\n")
+			var lines strings.Builder
+			for i := range 300 {
+				fmt.Fprintf(&lines, `{"id":"e%d","n":%d}`+"\n", i, i)
+			}
+			code, out, errOut := runCLI(t, lines.String(), "load", "-c", cfg, "--check-every", "5ms", "--create", "--workers", "1", "-")
+			require.Equal(t, 0, code, errOut)
+			assert.True(t, strings.HasPrefix(out, "300 documents loaded"), out)
+
+			code, _, errOut = runCLI(t, lines.String(), "load", "-c", cfg, "--create", "--workers", "1", "-")
+			assert.Equal(t, 1, code, errOut)
+			assert.Contains(t, errOut, `"e0"`)
+			assert.Contains(t, errOut, "conflict")
+			assert.Contains(t, errOut, "0 documents")
+
+			code, out, errOut = runCLI(t, "", "query", "-c", cfg, "SELECT VALUE COUNT(1) FROM c")
+			require.Equal(t, 0, code, errOut)
+			assert.Equal(t, "300\n", out, "nothing stored twice")
+		})
+	}
+}

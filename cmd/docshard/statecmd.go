@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/transition"
 )
 
 func newStateCmd(g *globals) *cobra.Command {
@@ -122,14 +124,33 @@ it routes by (the resolver's kind and collections), tab-separated.`,
 			if err != nil {
 				return noState(ctx, st, err, db)
 			}
-			for _, s := range h {
-				if asJSON {
+			if asJSON {
+				for _, s := range h {
 					if err := writeJSON(g.stdout, stateOf(s)); err != nil {
 						return err
 					}
-					continue
 				}
-				fmt.Fprintf(g.stdout, "%d\tepoch %d\t%s\t%s\t%s\n", s.Version, s.Epoch, s.UpdatedAt.Format(time.RFC3339), s.UpdatedBy, describe(s))
+				return nil
+			}
+			// Versions that only record a change's progress (a reshard's
+			// copy positions, say: same resolver, same step) are one line.
+			for i := 0; i < len(h); {
+				j := i + 1
+				for j < len(h) && bytes.Equal(h[j].Resolver, h[i].Resolver) && stepOf(h[j].Phase) == stepOf(h[i].Phase) {
+					j++
+				}
+				first, last := h[i], h[j-1]
+				what := describe(first)
+				if len(first.Phase) > 0 {
+					what += "; " + phaseSummary(first.Phase)
+				}
+				if j-i == 1 {
+					fmt.Fprintf(g.stdout, "%d\tepoch %d\t%s\t%s\t%s\n", first.Version, first.Epoch, first.UpdatedAt.Format(time.RFC3339), first.UpdatedBy, what)
+				} else {
+					fmt.Fprintf(g.stdout, "%d-%d\tepoch %d\t%s\t%s\t%s (%d versions recording its progress)\n", first.Version, last.Version, last.Epoch,
+						first.UpdatedAt.Format(time.RFC3339), first.UpdatedBy, what, j-i)
+				}
+				i = j
 			}
 			return nil
 		}),
@@ -138,12 +159,29 @@ it routes by (the resolver's kind and collections), tab-separated.`,
 	return cmd
 }
 
-// describe summarises a state's resolver: its kind and collections.
+// describe summarises a state's resolver: its kind and collections; for a
+// transition, the placements it moves between.
 func describe(s *shardstate.State) string {
 	r, err := s.Decode()
 	if err != nil {
 		return "undecodable resolver: " + err.Error()
 	}
+	if t, ok := r.(*transition.Resolver); ok {
+		return "transition from " + describeTarget(t.Current()) + " to " + describeTarget(t.Next())
+	}
+	return describeResolver(r)
+}
+
+// describeTarget is describeResolver for a transition's side.
+func describeTarget(t resolver.Target) string {
+	if t.Resolver == nil {
+		return t.Link
+	}
+	return describeResolver(t.Resolver)
+}
+
+// describeResolver is a resolver's kind and collections.
+func describeResolver(r resolver.Resolver) string {
 	kind := "?"
 	if k, ok := r.(resolver.Kinded); ok {
 		kind = k.Kind()
@@ -153,6 +191,15 @@ func describe(s *shardstate.State) string {
 		return kind
 	}
 	return fmt.Sprintf("%s over %d collection(s): %s", kind, len(links), strings.Join(links, ","))
+}
+
+// stepOf is the step a phase records ("" for none): versions of one step
+// differ only in progress.
+func stepOf(phase json.RawMessage) string {
+	if len(phase) == 0 {
+		return ""
+	}
+	return phaseSummary(phase)
 }
 
 func newStateSetCmd(g *globals) *cobra.Command {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -9,6 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/shardstate"
+	"github.com/docshard/docshard/store/memstore"
 )
 
 // TestStateCommands: load seeds the state from the file; state show,
@@ -140,7 +144,25 @@ databases:
 
 	code, out, errOut = runCLI(t, "", "verify", "-c", cfg, "--json")
 	require.Equal(t, 0, code, errOut)
-	assert.JSONEq(t, `{"database":"dbs/app","documents":30,"ok":true,"misplaced":[],"duplicates":[]}`, out)
+	var verified struct {
+		Database    string
+		Documents   int
+		OK          bool
+		Collections []struct {
+			Collection string
+			Documents  int
+		}
+		Misplaced, Duplicates []any
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &verified), out)
+	assert.Equal(t, "dbs/app", verified.Database)
+	assert.Equal(t, 30, verified.Documents)
+	assert.True(t, verified.OK)
+	require.Len(t, verified.Collections, 2)
+	assert.Equal(t, 30, verified.Collections[0].Documents+verified.Collections[1].Documents, "per-collection counts")
+	assert.NotNil(t, verified.Misplaced)
+	assert.Empty(t, verified.Misplaced)
+	assert.Empty(t, verified.Duplicates)
 
 	code, out, errOut = runCLI(t, "", "state", "set", "-c", cfg, "--json", next)
 	require.Equal(t, 0, code, errOut)
@@ -171,4 +193,32 @@ databases:
 	code, out, errOut = runCLI(t, "", "state", "show", "-c", cfg, "--json")
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, 1, strings.Count(out, "\n"), "one line")
+}
+
+// TestHistoryGroupsProgress: versions that only record a change's
+// progress (same resolver, same step) are one line of state history, so a
+// reshard reads as a few lines, not dozens.
+func TestHistoryGroupsProgress(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfg := writeFile(t, dir, "c.yaml", "store: {kind: embedded, path: "+data+"}\ndatabases:\n  - link: dbs/app\n    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/app/colls/u0]}\n")
+	code, _, errOut := runCLI(t, `{"id":"1","userId":"a"}`+"\n", "load", "-c", cfg, "-")
+	require.Equal(t, 0, code, errOut)
+	ctx := context.Background()
+	st, err := memstore.Open(data, nil)
+	require.NoError(t, err)
+	for i := range 3 {
+		s, err := shardstate.Load(ctx, st, "dbs/app")
+		require.NoError(t, err)
+		phase := fmt.Sprintf(`{"reshard":{"id":"r1","step":"published","started":"2026-11-27T10:00:00Z","copy":{"dbs/app/colls/u0":"pos%d"}}}`, i)
+		_, err = shardstate.Publish(ctx, st, s, shardstate.Change{Phase: json.RawMessage(phase), By: "test"})
+		require.NoError(t, err)
+	}
+	require.NoError(t, st.Close())
+	code, out, errOut := runCLI(t, "", "state", "history", "-c", cfg)
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2, out)
+	assert.True(t, strings.HasPrefix(lines[1], "2-4\t"), lines[1])
+	assert.Contains(t, lines[1], "being resharded (step published, started 2026-11-27T10:00:00Z) (3 versions recording its progress)")
 }
