@@ -7,11 +7,15 @@
 //
 // The Server is an http.Handler. It checks every request's master-key
 // signature (HMAC-SHA256 over the verb, resource type, resource link and
-// x-ms-date, within 15 minutes of the server's clock), routes by the
+// x-ms-date, within 15 minutes of the server's clock), or the official
+// emulator's Entra ID token (EmulatorTokenKeyID; only with DefaultKey or
+// Options.AcceptEmulatorTokens, since anyone who knows the key can mint
+// one), routes by the
 // resource path, and answers with Cosmos DB's statuses, headers (etag,
 // x-ms-request-charge, x-ms-continuation, x-ms-item-count,
 // x-ms-session-token, x-ms-activity-id, lsn) and error bodies ({"code",
-// "message"}). It serves: the database account; databases (create, read,
+// "message"}). It serves: the database account (as the official
+// emulator answers it: Strong consistency, one region); databases (create, read,
 // list, query, delete; the store has none, so the emulator keeps the ones
 // created through it in a catalog file); containers (create with a
 // single-path Hash partition key, default TTL and indexing policy; read,

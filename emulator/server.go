@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -40,6 +42,13 @@ type Options struct {
 	// client trickling bodies, signed or not, holds no connection longer.
 	// 0 means DefaultBodyTimeout; negative means no limit.
 	BodyTimeout time.Duration
+	// AcceptEmulatorTokens accepts the official emulator's Entra ID tokens
+	// (type=aad, a JWT with kid EmulatorTokenKeyID carrying the account
+	// key, as the SDKs' emulator tests make them) with a key other than
+	// DefaultKey. With DefaultKey they are always accepted. Such a token is
+	// signed by no issuer and carries the key in the clear: anyone who
+	// knows the key can mint one, and anyone who sees one learns the key.
+	AcceptEmulatorTokens bool
 }
 
 // The limits docshard serve reads requests with. BodyTimeout is the
@@ -78,12 +87,16 @@ func (o Options) Format(f fmt.State, verb rune) { redact.Format(f, verb, o.Strin
 type Server struct {
 	st      store.Store
 	key     []byte
-	catalog *catalog
-	logf    func(format string, args ...any)
-	now     func() time.Time
-	lsn     atomic.Uint64 // logical sequence number, one per write, for session tokens
-	admin   sync.Mutex    // serialises database and collection creates and deletes
-	paths   sync.Map      // collection link -> []string: partition-key path, cached
+	keyText string // the key as given (base64), which emulator tokens carry
+	// emulatorTokens says the emulator's Entra ID tokens are accepted
+	// (authorizeEmulatorToken).
+	emulatorTokens bool
+	catalog        *catalog
+	logf           func(format string, args ...any)
+	now            func() time.Time
+	lsn            atomic.Uint64 // logical sequence number, one per write, for session tokens
+	admin          sync.Mutex    // serialises database and collection creates and deletes
+	paths          sync.Map      // collection link -> []string: partition-key path, cached
 	// extensions is HeaderServe's value: docshard's extensions the store
 	// supports.
 	extensions  string
@@ -122,7 +135,8 @@ func New(st store.Store, opts *Options) (*Server, error) {
 	if o.BodyTimeout == 0 {
 		o.BodyTimeout = DefaultBodyTimeout
 	}
-	return &Server{st: st, key: key, catalog: cat, logf: o.Logf, now: time.Now, extensions: extensions(st), bodyTimeout: o.BodyTimeout}, nil
+	return &Server{st: st, key: key, keyText: o.Key, emulatorTokens: o.AcceptEmulatorTokens || o.Key == DefaultKey,
+		catalog: cat, logf: o.Logf, now: time.Now, extensions: extensions(st), bodyTimeout: o.BodyTimeout}, nil
 }
 
 // call is one request being answered. It is one allocation, which holds
@@ -303,14 +317,33 @@ func (c *call) badMethod() *apiError {
 }
 
 // account answers GET /: the database account, whose one region's
-// endpoint is the address the client used.
+// endpoint is the address the client used (regionEndpoint).
 func (s *Server) account(c *call) *apiError {
-	scheme := "http"
-	if c.r.TLS != nil {
-		scheme = "https"
-	}
-	c.json(http.StatusOK, accountJSON(scheme+"://"+c.r.Host+"/"), 0)
+	c.json(http.StatusOK, accountJSON(regionEndpoint(c.r)), 0)
 	return nil
+}
+
+// regionEndpoint is the endpoint the database account gives its one
+// region: the scheme and host the client used, except that a client that
+// named the host "localhost" is given the address its connection reached
+// (https://127.0.0.1:8081/), as the official emulator answers its own IP
+// address there (azcosmos's TestGlobalEndpointManagerEmulator expects it).
+// Any other host is answered as the client gave it, so a server reached
+// through a name or a forwarded port points its clients back the same way.
+func regionEndpoint(r *http.Request) string {
+	scheme := "http://"
+	if r.TLS != nil {
+		scheme = "https://"
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil && strings.EqualFold(h, "localhost") {
+		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && a != nil {
+			if ap, err := netip.ParseAddrPort(a.String()); err == nil && ap.Addr().Unmap().IsLoopback() {
+				host = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String()
+			}
+		}
+	}
+	return scheme + host + "/"
 }
 
 func newActivityID() string {
