@@ -11,9 +11,11 @@
 // emulator's Entra ID token (EmulatorTokenKeyID; only with DefaultKey or
 // Options.AcceptEmulatorTokens, since anyone who knows the key can mint
 // one), routes by the
-// resource path, and answers with Cosmos DB's statuses, headers (etag,
+// resource path (a doubled slash is a single one, as the service takes
+// it), and answers with Cosmos DB's statuses, headers (etag,
 // x-ms-request-charge, x-ms-continuation, x-ms-item-count,
-// x-ms-session-token, x-ms-activity-id, lsn) and error bodies ({"code",
+// x-ms-session-token, x-ms-activity-id, lsn; named in lower case on
+// HTTP/1.1 too, as the service names them) and error bodies ({"code",
 // "message"}). It serves: the database account (as the official
 // emulator answers it: Strong consistency, one region); databases (create, read,
 // list, query, delete; the store has none, so the emulator keeps the ones

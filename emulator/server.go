@@ -163,15 +163,80 @@ type responseWriter struct {
 	wrote bool
 }
 
+// WriteHeader sends the status and the headers, their names as Cosmos DB
+// sends them (lowerHeaderNames): the one place every answer's headers are
+// written.
 func (w *responseWriter) WriteHeader(status int) {
+	if !w.wrote {
+		lowerHeaderNames(w.ResponseWriter.Header())
+	}
 	w.wrote = true
 	w.ResponseWriter.WriteHeader(status)
 }
 
 func (w *responseWriter) Write(b []byte) (int, error) {
-	w.wrote = true
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
 	return w.ResponseWriter.Write(b)
 }
+
+// lowerHeaderNames renames the headers of h to lower case, as Cosmos DB
+// names its own (x-ms-continuation, etag, lsn): net/http writes an HTTP/1.1
+// header's name as the map holds it, and http.Header.Set stores it in Go's
+// canonical form (X-Ms-Continuation), which clients that look names up in
+// lower case, as the Python SDK v3 does, never find. HTTP's own headers
+// that net/http reads from the map in canonical form (Content-Type,
+// Content-Length, Connection, ...) keep it. Over HTTP/2 every name is
+// lower case on the wire anyway. Names set in lower case, as call.set's
+// callers do, cost a scan of their bytes and nothing else.
+func lowerHeaderNames(h http.Header) {
+	for name, v := range h {
+		if !needsLowering(name) {
+			continue
+		}
+		delete(h, name)
+		h[lowerName(name)] = v
+	}
+}
+
+// needsLowering says whether a header's name has upper case and is not one
+// of HTTP's own that net/http reads in canonical form.
+func needsLowering(name string) bool {
+	switch name {
+	case "Content-Type", "Content-Length", "Connection", "Transfer-Encoding", "Trailer", "Date", "Content-Encoding":
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if 'A' <= name[i] && name[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// lowerName is a header's name in lower case: the common ones without an
+// allocation.
+func lowerName(name string) string {
+	if l, ok := lowerNames[name]; ok {
+		return l
+	}
+	return strings.ToLower(name)
+}
+
+// lowerNames are the lower-case names of the headers the emulator sets in
+// Go's canonical form (with http.Header.Set).
+var lowerNames = func() map[string]string {
+	m := map[string]string{}
+	for _, l := range []string{"etag", "lsn", "x-ms-continuation", "x-ms-item-count", "x-ms-session-token",
+		"x-ms-request-charge", "x-ms-activity-id", "x-ms-substatus", "x-ms-retry-after-ms", "x-ms-serviceversion",
+		"x-ms-resource-usage", "x-ms-resource-quota", "x-ms-documentdb-query-metrics", "x-ms-cosmos-index-utilization",
+		"x-ms-documentdb-partitionkeyrangeid", "x-ms-alt-content-path", "x-ms-content-path", "x-ms-global-committed-lsn",
+		HeaderServe, HeaderFence, HeaderQuota} {
+		m[http.CanonicalHeaderKey(l)] = strings.ToLower(l)
+	}
+	return m
+}()
 
 // Unwrap gives http.ResponseController the writer it wraps.
 func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
@@ -220,13 +285,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // splitPath appends the segments of an escaped URL path to dst,
-// unescaped, ignoring one leading and one trailing slash.
+// unescaped. Empty segments are skipped: a leading or trailing slash, and
+// a doubled one, as the service answers "//dbs" as "/dbs" (the Python SDK
+// v3 joins its region endpoint "https://host:8081/" with "/dbs"). No
+// resource has an empty id, so a doubled slash names nothing else.
 func splitPath(dst []string, escaped string) ([]string, error) {
-	p := strings.TrimSuffix(strings.TrimPrefix(escaped, "/"), "/")
-	if p == "" {
-		return nil, nil
-	}
-	for part := range strings.SplitSeq(p, "/") {
+	for part := range strings.SplitSeq(escaped, "/") {
+		if part == "" {
+			continue
+		}
 		seg, err := url.PathUnescape(part)
 		if err != nil || seg == "" {
 			return nil, fmt.Errorf("malformed resource path %q", escaped)
@@ -355,9 +422,10 @@ func newActivityID() string {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// set sets a response header whose key is in canonical form
-// ("X-Ms-Request-Charge") without canonicalising it again; the values of
-// an answer share one array.
+// set sets a response header under the name given, as it goes on the
+// wire (Cosmos DB's own in lower case: "x-ms-request-charge"; HTTP's own
+// in canonical form: "Content-Type"), without canonicalising it; the values
+// of an answer share one array.
 func (c *call) set(key, value string) {
 	h := c.w.Header()
 	if c.nvals == len(c.vals) {
@@ -371,13 +439,13 @@ func (c *call) set(key, value string) {
 
 // header sets the headers every answer carries.
 func (c *call) header(charge float64) {
-	c.set("X-Ms-Activity-Id", c.activity)
+	c.set("x-ms-activity-id", c.activity)
 	if charge == float64(int64(charge)) && charge >= 0 && charge < 100 {
-		c.set("X-Ms-Request-Charge", charges[int(charge)])
+		c.set("x-ms-request-charge", charges[int(charge)])
 	} else {
-		c.set("X-Ms-Request-Charge", strconv.FormatFloat(charge, 'f', 2, 64))
+		c.set("x-ms-request-charge", strconv.FormatFloat(charge, 'f', 2, 64))
 	}
-	c.set("X-Ms-Serviceversion", "version=docshard")
+	c.set("x-ms-serviceversion", "version=docshard")
 }
 
 // charges are the texts of whole request charges below 100.
@@ -431,18 +499,18 @@ func (c *call) session(write bool) {
 	}
 	var buf [32]byte
 	token := string(strconv.AppendUint(append(buf[:0], "0:-1#"...), lsn, 10))
-	c.set("X-Ms-Session-Token", token)
-	c.set("Lsn", token[len("0:-1#"):])
+	c.set("x-ms-session-token", token)
+	c.set("lsn", token[len("0:-1#"):])
 }
 
 // fail answers an error as Cosmos DB does.
 func (c *call) fail(e *apiError) {
 	c.header(0)
 	if e.substatus != 0 {
-		c.set("X-Ms-Substatus", strconv.Itoa(e.substatus))
+		c.set("x-ms-substatus", strconv.Itoa(e.substatus))
 	}
 	if e.status == http.StatusTooManyRequests {
-		c.set("X-Ms-Retry-After-Ms", strconv.FormatInt(e.retryAfter.Milliseconds(), 10))
+		c.set("x-ms-retry-after-ms", strconv.FormatInt(e.retryAfter.Milliseconds(), 10))
 	}
 	if c.bodyDeadline && !c.bodyRead && c.r.ProtoMajor == 1 {
 		// The body was not read, or not all of it: the connection ends
