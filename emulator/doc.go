@@ -26,7 +26,8 @@
 // upsert, delete, patch; ids scoped by partition key); transactional
 // batches (the store's store.Batcher: 200 with every operation's result,
 // or 207 Multi-Status with the failing operation's status and 424 for the
-// others); queries (single- and cross-partition, with parameters and
+// others; a patch in a batch applies to the document as the operations
+// before it leave it); queries (single- and cross-partition, with parameters and
 // paging, answered whole by the store's own engine, so ORDER BY,
 // aggregates, DISTINCT, GROUP BY, TOP and OFFSET/LIMIT need no client-side
 // merging; query-plan requests are answered accordingly); the read feed;
@@ -37,8 +38,8 @@
 // store.ChangeFeeder, as azcosmos's ReadChangeFeed reads it. A batch's
 // documents are in the change feed as the store gives them one LSN each,
 // next to each other. docs/serve.md ("What it leaves out") lists what it
-// refuses (patch operations in a batch, bulk, stored procedures and the
-// like, throughput, users and permissions).
+// refuses (bulk, stored procedures and the like, throughput, users and
+// permissions).
 //
 // Beyond Cosmos DB's API it serves docshard's fencing extension, when the
 // store is a store.Fencer: a write stamped with HeaderEpoch below its
