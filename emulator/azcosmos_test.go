@@ -270,7 +270,7 @@ func TestItemErrors(t *testing.T) {
 			return err
 		}, http.StatusBadRequest},
 		{"bad id", func() error {
-			_, err := cc.CreateItem(ctx, pk, []byte(`{"id":"a/b","pk":"p"}`), nil)
+			_, err := cc.CreateItem(ctx, pk, []byte(`{"id":"`+strings.Repeat("x", 256)+`","pk":"p"}`), nil)
 			return err
 		}, http.StatusBadRequest},
 		{"malformed JSON", func() error {

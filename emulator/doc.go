@@ -10,9 +10,10 @@
 // x-ms-date, within 15 minutes of the server's clock), or the official
 // emulator's Entra ID token (EmulatorTokenKeyID; only with DefaultKey or
 // Options.AcceptEmulatorTokens, since anyone who knows the key can mint
-// one), routes by the
-// resource path (a doubled slash is a single one, as the service takes
-// it), and answers with Cosmos DB's statuses, headers (etag,
+// one), routes by the resource path as the service's gateway reads it
+// (decoded twice, '\' as '/', cut at '#', trailing spaces and empty
+// segments dropped, a control character refused), and answers with
+// Cosmos DB's statuses, headers (etag,
 // x-ms-request-charge, x-ms-continuation, x-ms-item-count,
 // x-ms-session-token, x-ms-activity-id, lsn; named in lower case on
 // HTTP/1.1 too, as the service names them) and error bodies ({"code",

@@ -266,9 +266,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	segs, err := splitPath(c.segs[:0], r.URL.EscapedPath())
-	if err != nil {
-		c.fail(errorf(http.StatusBadRequest, "%v", err))
+	segs, e := splitPath(c.segs[:0], r.URL.EscapedPath())
+	if e != nil {
+		c.fail(e)
 		return
 	}
 	resType, resLink := signingTarget(segs)
@@ -284,21 +284,54 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// splitPath appends the segments of an escaped URL path to dst,
-// unescaped. Empty segments are skipped: a leading or trailing slash, and
-// a doubled one, as the service answers "//dbs" as "/dbs" (the Python SDK
-// v3 joins its region endpoint "https://host:8081/" with "/dbs"). No
-// resource has an empty id, so a doubled slash names nothing else.
-func splitPath(dst []string, escaped string) ([]string, error) {
-	for part := range strings.SplitSeq(escaped, "/") {
-		if part == "" {
-			continue
+// splitPath appends to dst the segments of a request's escaped URL path
+// as Cosmos DB's gateway reads them, which is not always as the SDKs wrote
+// them: an SDK escapes an id into its path segment (url.PathEscape) and
+// signs the id as it is, and where the gateway reads another resource
+// link than the one signed, the signature fails (401). The gateway
+//
+//   - decodes the path (an invalid escape is 400), and refuses a control
+//     character in it, CR, LF and Tab among them, with 400;
+//   - decodes it a second time where escapes remain ("%2520" is a space);
+//   - reads '\' as '/' and a decoded '/' as a separator, and ends the path
+//     at a decoded '#';
+//   - drops trailing spaces;
+//   - skips empty segments: a leading or trailing slash, and a doubled one,
+//     so "//dbs" is "/dbs" (the Python SDK v3 joins its region endpoint
+//     "https://host:8081/" with "/dbs"). No resource has an empty id.
+//
+// So ids ending in a space, holding '/', '\', '#', or an escape sequence
+// ("%20") can be created (their id is in the body) but not read, replaced
+// or deleted through the gateway (401), and ids holding CR, LF or Tab not
+// either (400), as azcosmos's TestItemIdEncodingRoutingGW expects of the
+// service; '?' and other characters are addressed as they are. A path
+// without escapes, spaces or backslashes costs a scan and no allocation.
+func splitPath(dst []string, escaped string) ([]string, *apiError) {
+	p, err := url.PathUnescape(escaped)
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "malformed resource path %q", escaped)
+	}
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c < 0x20 || c == 0x7f {
+			return nil, errorf(http.StatusBadRequest, "The request URL is invalid: the resource path %q holds the control character %q, which Cosmos DB's gateway refuses (address such a document by a query)", escaped, c)
 		}
-		seg, err := url.PathUnescape(part)
-		if err != nil || seg == "" {
-			return nil, fmt.Errorf("malformed resource path %q", escaped)
+	}
+	if strings.IndexByte(p, '%') >= 0 {
+		if twice, err := url.PathUnescape(p); err == nil {
+			p = twice
 		}
-		dst = append(dst, seg)
+	}
+	if strings.IndexByte(p, '\\') >= 0 {
+		p = strings.ReplaceAll(p, "\\", "/")
+	}
+	if i := strings.IndexByte(p, '#'); i >= 0 {
+		p = p[:i]
+	}
+	p = strings.TrimRight(p, " ")
+	for seg := range strings.SplitSeq(p, "/") {
+		if seg != "" {
+			dst = append(dst, seg)
+		}
 	}
 	return dst, nil
 }
