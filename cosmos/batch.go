@@ -93,6 +93,7 @@ func (s *Store) ExecuteBatch(ctx context.Context, l string, key any, ops []store
 	}
 	out := make([]store.BatchResult, len(ops))
 	for i, r := range resp.OperationResults {
+		out[i].Created = r.StatusCode == http.StatusCreated
 		switch {
 		case ops[i].Kind == store.BatchDelete:
 		case len(r.ResourceBody) > 0 && string(r.ResourceBody) != "null":

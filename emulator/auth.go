@@ -3,8 +3,11 @@ package emulator
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"hash"
 	"net/http"
 	"net/url"
@@ -150,8 +153,10 @@ func (s *Server) authorize(r *http.Request, resType, resLink string) *apiError {
 	}
 	tok := parseToken(raw)
 	switch typ := tok.typ; {
-	case typ == "aad" || typ == "resource":
-		return errorf(http.StatusUnauthorized, "authorization type %q is not accepted: docshard serve checks master-key signatures only (type=master)", typ)
+	case typ == "aad":
+		return s.authorizeEmulatorToken(tok)
+	case typ == "resource":
+		return errorf(http.StatusUnauthorized, "authorization type %q is not accepted: docshard serve checks master-key signatures (type=master) and the emulator's Entra ID tokens (type=aad) only", typ)
 	case typ != "master":
 		return errorf(http.StatusUnauthorized, "The input authorization token can't serve the request: want type=master&ver=1.0&sig=SIGNATURE, got type %q", typ)
 	case tok.ver != "1.0":
@@ -182,6 +187,76 @@ func (s *Server) authorize(r *http.Request, resType, resLink string) *apiError {
 	if d := now.Sub(when); d > maxClockSkew || d < -maxClockSkew {
 		return errorf(http.StatusUnauthorized, "The authorization token is not valid at the current time. Please create another token and retry (token start time: %s, token expiry time: %s, current server time: %s).",
 			when.UTC().Format(http.TimeFormat), when.Add(maxClockSkew).UTC().Format(http.TimeFormat), now.UTC().Format(http.TimeFormat))
+	}
+	return nil
+}
+
+// EmulatorTokenKeyID is the key id ("kid") of the Entra ID tokens the
+// official Cosmos DB emulator accepts, as the SDKs' emulator tests make
+// them (azcosmos's emulatorTokenCredential): a JWT whose header names this
+// kid and whose third part, where a real token has its signature, is the
+// account key itself (its base64 text, base64url-encoded).
+const EmulatorTokenKeyID = "CosmosEmulatorPrimaryMaster"
+
+// authorizeEmulatorToken checks an Entra ID token (type=aad) as the
+// official emulator does: a JWT with kid EmulatorTokenKeyID that carries
+// the server's account key, within its nbf..exp (give or take the clock
+// skew allowed to signatures). No issuer signs it: whoever knows the key
+// can mint one, and a token carries the key in the clear, where a
+// master-key signature shows only its HMAC. So the server accepts them
+// only when it runs with the well-known emulator key, which is public
+// anyway, or when Options.AcceptEmulatorTokens says so (docshard serve
+// --accept-emulator-tokens); real Entra ID tokens, signed by Microsoft's
+// issuer, are never accepted.
+func (s *Server) authorizeEmulatorToken(tok token) *apiError {
+	if !s.emulatorTokens {
+		return errorf(http.StatusUnauthorized, "Entra ID tokens (type=aad) are not accepted: docshard serve accepts the emulator's tokens (kid %s) only with the well-known emulator key or --accept-emulator-tokens, and checks master-key signatures (type=master) otherwise", EmulatorTokenKeyID)
+	}
+	bad := func(why string) *apiError {
+		return errorf(http.StatusUnauthorized, "The input authorization token can't serve the request: %s (docshard serve accepts the emulator's Entra ID tokens: a JWT with kid %s carrying the account key)", why, EmulatorTokenKeyID)
+	}
+	parts := strings.Split(tok.sig, ".")
+	if len(parts) != 3 {
+		return bad("the token is not a JWT (three dot-separated parts)")
+	}
+	var header struct {
+		Kid string `json:"kid"`
+	}
+	if err := decodeJWTPart(parts[0], &header); err != nil {
+		return bad("the JWT's header: " + err.Error())
+	}
+	if header.Kid != EmulatorTokenKeyID {
+		return bad(fmt.Sprintf("the JWT's kid is %q", header.Kid))
+	}
+	var claims struct {
+		NotBefore *float64 `json:"nbf"`
+		Expires   *float64 `json:"exp"`
+	}
+	if err := decodeJWTPart(parts[1], &claims); err != nil {
+		return bad("the JWT's claims: " + err.Error())
+	}
+	key, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[2], "="))
+	if err != nil || subtle.ConstantTimeCompare(key, []byte(s.keyText)) != 1 {
+		return bad("the JWT does not carry the server's account key")
+	}
+	now := s.now()
+	if claims.Expires == nil || now.Add(-maxClockSkew).After(time.Unix(int64(*claims.Expires), 0)) {
+		return errorf(http.StatusUnauthorized, "The authorization token is not valid at the current time: it expired (exp) or has no expiry; get a new one")
+	}
+	if claims.NotBefore != nil && now.Add(maxClockSkew).Before(time.Unix(int64(*claims.NotBefore), 0)) {
+		return errorf(http.StatusUnauthorized, "The authorization token is not valid at the current time: its nbf is in the future")
+	}
+	return nil
+}
+
+// decodeJWTPart decodes a base64url JSON part of a JWT into v.
+func decodeJWTPart(part string, v any) error {
+	data, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(part, "="))
+	if err != nil {
+		return fmt.Errorf("not base64url: %w", err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("not a JSON object: %w", err)
 	}
 	return nil
 }

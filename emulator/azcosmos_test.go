@@ -270,7 +270,7 @@ func TestItemErrors(t *testing.T) {
 			return err
 		}, http.StatusBadRequest},
 		{"bad id", func() error {
-			_, err := cc.CreateItem(ctx, pk, []byte(`{"id":"a/b","pk":"p"}`), nil)
+			_, err := cc.CreateItem(ctx, pk, []byte(`{"id":"`+strings.Repeat("x", 256)+`","pk":"p"}`), nil)
 			return err
 		}, http.StatusBadRequest},
 		{"malformed JSON", func() error {
@@ -761,10 +761,10 @@ func TestUnsupportedAnswersClearly(t *testing.T) {
 	pk := azcosmos.NewPartitionKeyString("p")
 	batch := cc.NewTransactionalBatch(pk)
 	batch.CreateItem([]byte(`{"id":"a","pk":"p"}`), nil)
-	batch.PatchItem("a", azcosmos.PatchOperations{}, nil)
+	batch.PatchItem("a", azcosmos.PatchOperations{}, nil) // a patch of no operations: the batch is refused whole
 	_, err := cc.ExecuteTransactionalBatch(ctx, batch, nil)
-	assert.Equal(t, http.StatusNotImplemented, status(err))
-	assert.Contains(t, err.Error(), "patch operations in a transactional batch")
+	assert.Equal(t, http.StatusBadRequest, status(err))
+	assert.Contains(t, err.Error(), "a patch holds 1 to 10 operations")
 	_, err = cc.ReadItem(ctx, pk, "a", nil)
 	assert.Equal(t, http.StatusNotFound, status(err), "nothing of the batch was written")
 	_, err = cc.ReadThroughput(ctx, nil)

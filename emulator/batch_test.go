@@ -43,7 +43,7 @@ func TestTransactionalBatch(t *testing.T) {
 	assert.NotEmpty(t, resp.SessionToken)
 	assert.NotEmpty(t, resp.ActivityID)
 	require.Len(t, resp.OperationResults, 5)
-	for i, want := range []int32{http.StatusCreated, http.StatusOK, http.StatusOK, http.StatusOK, http.StatusNoContent} {
+	for i, want := range []int32{http.StatusCreated, http.StatusOK, http.StatusOK, http.StatusCreated, http.StatusNoContent} { // the upsert created
 		assert.Equal(t, want, resp.OperationResults[i].StatusCode, "operation %d", i)
 	}
 	read := object(t, resp.OperationResults[1].ResourceBody)
@@ -84,8 +84,8 @@ func TestTransactionalBatch(t *testing.T) {
 	b = cc.NewTransactionalBatch(pk)
 	b.PatchItem("kept", azcosmos.PatchOperations{}, nil)
 	_, err = cc.ExecuteTransactionalBatch(ctx, b, nil)
-	assert.Equal(t, http.StatusNotImplemented, status(err), "patch in a batch")
-	assert.Contains(t, err.Error(), "patch")
+	assert.Equal(t, http.StatusBadRequest, status(err), "a patch of no operations")
+	assert.Contains(t, err.Error(), "batch operation 0: a patch holds 1 to 10 operations")
 	b = cc.NewTransactionalBatch(pk)
 	for range 101 {
 		b.ReadItem("kept", nil)
@@ -103,6 +103,96 @@ func TestTransactionalBatch(t *testing.T) {
 	assert.Contains(t, err.Error(), emulator.CodeFenced)
 	_, err = cc.ExecuteTransactionalBatch(policy.WithHTTPHeader(ctx, http.Header{emulator.HeaderEpoch: {"3"}}), b, nil)
 	require.NoError(t, err)
+}
+
+// TestBatchPatchAndUpsert: a patch in a batch applies as a single patch
+// does, to the document as the operations before it leave it, all or
+// nothing with the rest; an upsert answers 201 when it created the
+// document and 200 when it replaced it, as the service answers.
+func TestBatchPatchAndUpsert(t *testing.T) {
+	srv := emulatortest.Shared(t)
+	cc := newContainer(t, newClient(t, srv), "/pk")
+	ctx := context.Background()
+	pk := azcosmos.NewPartitionKeyString("p")
+	stored, err := cc.CreateItem(ctx, pk, []byte(`{"id":"s","pk":"p","n":1}`), nil)
+	require.NoError(t, err)
+	incr := func(by int64) azcosmos.PatchOperations {
+		var p azcosmos.PatchOperations
+		p.AppendIncrement("/n", by)
+		return p
+	}
+	withContent := &azcosmos.TransactionalBatchOptions{EnableContentResponseOnWrite: true}
+
+	b := cc.NewTransactionalBatch(pk)
+	b.CreateItem([]byte(`{"id":"a","pk":"p","n":10}`), nil)
+	b.PatchItem("a", incr(5), nil)                                                                // on the create before it
+	b.PatchItem("s", incr(2), &azcosmos.TransactionalBatchItemOptions{IfMatchETag: &stored.ETag}) // on the stored one
+	b.PatchItem("s", incr(3), nil)                                                                // on the patch before it
+	b.UpsertItem([]byte(`{"id":"s2","pk":"p"}`), nil)                                             // creates
+	b.UpsertItem([]byte(`{"id":"a","pk":"p","n":0}`), nil)                                        // replaces
+	resp, err := cc.ExecuteTransactionalBatch(ctx, b, withContent)
+	require.NoError(t, err)
+	require.True(t, resp.Success)
+	for i, want := range []int32{http.StatusCreated, http.StatusOK, http.StatusOK, http.StatusOK, http.StatusCreated, http.StatusOK} {
+		assert.Equal(t, want, resp.OperationResults[i].StatusCode, "operation %d", i)
+	}
+	assert.Equal(t, 15.0, object(t, resp.OperationResults[1].ResourceBody)["n"])
+	assert.Equal(t, 6.0, object(t, resp.OperationResults[3].ResourceBody)["n"])
+	got, err := cc.ReadItem(ctx, pk, "s", nil)
+	require.NoError(t, err)
+	assert.Equal(t, 6.0, object(t, got.Value)["n"])
+	assert.Equal(t, resp.OperationResults[3].ETag, got.ETag)
+
+	// Failures: 207, the patch's own status, nothing written.
+	cond := incr(1)
+	cond.SetCondition("FROM c WHERE c.n > 100")
+	for _, tc := range []struct {
+		name  string
+		build func(b *azcosmos.TransactionalBatch)
+		want  []int32
+	}{
+		{"a false condition", func(b *azcosmos.TransactionalBatch) {
+			b.UpsertItem([]byte(`{"id":"x","pk":"p"}`), nil)
+			b.PatchItem("s", cond, nil)
+		}, []int32{http.StatusFailedDependency, http.StatusPreconditionFailed}},
+		{"a stale If-Match", func(b *azcosmos.TransactionalBatch) {
+			b.UpsertItem([]byte(`{"id":"x","pk":"p"}`), nil)
+			b.PatchItem("s", incr(1), &azcosmos.TransactionalBatchItemOptions{IfMatchETag: &stored.ETag})
+		}, []int32{http.StatusFailedDependency, http.StatusPreconditionFailed}},
+		{"a missing document", func(b *azcosmos.TransactionalBatch) {
+			b.UpsertItem([]byte(`{"id":"x","pk":"p"}`), nil)
+			b.PatchItem("missing", incr(1), nil)
+		}, []int32{http.StatusFailedDependency, http.StatusNotFound}},
+		{"a document the batch deleted", func(b *azcosmos.TransactionalBatch) {
+			b.UpsertItem([]byte(`{"id":"x","pk":"p"}`), nil)
+			b.DeleteItem("s", nil)
+			b.PatchItem("s", incr(1), nil)
+		}, []int32{http.StatusFailedDependency, http.StatusFailedDependency, http.StatusNotFound}},
+		{"an operation that does not apply", func(b *azcosmos.TransactionalBatch) {
+			var p azcosmos.PatchOperations
+			p.AppendReplace("/nothing/here", 1)
+			b.UpsertItem([]byte(`{"id":"x","pk":"p"}`), nil)
+			b.PatchItem("s", p, nil)
+		}, []int32{http.StatusFailedDependency, http.StatusBadRequest}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := cc.NewTransactionalBatch(pk)
+			tc.build(&b)
+			resp, err := cc.ExecuteTransactionalBatch(ctx, b, nil)
+			require.NoError(t, err)
+			assert.False(t, resp.Success)
+			var codes []int32
+			for _, r := range resp.OperationResults {
+				codes = append(codes, r.StatusCode)
+			}
+			assert.Equal(t, tc.want, codes)
+			_, err = cc.ReadItem(ctx, pk, "x", nil)
+			assert.Equal(t, http.StatusNotFound, status(err), "nothing of the batch was written")
+			got, err := cc.ReadItem(ctx, pk, "s", nil)
+			require.NoError(t, err)
+			assert.Equal(t, 6.0, object(t, got.Value)["n"])
+		})
+	}
 }
 
 // TestBatchOverOtherStores: over a store that is not a store.Batcher,

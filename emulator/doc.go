@@ -7,11 +7,18 @@
 //
 // The Server is an http.Handler. It checks every request's master-key
 // signature (HMAC-SHA256 over the verb, resource type, resource link and
-// x-ms-date, within 15 minutes of the server's clock), routes by the
-// resource path, and answers with Cosmos DB's statuses, headers (etag,
+// x-ms-date, within 15 minutes of the server's clock), or the official
+// emulator's Entra ID token (EmulatorTokenKeyID; only with DefaultKey or
+// Options.AcceptEmulatorTokens, since anyone who knows the key can mint
+// one), routes by the resource path as the service's gateway reads it
+// (decoded twice, '\' as '/', cut at '#', trailing spaces and empty
+// segments dropped, a control character refused), and answers with
+// Cosmos DB's statuses, headers (etag,
 // x-ms-request-charge, x-ms-continuation, x-ms-item-count,
-// x-ms-session-token, x-ms-activity-id, lsn) and error bodies ({"code",
-// "message"}). It serves: the database account; databases (create, read,
+// x-ms-session-token, x-ms-activity-id, lsn; named in lower case on
+// HTTP/1.1 too, as the service names them) and error bodies ({"code",
+// "message"}). It serves: the database account (as the official
+// emulator answers it: Strong consistency, one region); databases (create, read,
 // list, query, delete; the store has none, so the emulator keeps the ones
 // created through it in a catalog file); containers (create with a
 // single-path Hash partition key, default TTL and indexing policy; read,
@@ -20,7 +27,8 @@
 // upsert, delete, patch; ids scoped by partition key); transactional
 // batches (the store's store.Batcher: 200 with every operation's result,
 // or 207 Multi-Status with the failing operation's status and 424 for the
-// others); queries (single- and cross-partition, with parameters and
+// others; a patch in a batch applies to the document as the operations
+// before it leave it); queries (single- and cross-partition, with parameters and
 // paging, answered whole by the store's own engine, so ORDER BY,
 // aggregates, DISTINCT, GROUP BY, TOP and OFFSET/LIMIT need no client-side
 // merging; query-plan requests are answered accordingly); the read feed;
@@ -31,8 +39,8 @@
 // store.ChangeFeeder, as azcosmos's ReadChangeFeed reads it. A batch's
 // documents are in the change feed as the store gives them one LSN each,
 // next to each other. docs/serve.md ("What it leaves out") lists what it
-// refuses (patch operations in a batch, bulk, stored procedures and the
-// like, throughput, users and permissions).
+// refuses (bulk, stored procedures and the like, throughput, users and
+// permissions).
 //
 // Beyond Cosmos DB's API it serves docshard's fencing extension, when the
 // store is a store.Fencer: a write stamped with HeaderEpoch below its

@@ -175,7 +175,7 @@ func (s *Server) document(c *call, ref collRef, id string) *apiError {
 // system properties the store does not keep; a write asked for
 // "Prefer: return=minimal" gets no body.
 func (c *call) writeDocument(status int, ref collRef, path partitionkey.Path, d *store.Document, write bool) {
-	c.set("Etag", d.ETag)
+	c.set("etag", d.ETag)
 	c.session(write)
 	charge := float64(chargeRead)
 	if write {

@@ -211,7 +211,7 @@ func cosmosRefusal(status int, text string) []byte {
 	body, _ := json.Marshal(map[string]string{"code": statusCode(status), "message": msg + "\r\nActivityId: " + activity + ", docshard serve"})
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Length: %d\r\nContent-Type: application/json\r\n", status, http.StatusText(status), len(body))
-	fmt.Fprintf(&b, "X-Ms-Activity-Id: %s\r\nX-Ms-Request-Charge: 0.00\r\nX-Ms-Serviceversion: version=docshard\r\n\r\n", activity)
+	fmt.Fprintf(&b, "x-ms-activity-id: %s\r\nx-ms-request-charge: 0.00\r\nx-ms-serviceversion: version=docshard\r\n\r\n", activity)
 	b.Write(body)
 	return b.Bytes()
 }

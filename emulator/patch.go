@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
@@ -28,20 +30,24 @@ type patchOp struct {
 	Value json.RawMessage `json:"value"`
 }
 
-// patch applies a partial update: it reads the document, checks If-Match
-// and the condition ("FROM c WHERE ..."; false is 412), applies the
-// operations in order to a copy, and replaces the document If-Match the
-// version it read. A concurrent write in between makes it start again
-// (without a caller's If-Match), so the operations apply to one version
-// atomically. A patch that would change the id or the partition key, or
-// touch a system property, is refused with 400.
-func (s *Server) patch(c *call, ref collRef, id string, key any, ifMatch string) (*store.Document, *apiError) {
-	var raw json.RawMessage
-	if e := c.decode("patch", &raw); e != nil {
-		return nil, e
-	}
-	// {"condition": ..., "operations": [...]}, or a bare JSON Patch array
-	// (as the Node.js SDK sends a patch without a condition).
+// maxPatchRounds is how many times a patch reads and conditionally
+// replaces its document before it gives up with 429: each round lost to a
+// concurrent writer starts again on the new version.
+const maxPatchRounds = 64
+
+// patchSpec is a parsed partial update: its operations with their decoded
+// values, and its condition ("FROM c WHERE ..."), if any.
+type patchSpec struct {
+	ops      []patchOp
+	values   []any
+	cond     *query.Program
+	condText string
+}
+
+// parsePatch reads a patch: {"condition": ..., "operations": [...]}, or a
+// bare JSON Patch array (as the Node.js SDK sends a patch without a
+// condition). It checks every operation before any document is read.
+func parsePatch(raw []byte) (*patchSpec, *apiError) {
 	var body struct {
 		Condition  *string   `json:"condition"`
 		Operations []patchOp `json:"operations"`
@@ -58,7 +64,7 @@ func (s *Server) patch(c *call, ref collRef, id string, key any, ifMatch string)
 	if n := len(body.Operations); n == 0 || n > maxPatchOperations {
 		return nil, errorf(http.StatusBadRequest, "a patch holds 1 to %d operations, got %d", maxPatchOperations, n)
 	}
-	values := make([]any, len(body.Operations))
+	p := &patchSpec{ops: body.Operations, values: make([]any, len(body.Operations))}
 	for i, op := range body.Operations {
 		if err := checkPatchOp(op); err != nil {
 			return nil, errorf(http.StatusBadRequest, "patch operation %d (%s %s): %v", i, op.Op, op.Path, err)
@@ -68,14 +74,73 @@ func (s *Server) patch(c *call, ref collRef, id string, key any, ifMatch string)
 			if err != nil {
 				return nil, errorf(http.StatusBadRequest, "patch operation %d (%s %s): the value is not JSON: %v", i, op.Op, op.Path, err)
 			}
-			values[i] = v
+			p.values[i] = v
 		}
 	}
-	var cond *query.Program
 	if body.Condition != nil && strings.TrimSpace(*body.Condition) != "" {
-		if cond, err = query.Prepare("SELECT VALUE 1 "+*body.Condition, nil); err != nil {
-			return nil, errorf(http.StatusBadRequest, "patch condition %q: %v", *body.Condition, err)
+		p.condText = *body.Condition
+		if p.cond, err = query.Prepare("SELECT VALUE 1 "+p.condText, nil); err != nil {
+			return nil, errorf(http.StatusBadRequest, "patch condition %q: %v", p.condText, err)
 		}
+	}
+	return p, nil
+}
+
+// apply returns the document body cur (of the document id, in a
+// collection keyed at path) as the patch leaves it: 412 when the condition
+// is false for it, 400 when an operation does not apply or would change
+// the id or the partition key.
+func (p *patchSpec) apply(ctx context.Context, id string, cur []byte, path partitionkey.Path) ([]byte, *apiError) {
+	if p.cond != nil {
+		d, err := query.NewDoc(cur)
+		if err != nil {
+			return nil, errorf(http.StatusInternalServerError, "%v", err)
+		}
+		out, err := p.cond.Execute(ctx, func(yield func(query.Doc) bool) { yield(d) })
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, "patch condition: %v", err)
+		}
+		if len(out) == 0 {
+			return nil, errorf(http.StatusPreconditionFailed, "%s the patch condition %q is false", msgPrecondition, p.condText)
+		}
+	}
+	doc, err := decodeNumbers(cur)
+	if err != nil {
+		return nil, errorf(http.StatusInternalServerError, "%v", err)
+	}
+	for i, op := range p.ops {
+		if doc, err = applyPatch(doc, op, p.values[i]); err != nil {
+			return nil, errorf(http.StatusBadRequest, "patch operation %d (%s %s): %v", i, op.Op, op.Path, err)
+		}
+	}
+	next, err := encodeJSON(doc)
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "%v", err)
+	}
+	m, _ := doc.(map[string]any)
+	if newID, _ := m["id"].(string); newID != id {
+		return nil, errorf(http.StatusBadRequest, "a patch cannot change the document's id")
+	}
+	if keyTextOf(next, path) != keyTextOf(cur, path) {
+		return nil, errorf(http.StatusBadRequest, "a patch cannot change the document's partition key (%s)", path)
+	}
+	return next, nil
+}
+
+// patch applies a partial update: it reads the document, checks If-Match
+// and the patch (patchSpec.apply) against it, and replaces the document
+// If-Match the version it read. A concurrent write in between makes it
+// start again (without a caller's If-Match), so the operations apply to one
+// version atomically. A patch that would change the id or the partition
+// key, or touch a system property, is refused with 400.
+func (s *Server) patch(c *call, ref collRef, id string, key any, ifMatch string) (*store.Document, *apiError) {
+	raw, e := c.body()
+	if e != nil {
+		return nil, e
+	}
+	spec, e := parsePatch(raw)
+	if e != nil {
+		return nil, e
 	}
 	ctx := c.r.Context()
 	path, e := s.pathOf(ctx, ref)
@@ -91,8 +156,8 @@ func (s *Server) patch(c *call, ref collRef, id string, key any, ifMatch string)
 	// the client): a concurrent writer that changed the document between
 	// the read and the conditional replace makes the patch apply again to
 	// its new version, as Cosmos DB's patch applies to the current one. It
-	// gives up after 64 rounds with a 429, so the client retries later.
-	for attempt := 0; attempt < 64; attempt++ {
+	// gives up after maxPatchRounds with a 429, so the client retries later.
+	for range maxPatchRounds {
 		cur, err := s.st.Read(ctx, ref.link, id, &store.ReadOptions{PartitionKey: key})
 		if err != nil {
 			return nil, fromStore(err)
@@ -100,38 +165,9 @@ func (s *Server) patch(c *call, ref collRef, id string, key any, ifMatch string)
 		if ifMatch != "" && ifMatch != cur.ETag {
 			return nil, errorf(http.StatusPreconditionFailed, "%s If-Match %s, the document's ETag is %s", msgPrecondition, ifMatch, cur.ETag)
 		}
-		if cond != nil {
-			d, err := query.NewDoc(cur.Body)
-			if err != nil {
-				return nil, errorf(http.StatusInternalServerError, "%v", err)
-			}
-			out, err := cond.Execute(ctx, func(yield func(query.Doc) bool) { yield(d) })
-			if err != nil {
-				return nil, errorf(http.StatusBadRequest, "patch condition: %v", err)
-			}
-			if len(out) == 0 {
-				return nil, errorf(http.StatusPreconditionFailed, "%s the patch condition %q is false", msgPrecondition, *body.Condition)
-			}
-		}
-		doc, err := decodeNumbers(cur.Body)
-		if err != nil {
-			return nil, errorf(http.StatusInternalServerError, "%v", err)
-		}
-		for i, op := range body.Operations {
-			if doc, err = applyPatch(doc, op, values[i]); err != nil {
-				return nil, errorf(http.StatusBadRequest, "patch operation %d (%s %s): %v", i, op.Op, op.Path, err)
-			}
-		}
-		next, err := encodeJSON(doc)
-		if err != nil {
-			return nil, errorf(http.StatusBadRequest, "%v", err)
-		}
-		m, _ := doc.(map[string]any)
-		if newID, _ := m["id"].(string); newID != id {
-			return nil, errorf(http.StatusBadRequest, "a patch cannot change the document's id")
-		}
-		if keyTextOf(next, path) != keyTextOf(cur.Body, path) {
-			return nil, errorf(http.StatusBadRequest, "a patch cannot change the document's partition key (%s)", path)
+		next, e := spec.apply(ctx, id, cur.Body, path)
+		if e != nil {
+			return nil, e
 		}
 		d, err := s.st.Replace(ctx, ref.link, id, next, &store.WriteOptions{PartitionKey: key, IfMatch: cur.ETag, Epoch: epoch})
 		if err == nil {
@@ -141,9 +177,15 @@ func (s *Server) patch(c *call, ref collRef, id string, key any, ifMatch string)
 			return nil, fromStore(err)
 		}
 	}
-	e = errorf(http.StatusTooManyRequests, "the document changed under every attempt to patch it; retry")
+	return nil, patchContended()
+}
+
+// patchContended is the answer to a patch whose document changed under
+// every one of its rounds.
+func patchContended() *apiError {
+	e := errorf(http.StatusTooManyRequests, "the document changed under every attempt to patch it; retry")
 	e.retryAfter = 10 * time.Millisecond
-	return nil, e
+	return e
 }
 
 // checkPatchOp validates an operation before any document is read.

@@ -39,7 +39,7 @@ var pySDKPending = struct {
 	// x-ms-documentdb-query-enablecrosspartition, which Cosmos DB refuses.
 	// Meanwhile the query-refused part is skipped.
 	crossPartitionRefusal bool
-}{doubledSlash: true, lowerCaseHeaders: true, crossPartitionRefusal: true}
+}{crossPartitionRefusal: true}
 
 // TestPythonSDK runs testdata/pysdk/check.py, a client on the Python SDK
 // that Debian packages (python3-azure-cosmos, the v3 SDK), against the

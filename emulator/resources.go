@@ -165,8 +165,13 @@ func etagOf(parts ...string) string {
 	return `"` + hex.EncodeToString(d[:8]) + `"`
 }
 
-// accountJSON is the database account: one region whose endpoint is the
-// one the client used, Session consistency, and the query engine's limits.
+// accountJSON is the database account as the official emulator answers
+// it: one region, "South Central US", whose endpoint is the one given
+// (regionEndpoint), readable and writable; Strong consistency; and the query
+// engine's limits. Strong is the official emulator's answer (azcosmos's
+// TestGlobalEndpointManagerEmulator expects it) where a new account of the
+// service says Session, and it is also the truth here: every read sees
+// every acknowledged write.
 func accountJSON(endpoint string) []byte {
 	region := []map[string]string{{"name": "South Central US", "databaseAccountEndpoint": endpoint}}
 	b, _ := json.Marshal(map[string]any{
@@ -179,7 +184,7 @@ func accountJSON(endpoint string) []byte {
 		"writableLocations":            region,
 		"readableLocations":            region,
 		"enableMultipleWriteLocations": false,
-		"userConsistencyPolicy":        map[string]string{"defaultConsistencyLevel": "Session"},
+		"userConsistencyPolicy":        map[string]string{"defaultConsistencyLevel": "Strong"},
 		"userReplicationPolicy":        map[string]any{"asyncReplication": false, "minReplicaSetSize": 1, "maxReplicasetSize": 1},
 		"systemReplicationPolicy":      map[string]any{"minReplicaSetSize": 1, "maxReplicasetSize": 1},
 		"readPolicy":                   map[string]any{"primaryReadCoefficient": 1, "secondaryReadCoefficient": 1},

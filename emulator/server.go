@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -40,6 +42,13 @@ type Options struct {
 	// client trickling bodies, signed or not, holds no connection longer.
 	// 0 means DefaultBodyTimeout; negative means no limit.
 	BodyTimeout time.Duration
+	// AcceptEmulatorTokens accepts the official emulator's Entra ID tokens
+	// (type=aad, a JWT with kid EmulatorTokenKeyID carrying the account
+	// key, as the SDKs' emulator tests make them) with a key other than
+	// DefaultKey. With DefaultKey they are always accepted. Such a token is
+	// signed by no issuer and carries the key in the clear: anyone who
+	// knows the key can mint one, and anyone who sees one learns the key.
+	AcceptEmulatorTokens bool
 }
 
 // The limits docshard serve reads requests with. BodyTimeout is the
@@ -78,12 +87,16 @@ func (o Options) Format(f fmt.State, verb rune) { redact.Format(f, verb, o.Strin
 type Server struct {
 	st      store.Store
 	key     []byte
-	catalog *catalog
-	logf    func(format string, args ...any)
-	now     func() time.Time
-	lsn     atomic.Uint64 // logical sequence number, one per write, for session tokens
-	admin   sync.Mutex    // serialises database and collection creates and deletes
-	paths   sync.Map      // collection link -> []string: partition-key path, cached
+	keyText string // the key as given (base64), which emulator tokens carry
+	// emulatorTokens says the emulator's Entra ID tokens are accepted
+	// (authorizeEmulatorToken).
+	emulatorTokens bool
+	catalog        *catalog
+	logf           func(format string, args ...any)
+	now            func() time.Time
+	lsn            atomic.Uint64 // logical sequence number, one per write, for session tokens
+	admin          sync.Mutex    // serialises database and collection creates and deletes
+	paths          sync.Map      // collection link -> []string: partition-key path, cached
 	// extensions is HeaderServe's value: docshard's extensions the store
 	// supports.
 	extensions  string
@@ -122,7 +135,8 @@ func New(st store.Store, opts *Options) (*Server, error) {
 	if o.BodyTimeout == 0 {
 		o.BodyTimeout = DefaultBodyTimeout
 	}
-	return &Server{st: st, key: key, catalog: cat, logf: o.Logf, now: time.Now, extensions: extensions(st), bodyTimeout: o.BodyTimeout}, nil
+	return &Server{st: st, key: key, keyText: o.Key, emulatorTokens: o.AcceptEmulatorTokens || o.Key == DefaultKey,
+		catalog: cat, logf: o.Logf, now: time.Now, extensions: extensions(st), bodyTimeout: o.BodyTimeout}, nil
 }
 
 // call is one request being answered. It is one allocation, which holds
@@ -149,15 +163,80 @@ type responseWriter struct {
 	wrote bool
 }
 
+// WriteHeader sends the status and the headers, their names as Cosmos DB
+// sends them (lowerHeaderNames): the one place every answer's headers are
+// written.
 func (w *responseWriter) WriteHeader(status int) {
+	if !w.wrote {
+		lowerHeaderNames(w.ResponseWriter.Header())
+	}
 	w.wrote = true
 	w.ResponseWriter.WriteHeader(status)
 }
 
 func (w *responseWriter) Write(b []byte) (int, error) {
-	w.wrote = true
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
 	return w.ResponseWriter.Write(b)
 }
+
+// lowerHeaderNames renames the headers of h to lower case, as Cosmos DB
+// names its own (x-ms-continuation, etag, lsn): net/http writes an HTTP/1.1
+// header's name as the map holds it, and http.Header.Set stores it in Go's
+// canonical form (X-Ms-Continuation), which clients that look names up in
+// lower case, as the Python SDK v3 does, never find. HTTP's own headers
+// that net/http reads from the map in canonical form (Content-Type,
+// Content-Length, Connection, ...) keep it. Over HTTP/2 every name is
+// lower case on the wire anyway. Names set in lower case, as call.set's
+// callers do, cost a scan of their bytes and nothing else.
+func lowerHeaderNames(h http.Header) {
+	for name, v := range h {
+		if !needsLowering(name) {
+			continue
+		}
+		delete(h, name)
+		h[lowerName(name)] = v
+	}
+}
+
+// needsLowering says whether a header's name has upper case and is not one
+// of HTTP's own that net/http reads in canonical form.
+func needsLowering(name string) bool {
+	switch name {
+	case "Content-Type", "Content-Length", "Connection", "Transfer-Encoding", "Trailer", "Date", "Content-Encoding":
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if 'A' <= name[i] && name[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// lowerName is a header's name in lower case: the common ones without an
+// allocation.
+func lowerName(name string) string {
+	if l, ok := lowerNames[name]; ok {
+		return l
+	}
+	return strings.ToLower(name)
+}
+
+// lowerNames are the lower-case names of the headers the emulator sets in
+// Go's canonical form (with http.Header.Set).
+var lowerNames = func() map[string]string {
+	m := map[string]string{}
+	for _, l := range []string{"etag", "lsn", "x-ms-continuation", "x-ms-item-count", "x-ms-session-token",
+		"x-ms-request-charge", "x-ms-activity-id", "x-ms-substatus", "x-ms-retry-after-ms", "x-ms-serviceversion",
+		"x-ms-resource-usage", "x-ms-resource-quota", "x-ms-documentdb-query-metrics", "x-ms-cosmos-index-utilization",
+		"x-ms-documentdb-partitionkeyrangeid", "x-ms-alt-content-path", "x-ms-content-path", "x-ms-global-committed-lsn",
+		HeaderServe, HeaderFence, HeaderQuota} {
+		m[http.CanonicalHeaderKey(l)] = strings.ToLower(l)
+	}
+	return m
+}()
 
 // Unwrap gives http.ResponseController the writer it wraps.
 func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
@@ -187,9 +266,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	segs, err := splitPath(c.segs[:0], r.URL.EscapedPath())
-	if err != nil {
-		c.fail(errorf(http.StatusBadRequest, "%v", err))
+	segs, e := splitPath(c.segs[:0], r.URL.EscapedPath())
+	if e != nil {
+		c.fail(e)
 		return
 	}
 	resType, resLink := signingTarget(segs)
@@ -205,19 +284,54 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// splitPath appends the segments of an escaped URL path to dst,
-// unescaped, ignoring one leading and one trailing slash.
-func splitPath(dst []string, escaped string) ([]string, error) {
-	p := strings.TrimSuffix(strings.TrimPrefix(escaped, "/"), "/")
-	if p == "" {
-		return nil, nil
+// splitPath appends to dst the segments of a request's escaped URL path
+// as Cosmos DB's gateway reads them, which is not always as the SDKs wrote
+// them: an SDK escapes an id into its path segment (url.PathEscape) and
+// signs the id as it is, and where the gateway reads another resource
+// link than the one signed, the signature fails (401). The gateway
+//
+//   - decodes the path (an invalid escape is 400), and refuses a control
+//     character in it, CR, LF and Tab among them, with 400;
+//   - decodes it a second time where escapes remain ("%2520" is a space);
+//   - reads '\' as '/' and a decoded '/' as a separator, and ends the path
+//     at a decoded '#';
+//   - drops trailing spaces;
+//   - skips empty segments: a leading or trailing slash, and a doubled one,
+//     so "//dbs" is "/dbs" (the Python SDK v3 joins its region endpoint
+//     "https://host:8081/" with "/dbs"). No resource has an empty id.
+//
+// So ids ending in a space, holding '/', '\', '#', or an escape sequence
+// ("%20") can be created (their id is in the body) but not read, replaced
+// or deleted through the gateway (401), and ids holding CR, LF or Tab not
+// either (400), as azcosmos's TestItemIdEncodingRoutingGW expects of the
+// service; '?' and other characters are addressed as they are. A path
+// without escapes, spaces or backslashes costs a scan and no allocation.
+func splitPath(dst []string, escaped string) ([]string, *apiError) {
+	p, err := url.PathUnescape(escaped)
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "malformed resource path %q", escaped)
 	}
-	for part := range strings.SplitSeq(p, "/") {
-		seg, err := url.PathUnescape(part)
-		if err != nil || seg == "" {
-			return nil, fmt.Errorf("malformed resource path %q", escaped)
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c < 0x20 || c == 0x7f {
+			return nil, errorf(http.StatusBadRequest, "The request URL is invalid: the resource path %q holds the control character %q, which Cosmos DB's gateway refuses (address such a document by a query)", escaped, c)
 		}
-		dst = append(dst, seg)
+	}
+	if strings.IndexByte(p, '%') >= 0 {
+		if twice, err := url.PathUnescape(p); err == nil {
+			p = twice
+		}
+	}
+	if strings.IndexByte(p, '\\') >= 0 {
+		p = strings.ReplaceAll(p, "\\", "/")
+	}
+	if i := strings.IndexByte(p, '#'); i >= 0 {
+		p = p[:i]
+	}
+	p = strings.TrimRight(p, " ")
+	for seg := range strings.SplitSeq(p, "/") {
+		if seg != "" {
+			dst = append(dst, seg)
+		}
 	}
 	return dst, nil
 }
@@ -303,14 +417,33 @@ func (c *call) badMethod() *apiError {
 }
 
 // account answers GET /: the database account, whose one region's
-// endpoint is the address the client used.
+// endpoint is the address the client used (regionEndpoint).
 func (s *Server) account(c *call) *apiError {
-	scheme := "http"
-	if c.r.TLS != nil {
-		scheme = "https"
-	}
-	c.json(http.StatusOK, accountJSON(scheme+"://"+c.r.Host+"/"), 0)
+	c.json(http.StatusOK, accountJSON(regionEndpoint(c.r)), 0)
 	return nil
+}
+
+// regionEndpoint is the endpoint the database account gives its one
+// region: the scheme and host the client used, except that a client that
+// named the host "localhost" is given the address its connection reached
+// (https://127.0.0.1:8081/), as the official emulator answers its own IP
+// address there (azcosmos's TestGlobalEndpointManagerEmulator expects it).
+// Any other host is answered as the client gave it, so a server reached
+// through a name or a forwarded port points its clients back the same way.
+func regionEndpoint(r *http.Request) string {
+	scheme := "http://"
+	if r.TLS != nil {
+		scheme = "https://"
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil && strings.EqualFold(h, "localhost") {
+		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && a != nil {
+			if ap, err := netip.ParseAddrPort(a.String()); err == nil && ap.Addr().Unmap().IsLoopback() {
+				host = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String()
+			}
+		}
+	}
+	return scheme + host + "/"
 }
 
 func newActivityID() string {
@@ -322,9 +455,10 @@ func newActivityID() string {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// set sets a response header whose key is in canonical form
-// ("X-Ms-Request-Charge") without canonicalising it again; the values of
-// an answer share one array.
+// set sets a response header under the name given, as it goes on the
+// wire (Cosmos DB's own in lower case: "x-ms-request-charge"; HTTP's own
+// in canonical form: "Content-Type"), without canonicalising it; the values
+// of an answer share one array.
 func (c *call) set(key, value string) {
 	h := c.w.Header()
 	if c.nvals == len(c.vals) {
@@ -338,13 +472,13 @@ func (c *call) set(key, value string) {
 
 // header sets the headers every answer carries.
 func (c *call) header(charge float64) {
-	c.set("X-Ms-Activity-Id", c.activity)
+	c.set("x-ms-activity-id", c.activity)
 	if charge == float64(int64(charge)) && charge >= 0 && charge < 100 {
-		c.set("X-Ms-Request-Charge", charges[int(charge)])
+		c.set("x-ms-request-charge", charges[int(charge)])
 	} else {
-		c.set("X-Ms-Request-Charge", strconv.FormatFloat(charge, 'f', 2, 64))
+		c.set("x-ms-request-charge", strconv.FormatFloat(charge, 'f', 2, 64))
 	}
-	c.set("X-Ms-Serviceversion", "version=docshard")
+	c.set("x-ms-serviceversion", "version=docshard")
 }
 
 // charges are the texts of whole request charges below 100.
@@ -398,18 +532,18 @@ func (c *call) session(write bool) {
 	}
 	var buf [32]byte
 	token := string(strconv.AppendUint(append(buf[:0], "0:-1#"...), lsn, 10))
-	c.set("X-Ms-Session-Token", token)
-	c.set("Lsn", token[len("0:-1#"):])
+	c.set("x-ms-session-token", token)
+	c.set("lsn", token[len("0:-1#"):])
 }
 
 // fail answers an error as Cosmos DB does.
 func (c *call) fail(e *apiError) {
 	c.header(0)
 	if e.substatus != 0 {
-		c.set("X-Ms-Substatus", strconv.Itoa(e.substatus))
+		c.set("x-ms-substatus", strconv.Itoa(e.substatus))
 	}
 	if e.status == http.StatusTooManyRequests {
-		c.set("X-Ms-Retry-After-Ms", strconv.FormatInt(e.retryAfter.Milliseconds(), 10))
+		c.set("x-ms-retry-after-ms", strconv.FormatInt(e.retryAfter.Milliseconds(), 10))
 	}
 	if c.bodyDeadline && !c.bodyRead && c.r.ProtoMajor == 1 {
 		// The body was not read, or not all of it: the connection ends

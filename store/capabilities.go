@@ -149,6 +149,10 @@ type BatchResult struct {
 	// Document is the document as stored after a create, replace or upsert,
 	// or as read; nil after a delete.
 	Document *Document
+	// Created says the operation created its document: a create, or an
+	// upsert that found none (which Cosmos DB answers 201, where an upsert
+	// that replaced is 200).
+	Created bool
 }
 
 // BatchError reports the operation that failed a batch. It wraps the

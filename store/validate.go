@@ -6,23 +6,31 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/docshard/docshard/partitionkey"
 )
 
-// ValidateID checks a document id against Cosmos DB's rules: non-empty, at
-// most MaxIDLength bytes, none of '/', '\\', '?', '#', valid UTF-8. The error wraps
+// ValidateID checks a document id against the rules Cosmos DB enforces:
+// non-empty, at most MaxIDLength bytes, valid UTF-8. The error wraps
 // ErrBadRequest and names the id.
+//
+// Cosmos DB's documentation forbids '/', '\\', '?' and '#' in ids, but the
+// service creates documents with them (and with spaces at the end, escape
+// sequences such as "%20", CR, LF or Tab), and so does the embedded store,
+// which docshard serve answers over: a faithful emulator accepts what the
+// service accepts. Its gateway then cannot address some of them by id: an
+// id holding '/', '\\' or '#', ending in a space or holding an escape
+// sequence is refused by point reads, replaces and deletes over HTTP (401),
+// one holding a control character too (400); queries find them all. The
+// embedded store's own API takes ids, not URLs, and addresses every one.
+// Portable programs keep to ids without them.
 func ValidateID(id string) error {
 	switch {
 	case id == "":
 		return &Error{Kind: ErrBadRequest, Message: `document "id" is empty`}
 	case len(id) > MaxIDLength:
 		return &Error{Kind: ErrBadRequest, ID: id[:32] + "...", Message: fmt.Sprintf("document id is %d bytes, more than %d", len(id), MaxIDLength)}
-	case strings.ContainsAny(id, `/\?#`):
-		return &Error{Kind: ErrBadRequest, ID: id, Message: `document id contains one of / \ ? #`}
 	case !utf8.ValidString(id):
 		return &Error{Kind: ErrBadRequest, ID: strconv.QuoteToASCII(id), Message: "document id is not valid UTF-8 (a lone surrogate has no UTF-8 form)"}
 	}

@@ -51,6 +51,7 @@ type serveFlags struct {
 	shutdownDeadline time.Duration
 	headerTimeout    time.Duration
 	bodyTimeout      time.Duration
+	emulatorTokens   bool
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -89,6 +90,9 @@ and closes the store.`,
 	fl.DurationVar(&f.shutdownDeadline, "shutdown-timeout", shutdownGrace, "how long requests in flight may run after SIGINT or SIGTERM")
 	fl.DurationVar(&f.headerTimeout, "header-timeout", emulator.DefaultHeaderTimeout, "how long a request's headers may take to arrive (0: no limit)")
 	fl.DurationVar(&f.bodyTimeout, "body-timeout", emulator.DefaultBodyTimeout, "how long a request's body may take to arrive after its headers; a slower one is answered 408 and its connection closed (0: no limit)")
+	fl.BoolVar(&f.emulatorTokens, "accept-emulator-tokens", false, "accept the official emulator's Entra ID tokens (type=aad, kid "+emulator.EmulatorTokenKeyID+
+		", carrying the account key) with the key in "+ServeKeyEnv+" too; they are always accepted with the well-known emulator key. "+
+		"Such a token is signed by no issuer: whoever knows the key can mint one, and each request carries the key in the clear")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return exitCode{code: 2, msg: "serve: " + err.Error()}
 	})
@@ -158,7 +162,7 @@ func runServe(g *globals, f *serveFlags) error {
 	if bodyTimeout == 0 {
 		bodyTimeout = -1 // no limit
 	}
-	emu, err := emulator.New(st, &emulator.Options{Key: key, Dir: f.dir, Logf: logf, BodyTimeout: bodyTimeout})
+	emu, err := emulator.New(st, &emulator.Options{Key: key, Dir: f.dir, Logf: logf, BodyTimeout: bodyTimeout, AcceptEmulatorTokens: f.emulatorTokens})
 	if err != nil {
 		st.Close()
 		return fmt.Errorf("serve: %w", err)

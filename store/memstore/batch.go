@@ -116,6 +116,7 @@ func (s *Store) ExecuteBatch(ctx context.Context, l string, partitionKey any, op
 		if err != nil {
 			return nil, &store.BatchError{Index: i, Err: err}
 		}
+		results[i].Created = d.cur == nil
 		d.cur = e
 		results[i].Document = e.document()
 	}

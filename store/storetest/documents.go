@@ -144,10 +144,6 @@ func (s *suite) badDocuments(t *testing.T, st store.Store) {
 		{"numeric id", `{"id": 7, "pk": "x"}`, "id"},
 		{"null id", `{"id": null, "pk": "x"}`, "id"},
 		{"empty id", `{"id": "", "pk": "x"}`, "id"},
-		{"slash in id", `{"id": "a/b", "pk": "x"}`, "a/b"},
-		{"backslash in id", `{"id": "a\\b", "pk": "x"}`, `a\\b`},
-		{"question mark in id", `{"id": "a?b", "pk": "x"}`, "a?b"},
-		{"hash in id", `{"id": "a#b", "pk": "x"}`, "a#b"},
 		{"long id", `{"id": "` + strings.Repeat("x", 256) + `", "pk": "x"}`, "255"},
 	}
 	for _, tc := range bad {
@@ -160,7 +156,7 @@ func (s *suite) badDocuments(t *testing.T, st store.Store) {
 		requireKind(t, err, store.ErrBadRequest, "replace: %s", tc.name)
 	}
 	assert.Equal(t, before, snapshot(t, st, l), "refused writes leave the collection as it was")
-	for _, id := range []string{"a/b", "", "a#b", strings.Repeat("y", 256)} {
+	for _, id := range []string{"", strings.Repeat("y", 256), "a\xffb"} {
 		_, err = st.Read(ctx, l, id, pk("x"))
 		requireKind(t, err, store.ErrBadRequest, "read id %q", id)
 		requireKind(t, st.Delete(ctx, l, id, wpk("x")), store.ErrBadRequest, "delete id %q", id)
@@ -530,7 +526,7 @@ func (s *suite) nothingHalfWritten(t *testing.T, st store.Store) {
 			return st.Upsert(ctx, l, doc(t, map[string]any{"id": "d002", "pk": "p2", "blob": strings.Repeat("z", store.MaxDocumentSize)}), nil)
 		})},
 		{"bad id", "", store.ErrBadRequest, w(func() (*store.Document, error) {
-			return st.Upsert(ctx, l, []byte(`{"id":"d0/02","pk":"p2"}`), nil)
+			return st.Upsert(ctx, l, []byte(`{"id":"`+strings.Repeat("d", 256)+`","pk":"p2"}`), nil)
 		})},
 		{"malformed", "", store.ErrBadRequest, w(func() (*store.Document, error) {
 			return st.Upsert(ctx, l, []byte(`{"id":"d002","pk":"p2",`), nil)
