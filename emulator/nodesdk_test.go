@@ -39,10 +39,5 @@ func TestNodeSDK(t *testing.T) {
 	t.Logf("@azure/cosmos %s on node %s", pkg.Version, version)
 
 	srv := emulatortest.Start(t, nil)
-	script, err := filepath.Abs(filepath.Join("testdata", "nodesdk", "check.js"))
-	require.NoError(t, err)
-	cmd := exec.Command(node, script, srv.Endpoint, srv.Key)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	runCheckScript(t, []string{"NODE_PATH=" + modules}, node, "nodesdk", "check.js", srv.Endpoint, srv.Key)
 }
