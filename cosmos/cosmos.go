@@ -146,6 +146,9 @@ type Store struct {
 	closedMu sync.RWMutex
 	closed   bool
 	fenced   bool // every endpoint is docshard serve with fencing: writes carry their epoch (Open)
+	// wholeQueries: every endpoint is docshard serve with its query
+	// extension, which answers any query whole (Open; see Query).
+	wholeQueries bool
 }
 
 var _ store.Store = (*Store)(nil)

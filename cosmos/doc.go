@@ -25,8 +25,11 @@
 // partition key and, when it safely can, the WHERE pushed down) and
 // evaluates the whole query with docshard's own engine (package query),
 // which follows Cosmos DB's semantics. That costs reading the documents the
-// filter matches; scope queries with a partition key where you can. The
-// read feed pages through "SELECT * FROM c".
+// filter matches; scope queries with a partition key where you can.
+// Against docshard serve (Open), whose query extension
+// (x-docshard-whole-query) answers any query whole with the same engine,
+// every query runs on the server. The read feed pages through
+// "SELECT * FROM c".
 //
 // ExecuteBatch runs a transactional batch (store.Batcher) with the SDK's
 // ExecuteTransactionalBatch: checked here first as the embedded store

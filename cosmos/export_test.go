@@ -7,3 +7,8 @@ import "github.com/docshard/docshard/internal/localquery"
 func ForgetCursors(s *Store) {
 	s.cursors = localquery.NewCursors(s.opts.Cursors, maxCursorBytes)
 }
+
+// SetWholeQueries turns the use of docshard serve's query extension on or
+// off (Open turns it on against serve), so a test or benchmark compares
+// queries evaluated here with queries answered whole by the server.
+func SetWholeQueries(s *Store, on bool) { s.wholeQueries = on }

@@ -18,11 +18,12 @@ import (
 	"github.com/docshard/docshard/store"
 )
 
-// docshard serve's fencing extension to the REST API, as package emulator
-// defines it (HeaderServe, HeaderEpoch, HeaderFence, HeaderRaiseFence,
-// CodeFenced). Cosmos DB has no equivalent.
+// docshard serve's extensions to the REST API, as package emulator
+// defines them (HeaderServe, HeaderEpoch, HeaderFence, HeaderRaiseFence,
+// CodeFenced; HeaderWholeQuery). Cosmos DB has no equivalent.
 const (
 	headerServe      = "x-docshard-serve"
+	headerWholeQuery = "x-docshard-whole-query"
 	headerEpoch      = "x-docshard-epoch"
 	headerFence      = "x-docshard-fence"
 	headerRaiseFence = "x-docshard-raise-fence"
@@ -48,10 +49,12 @@ type FencedStore struct {
 var _ store.Fencer = (*FencedStore)(nil)
 
 // Open is New, and then asks every account's endpoint whether it is
-// docshard serve with fencing (a database read answering
-// x-docshard-serve with "fence"; one more round trip per account). When
-// all are, it returns a *FencedStore, a store.Fencer; otherwise the
-// *Store New returns, which is not one and ignores
+// docshard serve, and with which extensions (a database read answering
+// x-docshard-serve; one more round trip per account). When all offer
+// "query", every query is sent with x-docshard-whole-query and runs on the
+// server whole (see Query). When all offer "fence", it returns a
+// *FencedStore, a store.Fencer; otherwise the *Store New returns, which
+// is not one and ignores
 // store.WriteOptions.Epoch: Cosmos DB cannot refuse a stale write
 // atomically, so the window between a new resolver and a router that has
 // not seen it is not closed there by a fence; router leases in the shared
@@ -61,14 +64,19 @@ func Open(ctx context.Context, opts *Options) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	fenced, whole := true, true
 	for _, cl := range s.clients() {
 		h, err := s.databaseHeaders(ctx, "open", cl, "docshard-ping", nil)
 		if err != nil {
 			return nil, err
 		}
-		if !slices.Contains(strings.Split(h.Get(headerServe), ","), "fence") {
-			return s, nil
-		}
+		offered := strings.Split(h.Get(headerServe), ",")
+		fenced = fenced && slices.Contains(offered, "fence")
+		whole = whole && slices.Contains(offered, "query")
+	}
+	s.wholeQueries = whole
+	if !fenced {
+		return s, nil
 	}
 	s.fenced = true
 	return &FencedStore{Store: s}, nil

@@ -78,6 +78,7 @@ func TestExtensionHeaders(t *testing.T) {
 	assert.Equal(t, emulator.HeaderFence, headerFence)
 	assert.Equal(t, emulator.HeaderRaiseFence, headerRaiseFence)
 	assert.Equal(t, emulator.CodeFenced, codeFenced)
+	assert.Equal(t, emulator.HeaderWholeQuery, headerWholeQuery)
 }
 
 // TestFromNowToken: the token FromNow starts from reads the whole range

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"hash/fnv"
+	"net/http"
 	"sort"
 	"strconv"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/tidwall/gjson"
 
@@ -66,7 +68,10 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	// partial aggregates inside object constructors) are docshard's own SQL,
 	// and their support by the service is not something this package could
 	// test without an account. The WHERE (and partition key) still go down.
-	local := s.opts.QueryMode == QueryLocal || !query.Analyze(parsed).GatewayCrossPartition()
+	// docshard serve answers any query whole with its query extension
+	// (s.wholeQueries: x-docshard-whole-query, sent by servicePage), with
+	// the same engine this package would evaluate it with: it runs there.
+	local := s.opts.QueryMode == QueryLocal || !s.wholeQueries && !query.Analyze(parsed).GatewayCrossPartition()
 	mode := "service"
 	if local {
 		mode = "local"
@@ -124,7 +129,15 @@ func toParams(ps []store.Param) []azcosmos.QueryParameter {
 // _rid, which documents deleted since cannot shift. Without it, an offset
 // into a re-read page could shift, and such a token is refused
 // (localquery.Restart).
+//
+// On docshard serve with its query extension (s.wholeQueries), every page
+// is asked for with x-docshard-whole-query: answered whole, in pages that
+// end where the results do (without it, serve pages a cross-partition
+// query as the gateway does, whose full last page leads to an empty one).
 func (s *Store) servicePage(ctx context.Context, cc *azcosmos.ContainerClient, op, l, text string, params []azcosmos.QueryParameter, pk azcosmos.PartitionKey, size int, tok token, byRID bool) (*store.Page, error) {
+	if s.wholeQueries {
+		ctx = policy.WithHTTPHeader(ctx, http.Header{headerWholeQuery: {"true"}})
+	}
 	for hops := 0; ; hops++ {
 		if hops > 10000 {
 			return nil, &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, Message: "the service returned empty pages without end"}

@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docshard/docshard/emulator"
 	"github.com/docshard/docshard/emulator/emulatortest"
 )
 
@@ -394,11 +395,29 @@ func seedItems(t testing.TB, cc *azcosmos.ContainerClient, n int) []map[string]a
 // queryAll reads a query to the end, page by page, checking the page size.
 func queryAll(t testing.TB, cc *azcosmos.ContainerClient, q string, pk azcosmos.PartitionKey, opts *azcosmos.QueryOptions) []json.RawMessage {
 	t.Helper()
+	return queryPages(t, context.Background(), cc, q, pk, opts)
+}
+
+// wholeQuery is a context whose requests carry docshard's query extension
+// (emulator.HeaderWholeQuery): serve answers any query whole, as the
+// cosmos backend asks, where Cosmos DB's gateway refuses what the client
+// must merge.
+var wholeQuery = policy.WithHTTPHeader(context.Background(), http.Header{emulator.HeaderWholeQuery: {"true"}})
+
+// queryWhole is queryAll with docshard's query extension (wholeQuery).
+func queryWhole(t testing.TB, cc *azcosmos.ContainerClient, q string, pk azcosmos.PartitionKey, opts *azcosmos.QueryOptions) []json.RawMessage {
+	t.Helper()
+	return queryPages(t, wholeQuery, cc, q, pk, opts)
+}
+
+// queryPages reads every page of a query with ctx.
+func queryPages(t testing.TB, ctx context.Context, cc *azcosmos.ContainerClient, q string, pk azcosmos.PartitionKey, opts *azcosmos.QueryOptions) []json.RawMessage {
+	t.Helper()
 	pager := cc.NewQueryItemsPager(q, pk, opts)
 	var out []json.RawMessage
 	for pages := 0; pager.More(); pages++ {
 		require.Less(t, pages, 10000, "the query does not end")
-		page, err := pager.NextPage(context.Background())
+		page, err := pager.NextPage(ctx)
 		require.NoError(t, err, q)
 		if opts != nil && opts.PageSizeHint > 0 {
 			require.LessOrEqual(t, len(page.Items), int(opts.PageSizeHint), "a page holds at most the page size")
@@ -497,7 +516,7 @@ func TestCrossPartitionQueries(t *testing.T) {
 	for _, tc := range cases {
 		for _, size := range []int32{0, 2} {
 			t.Run(fmt.Sprintf("%s, page size %d", tc.name, size), func(t *testing.T) {
-				items := queryAll(t, cc, tc.query, azcosmos.NewPartitionKey(), &azcosmos.QueryOptions{PageSizeHint: size})
+				items := queryWhole(t, cc, tc.query, azcosmos.NewPartitionKey(), &azcosmos.QueryOptions{PageSizeHint: size})
 				got := make([]any, len(items))
 				for i, it := range items {
 					require.NoError(t, json.Unmarshal(it, &got[i]))
@@ -510,6 +529,24 @@ func TestCrossPartitionQueries(t *testing.T) {
 				assert.Equal(t, tc.want, got)
 			})
 		}
+		// Without the extension, as Cosmos DB's gateway: the client must
+		// merge these, so they are refused, with the plan in the body
+		// (sub-status 1004), or without one for an aggregate outside
+		// SELECT VALUE.
+		t.Run(tc.name+", refused without the extension", func(t *testing.T) {
+			_, err := cc.NewQueryItemsPager(tc.query, azcosmos.NewPartitionKey(), nil).NextPage(context.Background())
+			var re *azcore.ResponseError
+			require.ErrorAs(t, err, &re)
+			assert.Equal(t, http.StatusBadRequest, re.StatusCode)
+			if tc.name == "aggregates" || tc.name == "GROUP BY" {
+				assert.Contains(t, err.Error(), "Cross partition query only supports 'VALUE <AggregateFunc>' for aggregates")
+				assert.Empty(t, re.RawResponse.Header.Get("x-ms-substatus"))
+				return
+			}
+			assert.Contains(t, err.Error(), "cross partition query can not be directly served by the gateway")
+			assert.Equal(t, "1004", re.RawResponse.Header.Get("x-ms-substatus"))
+			assert.Contains(t, err.Error(), "additionalErrorInfo")
+		})
 	}
 	// ReadManyItems asks for the partition-key ranges and queries the one
 	// range by its id.
@@ -797,7 +834,7 @@ func TestRestartKeepsData(t *testing.T) {
 	db, _ := c.NewDatabase("TestRestartKeepsData")
 	cc, err = db.NewContainer("items")
 	require.NoError(t, err)
-	items := queryAll(t, cc, "SELECT VALUE COUNT(1) FROM c", azcosmos.NewPartitionKey(), nil)
+	items := queryWhole(t, cc, "SELECT VALUE COUNT(1) FROM c", azcosmos.NewPartitionKey(), nil)
 	assert.Equal(t, "50", string(items[0]))
 	r, err := cc.ReadItem(ctx, azcosmos.NewPartitionKeyString("k7"), "i0017", nil)
 	require.NoError(t, err)

@@ -28,10 +28,16 @@
 // batches (the store's store.Batcher: 200 with every operation's result,
 // or 207 Multi-Status with the failing operation's status and 424 for the
 // others; a patch in a batch applies to the document as the operations
-// before it leave it); queries (single- and cross-partition, with parameters and
-// paging, answered whole by the store's own engine, so ORDER BY,
-// aggregates, DISTINCT, GROUP BY, TOP and OFFSET/LIMIT need no client-side
-// merging; query-plan requests are answered accordingly); the read feed;
+// before it leave it); queries (with parameters and paging, run by the store's own
+// engine over the collection's one range: a query scoped to a partition
+// key or to the range, as the SDKs send a plan's rewritten query per
+// range, is answered whole; one sent across partitions is answered as
+// Cosmos DB's gateway answers it: refused without
+// x-ms-documentdb-query-enablecrosspartition, refused with 400, sub-status
+// 1004 and the query's plan in the body when the client must merge it
+// (ORDER BY, aggregates, DISTINCT, GROUP BY, TOP, OFFSET/LIMIT), and paged
+// as the service pages; query-plan requests get the service's plan, built
+// by query.PlanGateway); the read feed;
 // and the change feed in its latest-version mode (A-IM: Incremental feed;
 // If-None-Match absent, "*" or the etag of an earlier answer;
 // If-Modified-Since; 304 when nothing changed; the etag of every answer is
@@ -47,7 +53,10 @@
 // database's fence is refused with 412 and body code CodeFenced (and
 // HeaderFence), atomically with the write; a database read answers
 // HeaderServe and HeaderFence, and raises the fence first when it carries
-// HeaderRaiseFence. The cosmos backend speaks it (cosmos.Open).
+// HeaderRaiseFence. The cosmos backend speaks it (cosmos.Open). Its query
+// extension, HeaderWholeQuery, gets any query answered whole, as the
+// cosmos backend asks of serve rather than merge what the server can
+// answer itself.
 //
 // What it costs: the store's own work plus HTTP and JSON. A point
 // operation adds a SHA-256 of the document's key and id (for its _rid) and

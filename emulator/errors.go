@@ -24,6 +24,10 @@ type apiError struct {
 	msg        string
 	substatus  int
 	retryAfter time.Duration
+	// additional is the body's additionalErrorInfo (JSON text), where
+	// Cosmos DB sends one: the plan of a query the gateway leaves to the
+	// client.
+	additional string
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.status, e.code, e.msg) }

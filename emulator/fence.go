@@ -13,7 +13,8 @@ import (
 // send nor read them.
 const (
 	// HeaderServe is on every answer to a database read: the extensions
-	// this server offers, comma-separated ("batch", "fence"). A client
+	// this server offers, comma-separated ("batch", "fence", "query": see
+	// HeaderWholeQuery). A client
 	// tells docshard serve from another endpoint by it.
 	HeaderServe = "x-docshard-serve"
 	// HeaderEpoch stamps a write (create, replace, upsert, delete, patch,
@@ -42,6 +43,7 @@ func extensions(st store.Store) string {
 	if _, ok := st.(store.Fencer); ok {
 		out = append(out, "fence")
 	}
+	out = append(out, "query") // HeaderWholeQuery
 	return strings.Join(out, ",")
 }
 

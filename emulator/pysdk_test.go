@@ -16,31 +16,6 @@ import (
 // pyenv or venv python3 first on a PATH has other packages).
 const debianPython = "/usr/bin/python3"
 
-// pySDKAllEnv, set to 1, runs every part of check.py with the SDK's
-// defaults, whatever pySDKPending says: to see where the pending fixes
-// stand.
-const pySDKAllEnv = "DOCSHARD_PYSDK_ALL"
-
-// pySDKPending says which fixes of issue 28 that check.py needs serve
-// does not have yet, and what TestPythonSDK does meanwhile. Set a field to
-// false once its fix is merged.
-var pySDKPending = struct {
-	// serve refuses the path //dbs, which the SDK sends with its defaults
-	// (endpoint discovery joins the account's region endpoint,
-	// https://HOST:PORT/, with /dbs). Meanwhile check.py runs with
-	// endpoint discovery off and an endpoint without its trailing slash.
-	doubledSlash bool
-	// serve sends header names in Go's canonical case (X-Ms-Continuation),
-	// which the SDK looks up in lower case, as Cosmos DB sends them, so it
-	// reads the first page of every query and feed alone. Meanwhile the
-	// paging part is skipped.
-	lowerCaseHeaders bool
-	// serve answers a query across partition keys sent without
-	// x-ms-documentdb-query-enablecrosspartition, which Cosmos DB refuses.
-	// Meanwhile the query-refused part is skipped.
-	crossPartitionRefusal bool
-}{crossPartitionRefusal: true}
-
 // TestPythonSDK runs testdata/pysdk/check.py, a client on the Python SDK
 // that Debian packages (python3-azure-cosmos, the v3 SDK), against the
 // emulator over HTTPS, with the SDK's default settings: point operations
@@ -63,35 +38,14 @@ func TestPythonSDK(t *testing.T) {
 		"check.py speaks the v3 SDK's API (azure.cosmos.cosmos_client.CosmosClient), and %s has azure-cosmos %s: port check.py to it", debianPython, version)
 	t.Logf("azure-cosmos %s on %s", strings.TrimSpace(string(version)), debianPython)
 
-	all := os.Getenv(pySDKAllEnv) == "1"
-	defaults := all || !pySDKPending.doubledSlash
-	waits := map[string]string{ // part -> the fix it waits for
-		"query-refused": when(pySDKPending.crossPartitionRefusal, "serve refusing a query across keys without enableCrossPartitionQuery (issue 28)"),
-		"paging":        when(pySDKPending.lowerCaseHeaders, "serve sending header names in lower case, as Cosmos DB does (issue 28)"),
-	}
 	for _, part := range pySDKParts {
 		t.Run(part, func(t *testing.T) {
-			if waits[part] != "" && !all {
-				t.Skipf("waits for %s; %s=1 runs it anyway", waits[part], pySDKAllEnv)
-			}
 			srv := emulatortest.Start(t, &emulatortest.Options{TLS: true})
 			args := []string{srv.Endpoint, srv.Key, "--skip", otherParts(part)}
-			if !defaults {
-				t.Logf("with endpoint discovery off and no trailing slash: the SDK's defaults wait for serve answering the path //dbs (issue 28); %s=1 runs with the defaults", pySDKAllEnv)
-				args = append([]string{strings.TrimSuffix(srv.Endpoint, "/"), srv.Key, "--no-endpoint-discovery"}, args[2:]...)
-			}
 			out := runCheckScript(t, nil, debianPython, "pysdk", "check.py", args...)
 			require.Contains(t, out, "ok: "+part, "check.py ran the part")
 		})
 	}
-}
-
-// when returns s if cond, else "".
-func when(cond bool, s string) string {
-	if cond {
-		return s
-	}
-	return ""
 }
 
 // pySDKParts are check.py's parts (its PARTS), each a subtest of

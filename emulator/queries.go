@@ -11,7 +11,6 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
 
@@ -33,22 +32,41 @@ func (c *call) pkRangeScope(ref collRef) *apiError {
 // engine over the whole collection (or, with x-ms-documentdb-partitionkey,
 // the documents under that key): one page of x-ms-max-item-count results,
 // resumed from x-ms-continuation. The collection is one partition-key
-// range, so cross-partition queries need no merging by the client, and
-// ORDER BY, aggregates, DISTINCT, GROUP BY, TOP and OFFSET/LIMIT are
-// answered whole. A query-plan request (x-ms-cosmos-is-query-plan-request,
-// sent by SDKs that merge across ranges) is answered with a plan that asks
-// the client for no merging over the one range.
+// range, so a query scoped to a key or to the range (sent per range by the
+// SDKs that merge, often as a plan's rewritten query) is answered whole,
+// as the service answers it within one range. A query sent across
+// partitions is answered as Cosmos DB's gateway answers it (gatewayScope),
+// unless it carries docshard's HeaderWholeQuery. A query-plan request
+// (x-ms-cosmos-is-query-plan-request) is answered with the query's plan
+// (queryPlan).
 func (s *Server) query(c *call, ref collRef) *apiError {
 	q, e := c.queryBody()
 	if e != nil {
 		return e
 	}
 	if isTrue(c.r.Header.Get("x-ms-cosmos-is-query-plan-request")) {
-		return c.queryPlan(q.Text)
+		return c.queryPlan(q)
 	}
 	ps, e := c.pageScope(ref)
 	if e != nil {
 		return e
+	}
+	stream := false
+	if !ps.keyed && c.r.Header.Get("x-ms-documentdb-partitionkeyrangeid") == "" && !isTrue(c.r.Header.Get(HeaderWholeQuery)) {
+		if stream, e = s.gatewayScope(c, ref, q); e != nil {
+			return e
+		}
+	}
+	if stream {
+		end, e := endOfPages(ref, q, ps.continuation)
+		if e != nil {
+			return e
+		}
+		if end {
+			c.queryMetrics(0, nil)
+			c.writePage(ref, nil, "")
+			return nil
+		}
 	}
 	began := time.Now()
 	page, err := s.st.Query(c.r.Context(), ref.link, q, ps.queryOptions())
@@ -59,8 +77,14 @@ func (s *Server) query(c *call, ref collRef) *apiError {
 	for i, it := range page.Items {
 		items[i] = it
 	}
+	next := page.Continuation
+	if stream && next == "" && ps.size > 0 && len(items) == ps.size {
+		if next, e = fullPageEnd(ref, q); e != nil {
+			return e
+		}
+	}
 	c.queryMetrics(time.Since(began), items)
-	c.writePage(ref, items, page.Continuation)
+	c.writePage(ref, items, next)
 	return nil
 }
 
@@ -185,27 +209,4 @@ func (s *Server) withSystem(c *call, ref collRef, docs []json.RawMessage) ([][]b
 		items[i] = ref.withSystem(it, keyTextOf(it, path), gjson.GetBytes(it, "id").String())
 	}
 	return items, nil
-}
-
-// queryPlan answers a query-plan request: the query parses, and over the
-// one range the client runs it as it is and merges nothing, because this
-// server answers every query whole.
-func (c *call) queryPlan(text string) *apiError {
-	parsed, err := query.Parse(text)
-	if err != nil {
-		return errorf(http.StatusBadRequest, "%v", err)
-	}
-	plan := map[string]any{
-		"partitionedQueryExecutionInfoVersion": 2,
-		"queryInfo": map[string]any{
-			"distinctType": "None", "top": nil, "offset": nil, "limit": nil,
-			"orderBy": []string{}, "orderByExpressions": []string{}, "groupByExpressions": []string{},
-			"groupByAliases": []string{}, "aggregates": []string{}, "groupByAliasToAggregateType": map[string]string{},
-			"rewrittenQuery": "", "hasSelectValue": parsed.Value, "dCountInfo": nil, "hasNonStreamingOrderBy": false,
-		},
-		"queryRanges": []map[string]any{{"min": "", "max": "FF", "isMinInclusive": true, "isMaxInclusive": false}},
-	}
-	body, _ := json.Marshal(plan)
-	c.json(http.StatusOK, body, chargeRead)
-	return nil
 }

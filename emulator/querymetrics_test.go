@@ -56,7 +56,7 @@ func TestQueryMetrics(t *testing.T) {
 
 	// Without PopulateIndexMetrics, no index utilization (azcosmos always
 	// asks for the query metrics).
-	plain := cc.NewQueryItemsPager("SELECT VALUE COUNT(1) FROM c", azcosmos.NewPartitionKey(), nil)
+	plain := cc.NewQueryItemsPager("SELECT VALUE COUNT(1) FROM c", azcosmos.NewPartitionKeyString("k1"), nil)
 	page, err = plain.NextPage(context.Background())
 	require.NoError(t, err)
 	assert.NotNil(t, page.QueryMetrics)

@@ -378,7 +378,8 @@ func TestWireFormat(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal(body, &plan))
 		assert.Equal(t, []map[string]any{{"min": "", "max": "FF", "isMinInclusive": true, "isMaxInclusive": false}}, plan.QueryRanges)
-		assert.Equal(t, []any{}, plan.QueryInfo["aggregates"], "the one range answers the aggregate itself")
+		assert.Equal(t, []any{"Count"}, plan.QueryInfo["aggregates"], "the client adds up the ranges' counts, as the service's plan asks")
+		assert.Equal(t, `SELECT VALUE [{"item": COUNT(1)}] FROM c AS c`, plan.QueryInfo["rewrittenQuery"])
 	})
 	t.Run("read feed", func(t *testing.T) {
 		code, h, body := send(t, srv, rawRequest{method: "GET", path: d, header: map[string]string{"x-ms-max-item-count": "2"}})

@@ -551,7 +551,15 @@ func (c *call) fail(e *apiError) {
 		// stream's unread body holds no connection.)
 		c.set("Connection", "close")
 	}
-	body, _ := json.Marshal(map[string]string{"code": e.code, "message": e.msg + "\r\nActivityId: " + c.activity + ", docshard serve"})
+	fields := map[string]string{"code": e.code, "message": e.msg + "\r\nActivityId: " + c.activity + ", docshard serve"}
+	if e.additional != "" {
+		fields["additionalErrorInfo"] = e.additional
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // the service writes < > & as they are
+	_ = enc.Encode(fields)
+	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	c.set("Content-Type", "application/json")
 	c.set("Content-Length", strconv.Itoa(len(body)))
 	c.w.WriteHeader(e.status)

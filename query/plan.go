@@ -182,14 +182,9 @@ func PlanFanOut(q *Query, params map[string]any) (*Plan, error) {
 				rq.Where = def
 			}
 		default:
-			names, err := itemNames(q.Items)
+			obj, err := itemsObject(q.Items)
 			if err != nil {
 				return nil, err
-			}
-			obj := &ObjectLit{}
-			for i, it := range q.Items {
-				obj.Keys = append(obj.Keys, names[i])
-				obj.Vals = append(obj.Vals, it.X)
 			}
 			payload = obj
 		}
