@@ -188,7 +188,11 @@ func demoReshard(ctx context.Context, out io.Writer, st store.Store, client *rou
 		return err
 	}
 	live := router.New(st, nil)
-	f, err := live.Follow(ctx, db, &router.FollowOptions{PollInterval: 50 * time.Millisecond})
+	// Polls every 50 ms, so the reshard's steps are acknowledged at once;
+	// the lease stays the default 5 s, so a busy machine that starves a
+	// renewal for a moment does not make the writer's lease lapse (a
+	// lapsed lease refuses writes until it renews).
+	f, err := live.Follow(ctx, db, &router.FollowOptions{PollInterval: 50 * time.Millisecond, LeaseDuration: 5 * time.Second})
 	if err != nil {
 		return err
 	}
