@@ -155,19 +155,3 @@ func (f Features) GatewayCrossPartition() bool {
 func (f Features) PushableWhere() bool {
 	return f.Where && f.Subqueries&ClauseWhere == 0 && !f.NoFrom && !f.FromIn && !f.FromPath && !f.Join
 }
-
-// PushdownScan returns the query that fetches the documents q reads, for a
-// client that evaluates q itself over them: "SELECT VALUE alias FROM
-// <q's FROM> WHERE <q's WHERE>" when the WHERE alone selects them
-// (Features.PushableWhere), else "SELECT * FROM c" (every document).
-// pushed says which; the pushed form takes q's parameters.
-func PushdownScan(q *Query) (text string, pushed bool) {
-	if Analyze(q).PushableWhere() {
-		if _, ok := q.From.Source.(*Ident); ok {
-			// The query's own FROM (alias included: its WHERE names rows
-			// by it); the value is the whole document whatever the alias.
-			return FormatQuery(&Query{Value: true, Items: []SelectItem{{X: &Ident{Name: q.From.Alias}}}, From: q.From, Where: q.Where}), true
-		}
-	}
-	return "SELECT * FROM c", false
-}

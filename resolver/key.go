@@ -49,11 +49,11 @@ func Number(key any) (f float64, ok bool, err error) { return partitionkey.Numbe
 // partitionkey.AppendNumber.
 func AppendNumber(dst []byte, f float64) ([]byte, error) { return partitionkey.AppendNumber(dst, f) }
 
-// AppendJSONString appends s as an RFC 8785 JSON string: '"' and '\\'
+// appendJSONString appends s as an RFC 8785 JSON string: '"' and '\\'
 // escaped, control characters as \b \t \n \f \r or \u00xx, everything else
 // (non-ASCII included) as UTF-8. Invalid UTF-8 bytes become U+FFFD. It is
 // the module's one string writer under its Canonical policy.
-func AppendJSONString(dst []byte, s string) []byte {
+func appendJSONString(dst []byte, s string) []byte {
 	return jsontext.AppendString(dst, s, jsontext.Canonical)
 }
 

@@ -36,7 +36,7 @@ func TestForwarders(t *testing.T) {
 	assert.Equal(t, "1e-7", string(b))
 	_, err = AppendNumber(nil, math.NaN())
 	assert.ErrorIs(t, err, ErrKeyType)
-	assert.Equal(t, `"é\\\u0001<\b"`, string(AppendJSONString(nil, "é\\\x01<\b")))
+	assert.Equal(t, `"é\\\u0001<\b"`, string(appendJSONString(nil, "é\\\x01<\b")))
 	assert.Equal(t, partitionkey.Null, Null)
 	vals, err := MustKeyDef("/a", "/b").ExtractRaw([]byte(`{"a":"x","b":2}`), nil)
 	require.NoError(t, err)

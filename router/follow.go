@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/docshard/docshard/internal/procid"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/shardstate"
@@ -80,8 +81,8 @@ type FollowOptions struct {
 	// waits at most this long (plus a margin) for a router that stopped.
 	LeaseDuration time.Duration
 	// RouterID names this router's lease; it must be unique among the
-	// processes sharing the store. Empty means shardstate.Identity() and a
-	// random suffix.
+	// processes sharing the store. Empty means this process's "host/pid"
+	// and a random suffix.
 	RouterID string
 	// Seed is the resolver that creates the state when the database has
 	// none (the configuration file's, the first time); nil means a database
@@ -192,7 +193,7 @@ func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions)
 	if o.RouterID == "" {
 		var b [4]byte
 		_, _ = rand.Read(b[:])
-		o.RouterID = shardstate.Identity() + "/" + hex.EncodeToString(b[:])
+		o.RouterID = procid.Identity() + "/" + hex.EncodeToString(b[:])
 	}
 	if o.MovingWait <= 0 {
 		o.MovingWait = 10 * time.Second

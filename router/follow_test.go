@@ -56,7 +56,7 @@ func (s *fenceStore) Fence(_ context.Context, dbLink string) (int64, error) {
 
 // write runs fn under the fence check of l's database.
 func (s *fenceStore) write(l, id string, doc []byte, o *store.WriteOptions, fn func() error) error {
-	if strings.HasSuffix(l, "/"+shardstate.CollectionID) && (strings.HasPrefix(id, "lease-") || bytes.Contains(doc, []byte(`"kind":"lease"`))) {
+	if strings.HasSuffix(l, "/"+shardstate.CollectionID) && (strings.HasPrefix(id, "lease.") || bytes.Contains(doc, []byte(`"kind":"lease"`))) {
 		if s.hold.Load() {
 			return &store.Error{Kind: store.ErrUnavailable, Op: "write", Link: l, Message: "renewals held back by the test"}
 		}

@@ -2,10 +2,10 @@ package shardstate
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -38,6 +38,9 @@ type Lease struct {
 	RenewedAt time.Time `json:"renewedAt"`
 	// ETag is the lease document's ETag as last read or written.
 	ETag string `json:"-"`
+	// docID is the lease document's id as Leases read it (leaseID, or an
+	// earlier version's form).
+	docID string
 }
 
 type leaseDocument struct {
@@ -47,10 +50,31 @@ type leaseDocument struct {
 	Lease
 }
 
-// leaseID is the document id of a router's lease: the router id escaped,
-// since ids must not hold '/', '\\', '?' or '#'.
+// leaseID is the document id of a router's lease: "lease." and the router
+// id in unpadded base64url, whose letters are safe in a resource path as
+// Cosmos DB's gateway reads it. (Ids of earlier versions, "lease-" and the
+// id percent-escaped, held escapes such as %2F that the gateway decodes
+// before it checks a request's signature: a replace or delete of one was
+// refused 401. Such leases are still read, and removed by their own id.)
 func leaseID(router string) string {
-	return "lease-" + url.PathEscape(strings.ReplaceAll(router, `\`, "%5C"))
+	return "lease." + base64.RawURLEncoding.EncodeToString([]byte(router))
+}
+
+// removeLease deletes a lapsed lease on condition of its ETag, by the id
+// it was read under. An earlier version's id (percent escapes, which Cosmos
+// DB's gateway decodes in a request path before checking its signature,
+// so a point delete of it is refused) is deleted in a transactional batch,
+// whose operations name the id in the body, when the store has them.
+func removeLease(ctx context.Context, st store.Store, coll string, l *Lease) error {
+	id := l.docID
+	if id == "" {
+		id = leaseID(l.Router)
+	}
+	if b, ok := st.(store.Batcher); ok && id != leaseID(l.Router) {
+		_, err := b.ExecuteBatch(ctx, coll, kindLease, []store.BatchOp{{Kind: store.BatchDelete, ID: id, IfMatch: l.ETag}}, nil)
+		return err
+	}
+	return st.Delete(ctx, coll, id, &store.WriteOptions{PartitionKey: kindLease, IfMatch: l.ETag})
 }
 
 // ErrLeaseLost: a lease renewed on condition of its ETag was removed (a
@@ -155,7 +179,7 @@ func Leases(ctx context.Context, st store.Store, dbLink string) ([]*Lease, error
 			if err != nil {
 				return nil, &DocumentError{Link: coll, ID: idOf(item), Err: err}
 			}
-			d.Lease.ETag = sys.ETag
+			d.Lease.ETag, d.Lease.docID = sys.ETag, d.ID
 			out = append(out, &d.Lease)
 		}
 		if page.Continuation == "" {
@@ -254,7 +278,7 @@ func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version 
 				continue
 			}
 			// Lapsed. Remove it unless it was renewed meanwhile.
-			err := st.Delete(ctx, coll, leaseID(l.Router), &store.WriteOptions{PartitionKey: kindLease, IfMatch: l.ETag})
+			err := removeLease(ctx, st, coll, l)
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				if errors.Is(err, store.ErrPreconditionFailed) {
 					pending = append(pending, l)

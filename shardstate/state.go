@@ -6,10 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"time"
 
+	"github.com/docshard/docshard/internal/procid"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/store"
@@ -175,15 +174,6 @@ func names(dbLink string) (db, coll string, err error) {
 	return coll[:len(coll)-len("/colls/"+CollectionID)], coll, nil
 }
 
-// Identity is the default UpdatedBy and router id stem: "host/pid".
-func Identity() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown-host"
-	}
-	return host + "/" + strconv.Itoa(os.Getpid())
-}
-
 // Load reads the current state of a database. It fails with an error
 // wrapping ErrNoState when there is none, and a *DocumentError (wrapping
 // ErrInvalidState) when the document is broken, foreign, or names a
@@ -262,7 +252,7 @@ func parse(body []byte, db, kind string, decode bool) (*State, error) {
 
 // InitOptions qualify Init. A nil *InitOptions means defaults.
 type InitOptions struct {
-	// By names the writer; empty means Identity().
+	// By names the writer; empty means the process's "host/pid".
 	By string
 	// Spec is the state collection's template when Init creates it; nil
 	// means defaults. Its partition-key path is always KeyPath.
@@ -371,7 +361,7 @@ func canonical(r resolver.Resolver) (json.RawMessage, error) {
 
 func by(s string) string {
 	if s == "" {
-		return Identity()
+		return procid.Identity()
 	}
 	return s
 }
@@ -393,7 +383,7 @@ type Change struct {
 	// the old epoch are refused by a store.Fencer, and WaitForRouters tells
 	// when every router has moved on.
 	NewEpoch bool
-	// By names the writer; empty means Identity().
+	// By names the writer; empty means the process's "host/pid".
 	By string
 }
 

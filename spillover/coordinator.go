@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/docshard/docshard/internal/procid"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/shardstate"
@@ -59,8 +60,8 @@ type CoordinatorOptions struct {
 	// MinGap is the least time between two checks that Observe asks for
 	// (after a throttled or refused write); 0 means CheckInterval/10.
 	MinGap time.Duration
-	// By names the process in the state's history; empty means
-	// shardstate.Identity().
+	// By names the process in the state's history; empty means "host/pid"
+	// of this process.
 	By string
 	// Routers and RouterWait qualify the wait for every router to route by
 	// the version that sealed a collection before its range-key bounds are
@@ -149,7 +150,7 @@ func Start(ctx context.Context, st store.Store, dbLink string, opts *Coordinator
 		o.RouterWait = time.Minute
 	}
 	if o.By == "" {
-		o.By = shardstate.Identity()
+		o.By = procid.Identity()
 	}
 	s, err := shardstate.LoadOrInit(ctx, st, dbLink, o.Seed, nil)
 	if err != nil {

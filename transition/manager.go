@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
+	"github.com/docshard/docshard/internal/procid"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/resolver"
@@ -54,8 +55,8 @@ var ErrPastSwitch = errors.New("transition: the reshard is past its switch and c
 
 // ReshardOptions configure Reshard. A nil *ReshardOptions means defaults.
 type ReshardOptions struct {
-	// By names the process in the state's history; empty means
-	// shardstate.Identity().
+	// By names the process in the state's history; empty means "host/pid"
+	// of this process.
 	By string
 	// Parallelism is how many documents are copied at once (over all
 	// source collections) and how many collections are read at once by
@@ -364,7 +365,7 @@ func newManager(st store.Store, dbLink string, opts *ReshardOptions) (*manager, 
 		o.Overlap = 2 * time.Second
 	}
 	if o.By == "" {
-		o.By = shardstate.Identity()
+		o.By = procid.Identity()
 	}
 	coll, err := shardstate.CollectionLink(dbLink)
 	if err != nil {

@@ -231,7 +231,7 @@ func (c *Call) evaluate(ctx context.Context, parsed *query.Query, src Source) (*
 // FixedOrder.
 func (c *Call) read(ctx context.Context, parsed *query.Query, src Source) ([]query.Doc, error) {
 	scan := store.Query{Text: "SELECT * FROM c"}
-	if text, pushed := query.PushdownScan(parsed); pushed && !src.ScanAll {
+	if text, pushed := pushdownScan(parsed); pushed && !src.ScanAll {
 		scan = store.Query{Text: text, Parameters: c.q.Parameters}
 	}
 	var docs []query.Doc
@@ -500,4 +500,20 @@ func FixedOrder(docs []query.Doc) {
 	for i := range ks {
 		docs[i] = ks[i].d
 	}
+}
+
+// pushdownScan returns the query that fetches the documents q reads, for a
+// client that evaluates q itself over them: "SELECT VALUE alias FROM
+// <q's FROM> WHERE <q's WHERE>" when the WHERE alone selects them
+// (query.Features.PushableWhere), else "SELECT * FROM c" (every document).
+// pushed says which; the pushed form takes q's parameters.
+func pushdownScan(q *query.Query) (text string, pushed bool) {
+	if query.Analyze(q).PushableWhere() {
+		if _, ok := q.From.Source.(*query.Ident); ok {
+			// The query's own FROM (alias included: its WHERE names rows
+			// by it); the value is the whole document whatever the alias.
+			return query.FormatQuery(&query.Query{Value: true, Items: []query.SelectItem{{X: &query.Ident{Name: q.From.Alias}}}, From: q.From, Where: q.Where}), true
+		}
+	}
+	return "SELECT * FROM c", false
 }
