@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -293,5 +294,47 @@ func TestDeepQueriesAreBadRequests(t *testing.T) {
 		assert.Equal(t, "BadRequest", cosmosError(t, h, answer))
 		assert.Contains(t, string(answer), "query: limit exceeded")
 		assert.Contains(t, string(answer), "at byte")
+	}
+}
+
+// A connection that never finishes its TLS handshake is closed at the
+// handshake timeout, or when the listener closes (http.Server's Shutdown),
+// whichever comes first; it holds nothing after.
+func TestTLSHandshakesAreBounded(t *testing.T) {
+	certPEM, keyPEM, err := emulator.SelfSignedCertificate([]string{"127.0.0.1"}, time.Hour)
+	require.NoError(t, err)
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	require.NoError(t, err)
+	config := &tls.Config{Certificates: []tls.Certificate{cert}}
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+	}{
+		{"timeout", 50 * time.Millisecond},
+		{"listener closed", -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			tl := emulator.ListenerTLS(ln, config, &emulator.TLSOptions{HandshakeTimeout: tc.timeout, Logf: t.Logf})
+			defer tl.Close()
+			conn, err := net.Dial("tcp", ln.Addr().String())
+			require.NoError(t, err)
+			defer conn.Close()
+			require.NoError(t, conn.SetDeadline(time.Now().Add(hangGuard)))
+			if tc.timeout < 0 {
+				accepted := make(chan error, 1)
+				go func() {
+					_, err := tl.Accept()
+					accepted <- err
+				}()
+				require.NoError(t, tl.Close())
+				require.ErrorIs(t, <-accepted, net.ErrClosed, "Accept ends when the listener closes")
+			}
+			_, err = conn.Read(make([]byte, 1))
+			require.Error(t, err)
+			var ne net.Error
+			require.False(t, errors.As(err, &ne) && ne.Timeout(), "the server closed the connection in its handshake (EOF, or a reset if it was still queued): %v", err)
+		})
 	}
 }

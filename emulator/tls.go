@@ -245,7 +245,11 @@ func (l *tlsListener) shake(raw net.Conn, tc *tls.Conn) bool {
 		_, _ = re.Conn.Write(cosmosRefusal(http.StatusBadRequest, "the client sent an HTTP request to an HTTPS server; use https://"))
 		reason = "client sent an HTTP request to an HTTPS server"
 	}
-	l.opts.Logf("TLS handshake error from %s: %s", raw.RemoteAddr(), reason)
+	select {
+	case <-l.done: // closed: not the client's doing
+	default:
+		l.opts.Logf("TLS handshake error from %s: %s", raw.RemoteAddr(), reason)
+	}
 	return false
 }
 
