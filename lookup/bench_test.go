@@ -5,7 +5,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/docshard/docshard/internal/proctest"
 	"github.com/docshard/docshard/lookup"
 	"github.com/docshard/docshard/resolver"
 )
@@ -71,7 +73,9 @@ func BenchmarkParallel(b *testing.B) {
 // collections, each decoded in a process holding no resolver (the heap
 // collected before each decode, outside the timing); then the next
 // version of the distinct rings, one ring changed, decoded while the
-// current one is held, as a following router does. Run with:
+// current one is held, as a following router does. cpu-ms/op is the
+// process's CPU in the decodes (the garbage collector's included), steadier
+// than the time on a busy host. Run with:
 // go test -run '^$' -bench DecodeMaxWork -benchmem -count 6 ./lookup
 func BenchmarkDecodeMaxWork(b *testing.B) {
 	lookupOf := func(ring func(i int) string) []byte {
@@ -89,10 +93,18 @@ func BenchmarkDecodeMaxWork(b *testing.B) {
 		}
 		return fmt.Sprintf(`"dbs/a/colls/x%d","dbs/a/colls/y%d"`, i, i)
 	})
+	var cpu time.Duration // the process's CPU in decodes, every goroutine's
 	decode := func(b *testing.B, data []byte) {
+		before, _ := proctest.CPU()
 		if _, err := resolver.Unmarshal(data); err != nil {
 			b.Fatal(err)
 		}
+		after, _ := proctest.CPU()
+		cpu += after - before
+	}
+	report := func(b *testing.B) {
+		b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
+		cpu = 0
 	}
 	cold := func(data []byte) func(b *testing.B) {
 		return func(b *testing.B) {
@@ -103,6 +115,7 @@ func BenchmarkDecodeMaxWork(b *testing.B) {
 				b.StartTimer()
 				decode(b, data)
 			}
+			report(b)
 		}
 	}
 	b.Run("same-ring", cold(same))
@@ -119,6 +132,7 @@ func BenchmarkDecodeMaxWork(b *testing.B) {
 			b.StartTimer()
 			decode(b, next)
 		}
+		report(b)
 		runtime.KeepAlive(current)
 	})
 }
