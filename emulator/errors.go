@@ -141,8 +141,8 @@ func fromStore(err error) *apiError {
 // HTTP version (505), an Expect header other than 100-continue (417). net/http writes each as one plain-text response of a
 // fixed form, which the connection recognises and replaces with a JSON body
 // {"code": ..., "message": ...}; every other write passes through as is. It
-// costs one comparison of the start of each write. Over HTTPS net/http
-// writes these through TLS, which this cannot reach: they stay plain text.
+// costs one comparison of the start of each write. For HTTPS use
+// ListenerTLS, which rewrites them inside TLS.
 func Listener(ln net.Listener) net.Listener { return refusalListener{ln} }
 
 type refusalListener struct{ net.Listener }

@@ -6,8 +6,11 @@ package emulator_test
 
 import (
 	"bufio"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -33,15 +36,38 @@ const hangGuard = 20 * time.Second
 // given body timeout, and returns its address.
 func serveLikeServe(t *testing.T, bodyTimeout time.Duration) string {
 	t.Helper()
+	return startLikeServe(t, bodyTimeout, nil)
+}
+
+// serveLikeServeTLS starts what docshard serve --self-signed runs (the
+// emulator behind an http.Server with its limits, over ListenerTLS) and
+// returns its address and the pool that trusts its certificate.
+func serveLikeServeTLS(t *testing.T) (string, *x509.CertPool) {
+	t.Helper()
+	certPEM, keyPEM, err := emulator.SelfSignedCertificate([]string{"127.0.0.1"}, time.Hour)
+	require.NoError(t, err)
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(certPEM))
+	return startLikeServe(t, 0, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), pool
+}
+
+func startLikeServe(t *testing.T, bodyTimeout time.Duration, config *tls.Config) string {
+	t.Helper()
 	emu, err := emulator.New(memstore.New(nil), &emulator.Options{BodyTimeout: bodyTimeout})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := &http.Server{Handler: emu, ReadHeaderTimeout: emulator.DefaultHeaderTimeout, MaxHeaderBytes: emulator.MaxHeaderBytes}
+	served := emulator.Listener(ln)
+	if config != nil {
+		served = emulator.ListenerTLS(ln, config, &emulator.TLSOptions{Logf: t.Logf})
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = srv.Serve(emulator.Listener(ln))
+		_ = srv.Serve(served)
 	}()
 	t.Cleanup(func() {
 		_ = srv.Close()
@@ -65,6 +91,21 @@ func exchange(t *testing.T, addr, raw string) (*http.Response, []byte, error) {
 	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
+	return exchangeOn(t, conn, raw)
+}
+
+// exchangeTLS is exchange over TLS, negotiating HTTP/1.1 as clients
+// without HTTP/2 do.
+func exchangeTLS(t *testing.T, addr string, pool *x509.CertPool, raw string) (*http.Response, []byte, error) {
+	t.Helper()
+	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}})
+	require.NoError(t, err)
+	require.Equal(t, "http/1.1", conn.ConnectionState().NegotiatedProtocol)
+	return exchangeOn(t, conn, raw)
+}
+
+func exchangeOn(t *testing.T, conn net.Conn, raw string) (*http.Response, []byte, error) {
+	t.Helper()
 	t.Cleanup(func() { conn.Close() })
 	require.NoError(t, conn.SetDeadline(time.Now().Add(hangGuard)))
 	go func() { _, _ = io.WriteString(conn, raw) }()
@@ -144,9 +185,11 @@ func TestBodiesInTimeAreServed(t *testing.T) {
 }
 
 // What net/http refuses before any handler runs is answered in Cosmos DB's
-// shape too: before, a 2 MB header got net/http's plain-text 431.
+// shape too, over HTTP and over HTTPS: before, a 2 MB header got net/http's
+// plain-text 431 (over HTTPS until ListenerTLS).
 func TestNetHTTPRefusalsAreCosmosShaped(t *testing.T) {
 	addr := serveLikeServe(t, 0)
+	tlsAddr, pool := serveLikeServeTLS(t)
 	cases := []struct {
 		name, raw string
 		status    int
@@ -163,14 +206,68 @@ func TestNetHTTPRefusalsAreCosmosShaped(t *testing.T) {
 		{"method not allowed", "DELETE / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + signedHeader("DELETE", "", "") + "\r\n", http.StatusMethodNotAllowed, "MethodNotAllowed", "DELETE is not allowed"},
 	}
 	for _, tc := range cases {
+		for _, scheme := range []string{"http", "https"} {
+			t.Run(scheme+"/"+tc.name, func(t *testing.T) {
+				var resp *http.Response
+				var body []byte
+				if scheme == "https" {
+					resp, body, _ = exchangeTLS(t, tlsAddr, pool, tc.raw)
+				} else {
+					resp, body, _ = exchange(t, addr, tc.raw)
+				}
+				require.Equal(t, tc.status, resp.StatusCode, "%s", body)
+				code, msg := requireCosmosError(t, resp, body)
+				assert.Equal(t, tc.code, code)
+				assert.Contains(t, msg, tc.message)
+			})
+		}
+	}
+}
+
+// Over HTTPS, clients that offer HTTP/2 (azcosmos and the other SDKs) get
+// it, and those that offer HTTP/1.1 only get that; both are told the
+// account's endpoint is https (the request knows it came over TLS). A
+// plain-HTTP request to the HTTPS port gets a Cosmos-shaped 400.
+func TestHTTPSServesBothProtocols(t *testing.T) {
+	addr, pool := serveLikeServeTLS(t)
+	for _, tc := range []struct {
+		name      string
+		h2        bool
+		wantMajor int
+	}{
+		{"HTTP/2", true, 2},
+		{"HTTP/1.1", false, 1},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, body, _ := exchange(t, addr, tc.raw)
-			require.Equal(t, tc.status, resp.StatusCode, "%s", body)
-			code, msg := requireCosmosError(t, resp, body)
-			assert.Equal(t, tc.code, code)
-			assert.Contains(t, msg, tc.message)
+			tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: tc.h2}
+			if !tc.h2 {
+				tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{} // HTTP/1.1 only
+			}
+			defer tr.CloseIdleConnections()
+			req, err := http.NewRequest("GET", "https://"+addr+"/", nil)
+			require.NoError(t, err)
+			for line := range strings.SplitSeq(strings.TrimSpace(signedHeader("GET", "", "")), "\r\n") {
+				name, value, _ := strings.Cut(line, ": ")
+				req.Header.Set(name, value)
+			}
+			resp, err := (&http.Client{Transport: tr}).Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+			assert.Equal(t, tc.wantMajor, resp.ProtoMajor)
+			assert.Contains(t, string(body), `"databaseAccountEndpoint":"https://`+addr+`/"`)
 		})
 	}
+	t.Run("plain HTTP to the HTTPS port", func(t *testing.T) {
+		resp, body, after := exchange(t, addr, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", body)
+		code, msg := requireCosmosError(t, resp, body)
+		assert.Equal(t, "BadRequest", code)
+		assert.Contains(t, msg, "https://")
+		require.ErrorIs(t, after, io.EOF)
+	})
 }
 
 // A good request passes through the Listener untouched.
@@ -197,5 +294,47 @@ func TestDeepQueriesAreBadRequests(t *testing.T) {
 		assert.Equal(t, "BadRequest", cosmosError(t, h, answer))
 		assert.Contains(t, string(answer), "query: limit exceeded")
 		assert.Contains(t, string(answer), "at byte")
+	}
+}
+
+// A connection that never finishes its TLS handshake is closed at the
+// handshake timeout, or when the listener closes (http.Server's Shutdown),
+// whichever comes first; it holds nothing after.
+func TestTLSHandshakesAreBounded(t *testing.T) {
+	certPEM, keyPEM, err := emulator.SelfSignedCertificate([]string{"127.0.0.1"}, time.Hour)
+	require.NoError(t, err)
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	require.NoError(t, err)
+	config := &tls.Config{Certificates: []tls.Certificate{cert}}
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+	}{
+		{"timeout", 50 * time.Millisecond},
+		{"listener closed", -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			tl := emulator.ListenerTLS(ln, config, &emulator.TLSOptions{HandshakeTimeout: tc.timeout, Logf: t.Logf})
+			defer tl.Close()
+			conn, err := net.Dial("tcp", ln.Addr().String())
+			require.NoError(t, err)
+			defer conn.Close()
+			require.NoError(t, conn.SetDeadline(time.Now().Add(hangGuard)))
+			if tc.timeout < 0 {
+				accepted := make(chan error, 1)
+				go func() {
+					_, err := tl.Accept()
+					accepted <- err
+				}()
+				require.NoError(t, tl.Close())
+				require.ErrorIs(t, <-accepted, net.ErrClosed, "Accept ends when the listener closes")
+			}
+			_, err = conn.Read(make([]byte, 1))
+			require.Error(t, err)
+			var ne net.Error
+			require.False(t, errors.As(err, &ne) && ne.Timeout(), "the server closed the connection in its handshake (EOF, or a reset if it was still queued): %v", err)
+		})
 	}
 }

@@ -152,8 +152,11 @@ var (
 // Cost: one hash per point and a sort of the points, about 2-3 ms for 1000
 // collections of 16 virtual nodes; the bounded strategy adds the library's
 // placement, which grows with collections² × virtual nodes (about 0.25 s for
-// 1000 collections of 16). Errors are *resolver.ConfigError naming the
-// setting ("collections[2]", "virtualNodes", "hash", ...).
+// 1000 collections of 16). A resolver of the same settings (links, flavour,
+// strategy, virtual nodes) still in use lends its ring instead, so the same
+// ring written many times in a tree, or decoded again for the next version
+// of a state document, is built once. Errors are *resolver.ConfigError
+// naming the setting ("collections[2]", "virtualNodes", "hash", ...).
 func New(links []string, opts *Options) (*Resolver, error) {
 	var o Options
 	if opts != nil {
@@ -204,62 +207,77 @@ func New(links []string, opts *Options) (*Resolver, error) {
 			return nil, resolver.Invalid("partitionCount", o.PartitionCount, `applies only to strategy "bounded"`)
 		}
 	}
-	if r.strategy == StrategyBalanced {
+	switch r.strategy {
+	case StrategyBalanced:
 		if isLegacyFlavour(r.hash) {
 			return nil, resolver.Invalid("hash", r.hash, `the balanced strategy takes "md5", "xxhash" or a registered generator; the legacy flavours are rings only`)
 		}
 		g.kind = kindDigest
-		if err := g.buildBalanced(r.vnodes); err != nil {
-			return nil, err
-		}
-		return r.withRing(g), nil
-	}
-	if r.strategy == StrategyRing {
+	case StrategyRing:
 		g.kind = kindDigest
 		if g.hk == hashMurmur {
 			g.kind = kindMurmur
 		}
-		if err := g.build(g.chain(r.hash), r.vnodes); err != nil {
+	default: // bounded
+		if err := r.checkBounded(len(links), &o); err != nil {
 			return nil, err
 		}
-		return r.withRing(g), nil
+		g.kind = kindBounded
 	}
+	// Every setting is valid: a resolver of the same settings may already
+	// have built the ring.
+	key := ringKey(r.strategy, r.hash, r.vnodes, r.loadFactor, r.partitions, links)
+	if shared := sharedRing(key); shared != nil {
+		return r.withRing(shared), nil
+	}
+	var err error
+	switch r.strategy {
+	case StrategyBalanced:
+		err = g.buildBalanced(r.vnodes)
+	case StrategyRing:
+		err = g.build(g.chain(r.hash), r.vnodes)
+	default:
+		err = g.buildBounded(r.vnodes, r.partitions, r.loadFactor)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.withRing(shareRing(key, g)), nil
+}
 
-	// The bounded strategy.
+// checkBounded checks the bounded strategy's settings and fills in their
+// defaults.
+func (r *Resolver) checkBounded(nlinks int, o *Options) error {
 	if isLegacyFlavour(r.hash) {
-		return nil, resolver.Invalid("hash", r.hash, `the bounded strategy takes "md5", "xxhash" or a registered generator; the legacy flavours are rings only`)
+		return resolver.Invalid("hash", r.hash, `the bounded strategy takes "md5", "xxhash" or a registered generator; the legacy flavours are rings only`)
 	}
 	if r.vnodes < 2 {
 		// The library looks for room among all points but the one before
 		// the partition's place: with one point per collection a partition
 		// can miss the only collection with room.
-		return nil, resolver.Invalid("virtualNodes", r.vnodes, "the bounded strategy needs at least 2 per collection")
+		return resolver.Invalid("virtualNodes", r.vnodes, "the bounded strategy needs at least 2 per collection")
 	}
 	r.loadFactor = o.LoadFactor
 	if r.loadFactor == 0 {
 		r.loadFactor = DefaultLoadFactor
 	}
 	if math.IsNaN(r.loadFactor) || r.loadFactor < 1 || r.loadFactor > MaxLoadFactor {
-		return nil, resolver.Invalid("loadFactor", o.LoadFactor, fmt.Sprintf("want 1 to %g", MaxLoadFactor))
+		return resolver.Invalid("loadFactor", o.LoadFactor, fmt.Sprintf("want 1 to %g", MaxLoadFactor))
 	}
 	r.partitions = o.PartitionCount
 	if r.partitions == 0 {
 		r.partitions = DefaultPartitionCount
 	}
-	if least := MinPartitionsPerCollection * len(links); r.partitions < least || r.partitions > MaxPartitionCount {
-		return nil, resolver.Invalid("partitionCount", r.partitions, fmt.Sprintf(
+	if least := MinPartitionsPerCollection * nlinks; r.partitions < least || r.partitions > MaxPartitionCount {
+		return resolver.Invalid("partitionCount", r.partitions, fmt.Sprintf(
 			"want %d (%d per collection) to %d (hashring.MaxPartitionCount)", least, MinPartitionsPerCollection, MaxPartitionCount))
 	}
-	if w := int64(r.partitions) * int64(len(links)*r.vnodes); w > MaxBoundedWork {
-		return nil, resolver.Invalid("partitionCount", r.partitions, fmt.Sprintf(
+	if w := int64(r.partitions) * int64(nlinks*r.vnodes); w > MaxBoundedWork {
+		return resolver.Invalid("partitionCount", r.partitions, fmt.Sprintf(
 			"%d partitionCount × %d points (%d collections × %d virtualNodes) is %d, more than hashring.MaxBoundedWork = %d: placing them could take minutes; lower partitionCount, virtualNodes or the number of collections",
-			r.partitions, len(links)*r.vnodes, len(links), r.vnodes, w, int64(MaxBoundedWork)))
+			r.partitions, nlinks*r.vnodes, nlinks, r.vnodes, w, int64(MaxBoundedWork)))
 	}
-	g.kind = kindBounded
-	if err := g.buildBounded(r.vnodes, r.partitions, r.loadFactor); err != nil {
-		return nil, err
-	}
-	return r.withRing(g), nil
+	return nil
 }
 
 // withRing finishes r with its placement table and the one-element link

@@ -512,7 +512,7 @@ func (g *Ring) build(c chain, vnodes int) error {
 	for i := range keys {
 		keys[i] = his[i]&^idxMask | uint64(i)
 	}
-	sortKeys(keys)
+	scratch := sortKeys(keys)
 	for s := 0; s < n; {
 		e := s + 1
 		for e < n && keys[e]>>idxBits == keys[s]>>idxBits {
@@ -532,21 +532,24 @@ func (g *Ring) build(c chain, vnodes int) error {
 		}
 		s = e
 	}
-	g.hi = make([]uint64, n)
+	// The ring's arrays reuse the sort's: its scratch becomes the high
+	// halves, keys the low halves, each key replaced once read.
+	g.hi = scratch
+	if g.hi == nil {
+		g.hi = make([]uint64, n)
+	}
 	g.owner = make([]int32, n)
 	hasLo := false
 	for i, key := range keys {
 		p := key & idxMask
 		g.hi[i], g.owner[i] = his[p], int32(int(p)/vnodes)
+		keys[i] = los[p]
 		if los[p] != 0 {
 			hasLo = true
 		}
 	}
 	if hasLo {
-		g.lo = make([]uint64, n)
-		for i, key := range keys {
-			g.lo[i] = los[key&idxMask]
-		}
+		g.lo = keys
 	}
 	return g.checkEveryLinkOwns()
 }
@@ -587,11 +590,13 @@ func (g *Ring) checkEveryLinkOwns() error {
 
 // sortKeys sorts distinct integers ascending: an LSD radix sort of four
 // 16-bit digits for large rings (a tenth of the time of slices.Sort at a
-// million points), slices.Sort for small ones. The result is the same.
-func sortKeys(keys []uint64) {
+// million points), slices.Sort for small ones. The result is the same. It
+// returns the radix sort's scratch array, as long as keys, for the caller
+// to reuse (nil after slices.Sort).
+func sortKeys(keys []uint64) []uint64 {
 	if len(keys) < 1<<14 {
 		slices.Sort(keys)
-		return
+		return nil
 	}
 	tmp := make([]uint64, len(keys))
 	src, dst := keys, tmp
@@ -614,4 +619,5 @@ func sortKeys(keys []uint64) {
 		src, dst = dst, src
 	}
 	// Four passes: the sorted keys are back in keys.
+	return tmp
 }

@@ -190,18 +190,20 @@ func runServe(g *globals, f *serveFlags) error {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    emulator.MaxHeaderBytes,
 		ErrorLog:          log.New(lineWriter{logf}, "", 0),
-		TLSConfig:         tlsConfig,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	served := make(chan error, 1)
-	go func() {
-		if tlsConfig != nil {
-			served <- srv.ServeTLS(ln, "", "") // HTTP/2 as well
-			return
+	// net/http's own refusals Cosmos-shaped, over HTTPS too (HTTP/2 as well).
+	httpLn := emulator.Listener(ln)
+	if tlsConfig != nil {
+		handshake := f.headerTimeout
+		if handshake == 0 {
+			handshake = -1 // no limit, as for headers
 		}
-		served <- srv.Serve(emulator.Listener(ln)) // net/http's own refusals Cosmos-shaped
-	}()
+		httpLn = emulator.ListenerTLS(ln, tlsConfig, &emulator.TLSOptions{HandshakeTimeout: handshake, Logf: logf})
+	}
+	go func() { served <- srv.Serve(httpLn) }()
 	select {
 	case err := <-served:
 		st.Close()

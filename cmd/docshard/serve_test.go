@@ -6,9 +6,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,15 +155,37 @@ func (s *serving) stop(t *testing.T, sig syscall.Signal) int {
 // TestServeBinary runs docshard serve as a user would: the endpoint alone
 // on stdout's first line, other processes writing through the cosmos
 // backend with no key, a second serve on the same directory refused, and
-// SIGTERM under writes: exit 0, and every acknowledged write in the store.
+// SIGTERM under writes: exit 0, and every acknowledged write in the store;
+// over HTTP and over HTTPS (HTTP/2).
 func TestServeBinary(t *testing.T) {
+	for _, scheme := range []string{"http", "https"} {
+		t.Run(scheme, func(t *testing.T) { testServeBinary(t, scheme) })
+	}
+}
+
+func testServeBinary(t *testing.T, scheme string) {
 	dir := t.TempDir()
-	s := startServe(t, nil, "serve", "--dir", dir, "--addr", "127.0.0.1:0")
-	require.Regexp(t, `^http://127\.0\.0\.1:\d+/$`, s.endpoint)
+	args := []string{"serve", "--dir", dir, "--addr", "127.0.0.1:0"}
+	if scheme == "https" {
+		args = append(args, "--self-signed")
+	}
+	s := startServe(t, nil, args...)
+	require.Regexp(t, `^`+scheme+`://127\.0\.0\.1:\d+/$`, s.endpoint)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	st, err := cosmos.New(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: s.endpoint}})
+	opts := &cosmos.Options{Account: cosmos.Account{Endpoint: s.endpoint}}
+	if scheme == "https" {
+		// Trusting the certificate, over HTTP/2 as the SDKs negotiate it.
+		certPath := filepath.Join(dir, serveCertFile)
+		pem, err := os.ReadFile(certPath)
+		require.NoError(t, err)
+		pool := x509.NewCertPool()
+		require.True(t, pool.AppendCertsFromPEM(pem))
+		opts.HTTPClient = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+		t.Setenv(CAEnv, certPath)
+	}
+	st, err := cosmos.New(ctx, opts)
 	require.NoError(t, err, "a loopback endpoint needs no key")
 	const coll = "dbs/app/colls/c"
 	require.NoError(t, st.CreateCollection(ctx, coll, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
@@ -244,6 +269,30 @@ func TestServeHTTPSAndKey(t *testing.T) {
 	certPath := filepath.Join(dir, serveCertFile)
 	assert.Eventually(t, func() bool { return strings.Contains(s.stderr.String(), certPath) }, 10*time.Second, 10*time.Millisecond,
 		"stderr names the certificate to trust")
+
+	// HTTP/2 for clients that offer it; HTTP/1.1 for those that do not,
+	// with net/http's own refusals Cosmos-shaped over TLS too.
+	pem, err := os.ReadFile(certPath)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(pem))
+	hostPort := strings.TrimSuffix(strings.TrimPrefix(s.endpoint, "https://"), "/")
+	h2, err := tls.Dial("tcp", hostPort, &tls.Config{RootCAs: pool, NextProtos: []string{"h2", "http/1.1"}})
+	require.NoError(t, err)
+	assert.Equal(t, "h2", h2.ConnectionState().NegotiatedProtocol)
+	h2.Close()
+	h1, err := tls.Dial("tcp", hostPort, &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}})
+	require.NoError(t, err)
+	defer h1.Close()
+	require.NoError(t, h1.SetDeadline(time.Now().Add(time.Minute)))
+	go func() {
+		_, _ = fmt.Fprintf(h1, "GET / HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n\r\n", strings.Repeat("a", 2<<20))
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(h1), nil)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusRequestHeaderFieldsTooLarge, resp.StatusCode)
+	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"), "Cosmos-shaped over HTTPS")
+	resp.Body.Close()
 
 	cfg := writeFile(t, t.TempDir(), "c.yaml", fmt.Sprintf(`
 store: {kind: cosmos, endpoint: %q}
