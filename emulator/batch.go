@@ -94,6 +94,9 @@ func (s *Server) batch(c *call, ref collRef) *apiError {
 	if e != nil {
 		return e
 	}
+	if e := checkKeyArity(key, path); e != nil {
+		return e
+	}
 	res, err := bt.ExecuteBatch(ctx, ref.link, key, ops, &store.BatchOptions{Epoch: epoch})
 	var be *store.BatchError
 	switch {
