@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/docshard/docshard/partitionkey"
+	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
 
@@ -143,9 +144,33 @@ func (c collRef) appendSystem(dst []byte, pkText, id string) []byte {
 	return append(dst, `/","_attachments":"attachments/"`...)
 }
 
-// keyTextOf reads the partition-key value at path from a stored document
-// and returns its identity text (store.NoneText when it has none, or an
-// object or array there, which a store would not have accepted).
+// selectsDocuments reports whether a query's results are its documents
+// whole (SELECT * or SELECT VALUE of the FROM alias, over the container
+// itself, without JOIN or GROUP BY), which the service returns with their
+// system properties (_rid, _self, _attachments) as a point read does. It
+// costs a parse of the text.
+func selectsDocuments(text string) bool {
+	q, err := query.Parse(text)
+	if err != nil || q.From == nil || q.From.In || len(q.Joins) > 0 || len(q.GroupBy) > 0 {
+		return false
+	}
+	if _, root := q.From.Source.(*query.Ident); !root {
+		return false
+	}
+	if q.Star {
+		return true
+	}
+	if !q.Value || len(q.Items) != 1 {
+		return false
+	}
+	x, ok := q.Items[0].X.(*query.Ident)
+	return ok && x.Name == q.From.Alias
+}
+
+// keyTextOf reads the partition-key value at the collection's paths from a
+// stored document and returns its identity text (see
+// partitionkey.Paths.AppendDocIdentity; store.NoneText for an object or
+// array there, which a store would not have accepted).
 func keyTextOf(body []byte, paths partitionkey.Paths) string {
 	text, err := paths.AppendDocIdentity(nil, body)
 	if err != nil {
