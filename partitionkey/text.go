@@ -131,9 +131,10 @@ func appendScalar(dst []byte, v any) (out []byte, ok bool, err error) {
 // canonical, so 42, 42.0 and int64(42) agree; true, false; null for Null
 // and nil), and NoneText for None, which no JSON text equals. A string's
 // placement text is its identity text without the quotes (for valid UTF-8;
-// invalid bytes read as U+FFFD here). A composite key has none (stores are
-// partitioned by one value, CollectionKey), nor has any other type: errors
-// wrap ErrKeyType. It allocates the result only.
+// invalid bytes read as U+FFFD here). A composite key has none here (a
+// hierarchical collection indexes it by AppendCompositeIdentity; a
+// collection partitioned by one path takes its CollectionKey), nor has any
+// other type: errors wrap ErrKeyType. It allocates the result only.
 func IdentityText(v any) (string, error) {
 	var buf [48]byte
 	b, err := AppendIdentity(buf[:0], v)
