@@ -55,17 +55,9 @@ func (s *Server) query(c *call, ref collRef) *apiError {
 	if err != nil {
 		return fromStore(err)
 	}
-	var items [][]byte
-	if selectsDocuments(q.Text) {
-		// Whole documents carry the system properties, as point reads do.
-		if items, e = s.withSystem(c, ref, page.Items); e != nil {
-			return e
-		}
-	} else {
-		items = make([][]byte, len(page.Items))
-		for i, it := range page.Items {
-			items[i] = it
-		}
+	items := make([][]byte, len(page.Items))
+	for i, it := range page.Items {
+		items[i] = it
 	}
 	c.queryMetrics(time.Since(began), items)
 	c.writePage(ref, items, page.Continuation)

@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/docshard/docshard/partitionkey"
-	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
 
@@ -142,29 +141,6 @@ func (c collRef) appendSystem(dst []byte, pkText, id string) []byte {
 	dst = append(dst, "docs/"...)
 	dst = append(dst, rid...)
 	return append(dst, `/","_attachments":"attachments/"`...)
-}
-
-// selectsDocuments reports whether a query's results are its documents
-// whole (SELECT * or SELECT VALUE of the FROM alias, over the container
-// itself, without JOIN or GROUP BY), which the service returns with their
-// system properties (_rid, _self, _attachments) as a point read does. It
-// costs a parse of the text.
-func selectsDocuments(text string) bool {
-	q, err := query.Parse(text)
-	if err != nil || q.From == nil || q.From.In || len(q.Joins) > 0 || len(q.GroupBy) > 0 {
-		return false
-	}
-	if _, root := q.From.Source.(*query.Ident); !root {
-		return false
-	}
-	if q.Star {
-		return true
-	}
-	if !q.Value || len(q.Items) != 1 {
-		return false
-	}
-	x, ok := q.Items[0].X.(*query.Ident)
-	return ok && x.Name == q.From.Alias
 }
 
 // keyTextOf reads the partition-key value at the collection's paths from a
