@@ -12,7 +12,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/tidwall/gjson"
 
-	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/store"
 )
 
@@ -51,17 +50,20 @@ func (s *Store) ExecuteBatch(ctx context.Context, l string, key any, ops []store
 	if err := store.CheckBatch(l, key, ops); err != nil {
 		return nil, err
 	}
-	keyText, err := partitionkey.IdentityText(key)
+	cs, err := s.spec(ctx, op, cc, c, l)
 	if err != nil {
-		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: store.BadPartitionKey(err)}
+		return nil, err
+	}
+	if key, err = cs.pointKey(op, l, "", key); err != nil {
+		return nil, err
+	}
+	keyText, err := keyIdentity(op, l, key)
+	if err != nil {
+		return nil, err
 	}
 	pk, err := partitionKey(key)
 	if err != nil {
 		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
-	}
-	cs, err := s.spec(ctx, op, cc, c, l)
-	if err != nil {
-		return nil, err
 	}
 	b := cc.NewTransactionalBatch(pk)
 	ids := make([]string, len(ops))
@@ -136,13 +138,13 @@ func addBatchOp(b *azcosmos.TransactionalBatch, cs *containerSpec, l, keyText st
 			return id, store.Errorf(store.ErrBadRequest, mode, l, id, "the document's id is %q", bodyID)
 		}
 		id = bodyID
-		v, err := bodyKey(cs.path, o.Doc)
+		v, err := bodyKey(cs.paths, o.Doc)
 		if err != nil {
 			return id, &store.Error{Kind: store.ErrBadRequest, Op: mode, Link: l, ID: id, Message: err.Error()}
 		}
-		bt, _ := partitionkey.IdentityText(v)
+		bt, _ := keyIdentity(mode, l, v)
 		if bt != keyText {
-			return id, store.Errorf(store.ErrBadRequest, mode, l, id, "the document's partition key (%s at %s) differs from the batch's (%s)", bt, cs.spec.PartitionKeyPath, keyText)
+			return id, store.Errorf(store.ErrBadRequest, mode, l, id, "the document's partition key (%s at %s) differs from the batch's (%s)", bt, cs.paths, keyText)
 		}
 	}
 	var ifMatch *azcosmos.TransactionalBatchItemOptions

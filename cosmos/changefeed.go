@@ -15,7 +15,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/docshard/docshard/internal/cursor"
-	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/store"
 )
 
@@ -111,8 +110,8 @@ func (s *Store) ReadChanges(ctx context.Context, l string, opts *store.ChangeFee
 	cfo := &azcosmos.ChangeFeedOptions{MaxItemCount: int32(min(size, math.MaxInt32))}
 	keyText := ""
 	if o.PartitionKey != nil {
-		if keyText, err = partitionkey.IdentityText(o.PartitionKey); err != nil {
-			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: store.BadPartitionKey(err)}
+		if keyText, err = keyIdentity(op, l, o.PartitionKey); err != nil {
+			return nil, err
 		}
 		pk, err := partitionKey(o.PartitionKey)
 		if err != nil {

@@ -19,8 +19,8 @@ import (
 
 // containerSpec is what the store remembers of a container.
 type containerSpec struct {
-	spec store.CollectionSpec
-	path partitionkey.Path
+	spec  store.CollectionSpec
+	paths partitionkey.Paths // one path, or a hierarchical key's 2 to 3
 }
 
 // headerQuota is docshard serve's quota extension, as package emulator
@@ -40,13 +40,13 @@ func (s *Store) CreateCollection(ctx context.Context, l string, spec *store.Coll
 	if err != nil {
 		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 	}
-	sp, path, err := store.CheckSpec(spec)
+	sp, paths, err := store.CheckSpec(spec)
 	if err != nil {
 		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
 	}
 	props := azcosmos.ContainerProperties{
 		ID:                     c.Collection,
-		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{sp.PartitionKeyPath}},
+		PartitionKeyDefinition: keyDefinition(&sp),
 	}
 	if sp.DefaultTTL != nil {
 		ttl := int32(*sp.DefaultTTL)
@@ -81,7 +81,7 @@ func (s *Store) CreateCollection(ctx context.Context, l string, spec *store.Coll
 		return mapErr(op, l, "", err)
 	}
 	s.mu.Lock()
-	s.specs[c.String()] = &containerSpec{spec: sp, path: path}
+	s.specs[c.String()] = &containerSpec{spec: sp, paths: paths}
 	s.mu.Unlock()
 	return nil
 }
@@ -151,8 +151,11 @@ func (s *Store) spec(ctx context.Context, op string, cc *azcosmos.ContainerClien
 	props := resp.ContainerProperties
 	sp := store.CollectionSpec{PartitionKeyPath: "/id"}
 	if props != nil {
-		if len(props.PartitionKeyDefinition.Paths) > 0 {
-			sp.PartitionKeyPath = props.PartitionKeyDefinition.Paths[0]
+		switch kp := props.PartitionKeyDefinition.Paths; {
+		case len(kp) > 1:
+			sp.PartitionKeyPath, sp.PartitionKeyPaths = "", kp
+		case len(kp) == 1:
+			sp.PartitionKeyPath = kp[0]
 		}
 		if props.DefaultTimeToLive != nil {
 			ttl := int(*props.DefaultTimeToLive)
@@ -162,11 +165,11 @@ func (s *Store) spec(ctx context.Context, op string, cc *azcosmos.ContainerClien
 			sp.Indexing, _ = json.Marshal(props.IndexingPolicy)
 		}
 	}
-	path, err := partitionkey.ParsePath(sp.PartitionKeyPath)
+	paths, err := partitionkey.ParsePaths(sp.KeyPaths()...)
 	if err != nil {
 		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: err.Error()}
 	}
-	cs = &containerSpec{spec: sp, path: path}
+	cs = &containerSpec{spec: sp, paths: paths}
 	s.mu.Lock()
 	s.specs[c.String()] = cs
 	s.mu.Unlock()
@@ -239,5 +242,19 @@ func usageField(h, name string) (int64, bool) {
 }
 
 func (cs *containerSpec) String() string {
-	return fmt.Sprintf("%s %v", cs.spec.PartitionKeyPath, cs.path.Segments())
+	segs := make([][]string, len(cs.paths))
+	for i, p := range cs.paths {
+		segs[i] = p.Segments()
+	}
+	return fmt.Sprintf("%s %v", cs.paths, segs)
+}
+
+// keyDefinition is the container's partition-key definition for a
+// normalised spec: kind Hash with its one path, or kind MultiHash (version
+// 2, as Cosmos DB requires) with a hierarchical key's paths.
+func keyDefinition(sp *store.CollectionSpec) azcosmos.PartitionKeyDefinition {
+	if sp.Hierarchical() {
+		return azcosmos.PartitionKeyDefinition{Kind: azcosmos.PartitionKeyKindMultiHash, Paths: sp.KeyPaths(), Version: 2}
+	}
+	return azcosmos.PartitionKeyDefinition{Paths: []string{sp.PartitionKeyPath}}
 }

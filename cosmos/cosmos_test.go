@@ -44,18 +44,19 @@ func cosmiumWith(t testing.TB, mode cosmos.QueryMode) *cosmos.Store {
 // cosmiumSkips are the cases cosmium v0.1.20 does not do faithfully, each
 // with its reason (DEVELOPERS.md lists them).
 var cosmiumSkips = map[string]string{
-	storetest.SkipIfMatchOnReplace:       "cosmium v0.1.20 ignores If-Match: it never answers 412 (no precondition check in its source)",
-	storetest.SkipIfMatchOnDelete:        "cosmium v0.1.20 ignores If-Match: it never answers 412",
-	storetest.SkipIfMatchOnUpsert:        "cosmium v0.1.20 ignores If-Match: it never answers 412",
-	storetest.SkipSameIDDifferentKey:     "cosmium ignores the partition key on reads: ids are unique per container",
-	storetest.SkipPartitionKeyScopedRead: "cosmium ignores the partition key on reads",
-	storetest.SkipListCollections:        "cosmium answers 400 to the container query azcosmos sends",
-	storetest.SkipTTL:                    "cosmium does not expire documents, and its clock cannot be moved",
-	storetest.SkipAtomicUpsert:           "cosmium v0.1.20 upserts by deleting the document and creating it again: concurrent upserts of one document answer 409 Conflict, and a reader between the two sees it missing",
-	storetest.SkipFeedStableUnderWrites:  "cosmium has no paging: the store pages by offset into a re-read of the whole container, and cosmium reorders documents that are written during the walk",
-	storetest.SkipBatchAtomic:            "cosmium v0.1.20 runs a batch's operations one by one and answers 200 even when one fails: nothing is rolled back",
-	storetest.SkipBatchIsolation:         "cosmium v0.1.20 applies a batch's operations one by one, so readers see part of a batch",
-	storetest.SkipQuota:                  "a collection's quota is docshard serve's extension (x-docshard-quota); cosmium ignores it",
+	storetest.SkipIfMatchOnReplace:         "cosmium v0.1.20 ignores If-Match: it never answers 412 (no precondition check in its source)",
+	storetest.SkipIfMatchOnDelete:          "cosmium v0.1.20 ignores If-Match: it never answers 412",
+	storetest.SkipIfMatchOnUpsert:          "cosmium v0.1.20 ignores If-Match: it never answers 412",
+	storetest.SkipSameIDDifferentKey:       "cosmium ignores the partition key on reads: ids are unique per container",
+	storetest.SkipPartitionKeyScopedRead:   "cosmium ignores the partition key on reads",
+	storetest.SkipHierarchicalPartitionKey: "cosmium v0.1.20 keeps ids unique per container: a second document with the same id under another hierarchical key is 409",
+	storetest.SkipListCollections:          "cosmium answers 400 to the container query azcosmos sends",
+	storetest.SkipTTL:                      "cosmium does not expire documents, and its clock cannot be moved",
+	storetest.SkipAtomicUpsert:             "cosmium v0.1.20 upserts by deleting the document and creating it again: concurrent upserts of one document answer 409 Conflict, and a reader between the two sees it missing",
+	storetest.SkipFeedStableUnderWrites:    "cosmium has no paging: the store pages by offset into a re-read of the whole container, and cosmium reorders documents that are written during the walk",
+	storetest.SkipBatchAtomic:              "cosmium v0.1.20 runs a batch's operations one by one and answers 200 even when one fails: nothing is rolled back",
+	storetest.SkipBatchIsolation:           "cosmium v0.1.20 applies a batch's operations one by one, so readers see part of a batch",
+	storetest.SkipQuota:                    "a collection's quota is docshard serve's extension (x-docshard-quota); cosmium ignores it",
 }
 
 // cosmiumNoChangeFeed is why the change-feed cases are skipped on cosmium.

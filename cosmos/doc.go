@@ -1,8 +1,8 @@
 // Package cosmos is the Azure Cosmos DB backend of docshard: a store.Store
 // over the official Go SDK, azcosmos. Every collection link a resolver names
 // ("dbs/{db}/colls/{coll}") is a Cosmos DB container in that database,
-// created with the partition-key path, default TTL and indexing policy of
-// its store.CollectionSpec.
+// created with the partition-key path (or a hierarchical key's paths, kind
+// MultiHash), default TTL and indexing policy of its store.CollectionSpec.
 //
 // Authentication is an account key (read it from DOCSHARD_STORE_KEY; the
 // store never prints it) or any azcore.TokenCredential, so

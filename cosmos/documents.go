@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
@@ -15,8 +16,34 @@ import (
 	"github.com/docshard/docshard/store"
 )
 
-// partitionKey converts a store partition-key value to the SDK's.
+// partitionKey converts a store partition-key value to the SDK's: a
+// composite key (a hierarchical key, whole or a prefix) part by part, each
+// as a scalar is converted (a None part must go through sdkKey).
 func partitionKey(v any) (azcosmos.PartitionKey, error) {
+	if parts, ok := partitionkey.Parts(v); ok {
+		pk := azcosmos.NewPartitionKey()
+		for _, p := range parts {
+			switch x := p.(type) {
+			case string:
+				pk = pk.AppendString(x)
+			case bool:
+				pk = pk.AppendBool(x)
+			case nil:
+				pk = pk.AppendNull()
+			default:
+				if p == partitionkey.Null {
+					pk = pk.AppendNull()
+					continue
+				}
+				f, err := finite(p)
+				if err != nil {
+					return azcosmos.PartitionKey{}, err
+				}
+				pk = pk.AppendNumber(f)
+			}
+		}
+		return pk, nil
+	}
 	switch x := v.(type) {
 	case string:
 		return azcosmos.NewPartitionKeyString(x), nil
@@ -28,23 +55,102 @@ func partitionKey(v any) (azcosmos.PartitionKey, error) {
 	if v == partitionkey.Null {
 		return azcosmos.NullPartitionKey, nil
 	}
-	f, ok, err := partitionkey.Number(v)
-	switch {
-	case !ok:
-		return azcosmos.PartitionKey{}, fmt.Errorf("partition key of type %T: want a string, number, bool or null", v)
-	case err == nil && (math.IsNaN(f) || math.IsInf(f, 0)):
-		err = fmt.Errorf("partition key %v is not a finite number", f)
-	}
+	f, err := finite(v)
 	if err != nil {
 		return azcosmos.PartitionKey{}, err
 	}
 	return azcosmos.NewPartitionKeyNumber(f), nil
 }
 
+// finite returns the number a key value is, refusing other types, NaN and
+// the infinities.
+func finite(v any) (float64, error) {
+	f, ok, err := partitionkey.Number(v)
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("partition key of type %T: want a string, number, bool or null", v)
+	case err == nil && (math.IsNaN(f) || math.IsInf(f, 0)):
+		err = fmt.Errorf("partition key %v is not a finite number", f)
+	}
+	return f, err
+}
+
+// keyIdentity returns the text a key value is compared and bound by: a
+// scalar's partitionkey.IdentityText, a composite key's (a hierarchical
+// key, whole or a prefix) partitionkey.AppendCompositeIdentity text. An
+// error wraps store.ErrBadRequest.
+func keyIdentity(op, l string, key any) (string, error) {
+	var text []byte
+	var err error
+	if parts, ok := partitionkey.Parts(key); ok {
+		text, err = partitionkey.AppendCompositeIdentity(nil, parts)
+	} else {
+		text, err = partitionkey.AppendIdentity(nil, key)
+	}
+	if err != nil {
+		return "", &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: store.BadPartitionKey(err)}
+	}
+	return string(text), nil
+}
+
+// keyMatcher returns what tells whether a document's raw JSON is under key:
+// its key equal to key, or for a prefix of a hierarchical key (fewer
+// values than the container's paths; a lone scalar is one value), its key
+// starting with it. An error wraps store.ErrBadRequest.
+func (cs *containerSpec) keyMatcher(op, l string, key any) (func(raw []byte) bool, error) {
+	if !cs.paths.Hierarchical() {
+		want, err := keyIdentity(op, l, key)
+		if err != nil {
+			return nil, err
+		}
+		return func(raw []byte) bool {
+			v, err := bodyKey(cs.paths, raw)
+			t, _ := partitionkey.IdentityText(v)
+			return err == nil && t == want
+		}, nil
+	}
+	parts, err := store.KeyParts(key, len(cs.paths), true)
+	if err != nil {
+		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
+	}
+	want, err := keyIdentity(op, l, parts)
+	if err != nil {
+		return nil, err
+	}
+	prefix := len(parts) < len(cs.paths)
+	if prefix {
+		want = partitionkey.CompositePrefix(want)
+	}
+	return func(raw []byte) bool {
+		t, err := cs.paths.AppendDocIdentity(nil, raw)
+		if prefix {
+			return err == nil && strings.HasPrefix(string(t), want)
+		}
+		return err == nil && string(t) == want
+	}, nil
+}
+
 // bodyKey reads the partition-key value from a document body: a string, a
 // float64, a bool, partitionkey.Null, or partitionkey.None when the body
-// has no value at the path.
-func bodyKey(path partitionkey.Path, body []byte) (any, error) {
+// has no value at the path; of a hierarchical key, the
+// partitionkey.CompositeKey of those values.
+func bodyKey(paths partitionkey.Paths, body []byte) (any, error) {
+	if paths.Hierarchical() {
+		key := make(partitionkey.CompositeKey, len(paths))
+		for i, p := range paths {
+			v, err := bodyValue(p, body)
+			if err != nil {
+				return nil, err
+			}
+			key[i] = v
+		}
+		return key, nil
+	}
+	return bodyValue(paths[0], body)
+}
+
+// bodyValue reads the value at one path of a document body (see bodyKey).
+func bodyValue(path partitionkey.Path, body []byte) (any, error) {
 	raw, err := path.Lookup(body)
 	var v any
 	if err == nil {
@@ -120,18 +226,21 @@ func (s *Store) writeKey(ctx context.Context, op, l, id string, cc *azcosmos.Con
 	if err != nil {
 		return ctx, azcosmos.PartitionKey{}, err
 	}
-	v, err := bodyKey(cs.path, doc)
+	v, err := bodyKey(cs.paths, doc)
 	if err != nil {
 		return ctx, azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Message: err.Error()}
 	}
 	if given != nil {
-		gt, err := partitionkey.IdentityText(given)
-		if err != nil {
-			return ctx, azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Err: store.BadPartitionKey(err)}
+		if given, err = cs.pointKey(op, l, id, given); err != nil {
+			return ctx, azcosmos.PartitionKey{}, err
 		}
-		if bt, _ := partitionkey.IdentityText(v); gt != bt {
+		gt, err := keyIdentity(op, l, given)
+		if err != nil {
+			return ctx, azcosmos.PartitionKey{}, withID(err, id)
+		}
+		if bt, _ := keyIdentity(op, l, v); gt != bt {
 			return ctx, azcosmos.PartitionKey{}, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id,
-				Message: fmt.Sprintf("the partition key given (%s) differs from the document's (%s at %s)", gt, bt, cs.spec.PartitionKeyPath)}
+				Message: fmt.Sprintf("the partition key given (%s) differs from the document's (%s at %s)", gt, bt, cs.paths)}
 		}
 	}
 	ctx, pk, err := sdkKey(ctx, v)
@@ -204,6 +313,15 @@ func (s *Store) readKey(ctx context.Context, op, l, id string, cc *azcosmos.Cont
 		if given, err = s.findKey(ctx, op, l, id, cc); err != nil {
 			return ctx, azcosmos.PartitionKey{}, err
 		}
+	} else if _, ok := partitionkey.Parts(given); ok {
+		_, c, _ := s.container(op, l)
+		cs, err := s.spec(ctx, op, cc, c, l)
+		if err == nil {
+			_, err = cs.pointKey(op, l, id, given)
+		}
+		if err != nil {
+			return ctx, azcosmos.PartitionKey{}, err
+		}
 	}
 	ctx, pk, err := sdkKey(ctx, given)
 	if err != nil {
@@ -231,7 +349,7 @@ func (s *Store) findKey(ctx context.Context, op, l, id string, cc *azcosmos.Cont
 			if gjson.GetBytes(it, "id").String() != id {
 				continue
 			}
-			v, err := bodyKey(cs.path, it)
+			v, err := bodyKey(cs.paths, it)
 			if err != nil {
 				return nil, &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, ID: id, Message: "the service returned a document whose " + err.Error()}
 			}
@@ -298,4 +416,27 @@ func (s *Store) itemErr(ctx context.Context, op, l, id string, cc *azcosmos.Cont
 		}
 	}
 	return mapped
+}
+
+// pointKey checks the key of a point operation (or batch) against the
+// container: of a hierarchical key, the full key (store.KeyParts), returned
+// as its parts; any other key as it is. An error wraps store.ErrBadRequest.
+func (cs *containerSpec) pointKey(op, l, id string, key any) (any, error) {
+	if !cs.paths.Hierarchical() {
+		return key, nil
+	}
+	parts, err := store.KeyParts(key, len(cs.paths), false)
+	if err != nil {
+		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Err: err}
+	}
+	return partitionkey.CompositeKey(parts), nil
+}
+
+// withID names the document id in a *store.Error that names none.
+func withID(err error, id string) error {
+	var se *store.Error
+	if errors.As(err, &se) && se.ID == "" {
+		se.ID = id
+	}
+	return err
 }

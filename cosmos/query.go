@@ -14,7 +14,6 @@ import (
 
 	"github.com/docshard/docshard/internal/cursor"
 	"github.com/docshard/docshard/internal/localquery"
-	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
@@ -58,8 +57,8 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	}
 	keyText := ""
 	if o.PartitionKey != nil {
-		if keyText, err = partitionkey.IdentityText(o.PartitionKey); err != nil {
-			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: store.BadPartitionKey(err)}
+		if keyText, err = keyIdentity(op, l, o.PartitionKey); err != nil {
+			return nil, err
 		}
 	}
 	// Only filters and projections go to the service whole. Queries with
@@ -241,20 +240,19 @@ func (s *Store) localQuery(ctx context.Context, cc *azcosmos.ContainerClient, l 
 	}
 	if key != nil {
 		// Scope here too: an emulator may ignore the partition key.
-		keyText, _ := partitionkey.IdentityText(key)
-		var path *partitionkey.Path
+		var under func([]byte) bool
 		src.Keep = func(raw json.RawMessage) (bool, error) {
-			if path == nil {
+			if under == nil {
 				_, c, _ := s.container(op, l)
 				cs, err := s.spec(ctx, op, cc, c, l)
+				if err == nil {
+					under, err = cs.keyMatcher(op, l, key)
+				}
 				if err != nil {
 					return false, err
 				}
-				path = &cs.path
 			}
-			v, err := bodyKey(*path, raw)
-			t, _ := partitionkey.IdentityText(v)
-			return err == nil && t == keyText, nil
+			return under(raw), nil
 		}
 	}
 	return call.Page(ctx, parsed, s.cursors, size, src)

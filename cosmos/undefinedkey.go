@@ -2,7 +2,9 @@ package cosmos
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"slices"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
@@ -43,30 +45,70 @@ const (
 )
 
 // undefinedKeyMark is the context key of requests whose partition-key
-// header undefinedKeyPolicy rewrites.
+// header undefinedKeyPolicy rewrites; its value is an undefinedParts.
 type undefinedKeyMark struct{}
 
+// undefinedParts lists the positions, in the header's array, of the
+// values that are None: [0] for store.None itself, the None parts of a
+// hierarchical key.
+type undefinedParts []int
+
 // sdkKey converts a store partition-key value to the SDK's and returns the
-// context to send the operation with: for store.None, the placeholder under
-// a context marked for undefinedKeyPolicy; for any other value, ctx itself.
+// context to send the operation with: for store.None, and for a composite
+// key with None parts, the placeholder in their places under a context
+// marked for undefinedKeyPolicy; for any other value, ctx itself.
 func sdkKey(ctx context.Context, v any) (context.Context, azcosmos.PartitionKey, error) {
 	if v == partitionkey.None {
-		return context.WithValue(ctx, undefinedKeyMark{}, true), azcosmos.NewPartitionKeyString(placeholderKeyValue), nil
+		return context.WithValue(ctx, undefinedKeyMark{}, undefinedParts{0}), azcosmos.NewPartitionKeyString(placeholderKeyValue), nil
+	}
+	if parts, ok := partitionkey.Parts(v); ok && slices.Contains(parts, any(partitionkey.None)) {
+		var at undefinedParts
+		sent := slices.Clone(parts)
+		for i, p := range parts {
+			if p == partitionkey.None {
+				at, sent[i] = append(at, i), placeholderKeyValue
+			}
+		}
+		pk, err := partitionKey(sent)
+		return context.WithValue(ctx, undefinedKeyMark{}, at), pk, err
 	}
 	pk, err := partitionKey(v)
 	return ctx, pk, err
 }
 
 // undefinedKeyPolicy rewrites the partition-key header of requests marked
-// by sdkKey from the placeholder to [{}].
+// by sdkKey: each marked value that is the placeholder's text becomes {},
+// so [placeholder] is sent as [{}] and ["a",placeholder] as ["a",{}].
 type undefinedKeyPolicy struct{}
 
 func (undefinedKeyPolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
-	if raw.Context().Value(undefinedKeyMark{}) != nil {
-		if v := raw.Header.Values(headerPartitionKey); len(v) == 1 && v[0] == placeholderKeyText {
+	at, _ := raw.Context().Value(undefinedKeyMark{}).(undefinedParts)
+	if v := raw.Header.Values(headerPartitionKey); len(at) > 0 && len(v) == 1 {
+		if v[0] == placeholderKeyText {
 			raw.Header.Set(headerPartitionKey, undefinedKeyText)
+		} else if h, ok := rewriteUndefined(v[0], at); ok {
+			raw.Header.Set(headerPartitionKey, h)
 		}
 	}
 	return req.Next()
+}
+
+// rewriteUndefined returns the header h, a JSON array, with the values at
+// positions at written {} where they are the placeholder's text; ok is
+// false when h is no such array.
+func rewriteUndefined(h string, at undefinedParts) (string, bool) {
+	var vals []json.RawMessage
+	if json.Unmarshal([]byte(h), &vals) != nil {
+		return "", false
+	}
+	quoted := placeholderKeyText[1 : len(placeholderKeyText)-1]
+	for _, i := range at {
+		if i >= len(vals) || string(vals[i]) != quoted {
+			return "", false
+		}
+		vals[i] = json.RawMessage("{}")
+	}
+	out, err := json.Marshal(vals)
+	return string(out), err == nil
 }

@@ -623,7 +623,8 @@ func TestDatabasesAndContainers(t *testing.T) {
 		def  azcosmos.PartitionKeyDefinition
 		want int
 	}{
-		{"hierarchical key", azcosmos.PartitionKeyDefinition{Paths: []string{"/a", "/b"}, Kind: azcosmos.PartitionKeyKindMultiHash}, http.StatusBadRequest},
+		{"hierarchical key of four paths", azcosmos.PartitionKeyDefinition{Paths: []string{"/a", "/b", "/c", "/d"}, Kind: azcosmos.PartitionKeyKindMultiHash}, http.StatusBadRequest},
+		{"kind Hash of two paths", azcosmos.PartitionKeyDefinition{Paths: []string{"/a", "/b"}, Kind: azcosmos.PartitionKeyKindHash}, http.StatusBadRequest},
 		{"MultiHash of one path", azcosmos.PartitionKeyDefinition{Paths: []string{"/a"}, Kind: azcosmos.PartitionKeyKindMultiHash}, http.StatusBadRequest},
 		{"no key", azcosmos.PartitionKeyDefinition{}, http.StatusBadRequest},
 		{"bad path", azcosmos.PartitionKeyDefinition{Paths: []string{"tenant"}}, http.StatusBadRequest},

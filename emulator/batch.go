@@ -118,6 +118,9 @@ func (s *Server) batch(c *call, ref collRef) *apiError {
 	if e != nil {
 		return e
 	}
+	if e := checkKeyArity(key, path); e != nil {
+		return e
+	}
 	// With patches, an optimistic read-modify-write as a single patch's
 	// (Server.patch): a concurrent write to a document a patch read fails
 	// the batch's replace of it, and the batch starts again on the new
@@ -163,7 +166,7 @@ func readPatchLost(patches []batchPatch, i int) bool {
 // patch that cannot apply (its document missing or deleted before it, its
 // condition false, an operation that does not apply) returns its index and
 // the failure.
-func (s *Server) prepareBatchPatches(ctx context.Context, ref collRef, key any, path partitionkey.Path, ops []store.BatchOp, patches []batchPatch) (int, *apiError) {
+func (s *Server) prepareBatchPatches(ctx context.Context, ref collRef, key any, path partitionkey.Paths, ops []store.BatchOp, patches []batchPatch) (int, *apiError) {
 	if len(patches) == 0 {
 		return 0, nil
 	}
@@ -212,7 +215,7 @@ func (s *Server) prepareBatchPatches(ctx context.Context, ref collRef, key any, 
 
 // batchDone answers a batch that succeeded: 200 with every operation's
 // result.
-func (c *call) batchDone(ref collRef, path partitionkey.Path, ops []store.BatchOp, res []store.BatchResult) {
+func (c *call) batchDone(ref collRef, path partitionkey.Paths, ops []store.BatchOp, res []store.BatchResult) {
 	minimal := c.r.Header.Get("Prefer") == "return=minimal"
 	out := make([]batchResult, len(ops))
 	write, charge := false, 0.0

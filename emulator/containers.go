@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/docshard/docshard/link"
@@ -39,21 +40,29 @@ type containerBody struct {
 }
 
 // spec turns a container body into the store's spec, refusing what the
-// store cannot keep: a hierarchical (MultiHash) or Range key, unique keys.
+// store cannot keep: a Range key, unique keys. Kind Hash takes one path,
+// MultiHash (a hierarchical key) 2 to 3.
 func (b *containerBody) spec() (store.CollectionSpec, *apiError) {
 	var sp store.CollectionSpec
 	pk := b.PartitionKey
+	multi := pk != nil && strings.EqualFold(pk.Kind, "MultiHash")
 	switch {
 	case pk == nil || len(pk.Paths) == 0:
 		return sp, errorf(http.StatusBadRequest, "container %q has no partition-key definition: give partitionKey {\"paths\": [\"/path\"], \"kind\": \"Hash\"}", b.ID)
-	case len(pk.Paths) > 1 || strings.EqualFold(pk.Kind, "MultiHash"):
-		return sp, errorf(http.StatusBadRequest, "container %q: hierarchical partition keys (kind MultiHash, %d paths) are not supported by docshard serve: give one path, kind Hash", b.ID, len(pk.Paths))
-	case pk.Kind != "" && !strings.EqualFold(pk.Kind, "Hash"):
-		return sp, errorf(http.StatusBadRequest, "container %q: partition-key kind %q is not supported: want Hash", b.ID, pk.Kind)
+	case !multi && pk.Kind != "" && !strings.EqualFold(pk.Kind, "Hash"):
+		return sp, errorf(http.StatusBadRequest, "container %q: partition-key kind %q is not supported: want Hash, or MultiHash for a hierarchical key", b.ID, pk.Kind)
+	case !multi && len(pk.Paths) > 1:
+		return sp, errorf(http.StatusBadRequest, "container %q: partition-key kind Hash takes one path, got %d: give kind MultiHash for a hierarchical key of 2 to 3 paths", b.ID, len(pk.Paths))
+	case multi && (len(pk.Paths) < 2 || len(pk.Paths) > partitionkey.MaxPaths):
+		return sp, errorf(http.StatusBadRequest, "container %q: a hierarchical partition key (kind MultiHash) has 2 to %d paths, got %d: give kind Hash for one path", b.ID, partitionkey.MaxPaths, len(pk.Paths))
 	case b.UniqueKeyPolicy != nil && len(b.UniqueKeyPolicy.UniqueKeys) > 0:
 		return sp, unsupported("a unique key policy")
 	}
-	sp.PartitionKeyPath = pk.Paths[0]
+	if multi {
+		sp.PartitionKeyPaths = pk.Paths
+	} else {
+		sp.PartitionKeyPath = pk.Paths[0]
+	}
 	sp.DefaultTTL = b.DefaultTTL
 	if t := bytes.TrimSpace(b.IndexingPolicy); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
 		sp.Indexing = t
@@ -145,8 +154,8 @@ func (s *Server) collection(c *call, ref collRef) *apiError {
 		if err != nil {
 			return fromStore(err)
 		}
-		if spec.PartitionKeyPath != info.Spec.PartitionKeyPath {
-			return errorf(http.StatusBadRequest, "the partition key of container %q cannot change (%s to %s)", ref.coll, info.Spec.PartitionKeyPath, spec.PartitionKeyPath)
+		if was, is := info.Spec.KeyPaths(), spec.KeyPaths(); !slices.Equal(was, is) || info.Spec.Hierarchical() != spec.Hierarchical() {
+			return errorf(http.StatusBadRequest, "the partition key of container %q cannot change (%s to %s)", ref.coll, strings.Join(was, ", "), strings.Join(is, ", "))
 		}
 		if !sameTTL(spec.DefaultTTL, info.Spec.DefaultTTL) || len(spec.Indexing) > 0 && !sameJSON(spec.Indexing, info.Spec.Indexing) {
 			return unsupported("changing a container's default TTL or indexing policy (the store keeps them from its creation; delete the container and create it again)")
@@ -217,19 +226,20 @@ func (s *Server) writeContainer(c *call, status int, ref collRef) *apiError {
 	return nil
 }
 
-// pathOf returns a collection's partition-key path, cached by link (the
-// cache is cleared whenever the emulator creates or deletes the link).
-func (s *Server) pathOf(ctx context.Context, ref collRef) (partitionkey.Path, *apiError) {
+// pathOf returns a collection's partition-key paths (one, or a
+// hierarchical key's 2 to 3), cached by link (the cache is cleared
+// whenever the emulator creates or deletes the link).
+func (s *Server) pathOf(ctx context.Context, ref collRef) (partitionkey.Paths, *apiError) {
 	if p, ok := s.paths.Load(ref.link); ok {
-		return p.(partitionkey.Path), nil
+		return p.(partitionkey.Paths), nil
 	}
 	info, err := s.st.CollectionInfo(ctx, ref.link)
 	if err != nil {
-		return partitionkey.Path{}, fromStore(err)
+		return nil, fromStore(err)
 	}
 	_, path, err := store.CheckSpec(&info.Spec)
 	if err != nil {
-		return partitionkey.Path{}, fromStore(err)
+		return nil, fromStore(err)
 	}
 	s.paths.Store(ref.link, path)
 	return path, nil

@@ -21,7 +21,8 @@
 // emulator answers it: Strong consistency, one region); databases (create, read,
 // list, query, delete; the store has none, so the emulator keeps the ones
 // created through it in a catalog file); containers (create with a
-// single-path Hash partition key, default TTL and indexing policy; read,
+// single-path Hash partition key or a hierarchical MultiHash one of 2 to 3
+// paths, default TTL and indexing policy; read,
 // list, query, replace where nothing changes, delete); partition-key
 // ranges (one range covering every key); documents (create, read, replace,
 // upsert, delete, patch; ids scoped by partition key); transactional

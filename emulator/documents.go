@@ -53,6 +53,9 @@ func (s *Server) documents(c *call, ref collRef) *apiError {
 	}
 	opts := &store.WriteOptions{Epoch: epoch}
 	if given {
+		if e := checkKeyArity(key, path); e != nil {
+			return e
+		}
 		opts.PartitionKey = key
 	}
 	if !isTrue(c.r.Header.Get("x-ms-documentdb-is-upsert")) {
@@ -127,6 +130,9 @@ func (s *Server) document(c *call, ref collRef, id string) *apiError {
 	if e != nil {
 		return e
 	}
+	if e := checkKeyArity(key, path); e != nil {
+		return e
+	}
 	ifMatch := c.r.Header.Get("If-Match")
 	epoch, e := c.epoch()
 	if e != nil {
@@ -174,7 +180,7 @@ func (s *Server) document(c *call, ref collRef, id string) *apiError {
 // writeDocument answers a document with its ETag, session token and the
 // system properties the store does not keep; a write asked for
 // "Prefer: return=minimal" gets no body.
-func (c *call) writeDocument(status int, ref collRef, path partitionkey.Path, d *store.Document, write bool) {
+func (c *call) writeDocument(status int, ref collRef, path partitionkey.Paths, d *store.Document, write bool) {
 	c.set("etag", d.ETag)
 	c.session(write)
 	charge := float64(chargeRead)

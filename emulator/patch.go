@@ -90,7 +90,7 @@ func parsePatch(raw []byte) (*patchSpec, *apiError) {
 // collection keyed at path) as the patch leaves it: 412 when the condition
 // is false for it, 400 when an operation does not apply or would change
 // the id or the partition key.
-func (p *patchSpec) apply(ctx context.Context, id string, cur []byte, path partitionkey.Path) ([]byte, *apiError) {
+func (p *patchSpec) apply(ctx context.Context, id string, cur []byte, path partitionkey.Paths) ([]byte, *apiError) {
 	if p.cond != nil {
 		d, err := query.NewDoc(cur)
 		if err != nil {

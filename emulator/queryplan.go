@@ -53,7 +53,11 @@ func (s *Server) gatewayScope(c *call, ref collRef, q store.Query) (stream bool,
 	if e != nil {
 		return false, e
 	}
-	pinned := query.PinsKey(parsed, path.Segments())
+	segs := make([][]string, len(path))
+	for i, p := range path {
+		segs[i] = p.Segments()
+	}
+	pinned := query.PinsKey(parsed, segs...)
 	if !pinned && !isTrue(c.r.Header.Get("x-ms-documentdb-query-enablecrosspartition")) {
 		return false, errorf(http.StatusBadRequest, msgCrossPartitionDisabled)
 	}

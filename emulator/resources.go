@@ -143,15 +143,12 @@ func (c collRef) appendSystem(dst []byte, pkText, id string) []byte {
 	return append(dst, `/","_attachments":"attachments/"`...)
 }
 
-// keyTextOf reads the partition-key value at path from a stored document
-// and returns its identity text (store.NoneText when it has none, or an
-// object or array there, which a store would not have accepted).
-func keyTextOf(body []byte, path partitionkey.Path) string {
-	v, err := path.Lookup(body)
-	if err != nil {
-		return store.NoneText
-	}
-	text, err := v.AppendIdentity(nil)
+// keyTextOf reads the partition-key value at the collection's paths from a
+// stored document and returns its identity text (see
+// partitionkey.Paths.AppendDocIdentity; store.NoneText for an object or
+// array there, which a store would not have accepted).
+func keyTextOf(body []byte, paths partitionkey.Paths) string {
+	text, err := paths.AppendDocIdentity(nil, body)
 	if err != nil {
 		return store.NoneText
 	}
@@ -228,7 +225,7 @@ func containerJSON(c collRef, spec store.CollectionSpec) []byte {
 		"_self":          c.self,
 		"_etag":          etagOf("coll", c.link, spec.PartitionKeyPath, ttl, string(indexing)),
 		"_ts":            0,
-		"partitionKey":   map[string]any{"paths": []string{spec.PartitionKeyPath}, "kind": "Hash", "version": 2},
+		"partitionKey":   keyDefinitionJSON(&spec),
 		"indexingPolicy": indexing,
 		"conflictResolutionPolicy": map[string]string{
 			"mode": "LastWriterWins", "conflictResolutionPath": "/_ts", "conflictResolutionProcedure": "",

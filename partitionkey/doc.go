@@ -17,7 +17,12 @@
 //   - its identity text (IdentityText), what a store indexes and compares
 //     keys by: the RFC 8785 JSON of the scalar, so "1" and 1 differ, 42 and
 //     42.0 agree, and None ("undefined") equals no JSON text. A string's
-//     placement text is its identity text without the quotes.
+//     placement text is its identity text without the quotes. A
+//     hierarchical collection's composite key has a composite identity text
+//     (AppendCompositeIdentity), whose prefixes select its prefix keys.
+//
+// Paths is a collection's key definition: one path, or 2 to 3 of a
+// hierarchical (Cosmos DB MultiHash) key.
 //
 // CollectionKey gives the part of a key collections are partitioned by, and
 // Equal compares keys by identity. Errors are *KeyError wrapping

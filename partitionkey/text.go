@@ -60,9 +60,9 @@ func AppendPlacement(dst []byte, key any) ([]byte, error) {
 	case string:
 		return append(dst, k...), nil
 	case CompositeKey:
-		return appendComposite(dst, k)
+		return appendComposite(dst, k, false)
 	case []any:
-		return appendComposite(dst, k)
+		return appendComposite(dst, k, false)
 	}
 	if f, ok, err := Number(key); ok {
 		if err != nil {
@@ -73,7 +73,10 @@ func AppendPlacement(dst []byte, key any) ([]byte, error) {
 	return dst, &KeyError{Key: key, Err: ErrKeyType, Reason: "want a string, a number or a composite key"}
 }
 
-func appendComposite(dst []byte, parts []any) ([]byte, error) {
+// appendComposite appends the JSON array of the parts' identity texts;
+// with none, a None part is written {} (AppendCompositeIdentity), else it
+// is refused as every type without a JSON text is.
+func appendComposite(dst []byte, parts []any, none bool) ([]byte, error) {
 	if len(parts) == 0 {
 		return dst, &KeyError{Key: parts, Err: ErrKeyType, Reason: "empty composite key"}
 	}
@@ -81,6 +84,10 @@ func appendComposite(dst []byte, parts []any) ([]byte, error) {
 	for i, p := range parts {
 		if i > 0 {
 			dst = append(dst, ',')
+		}
+		if none && p == None {
+			dst = append(dst, noneInComposite...)
+			continue
 		}
 		var ok bool
 		var err error
@@ -124,9 +131,10 @@ func appendScalar(dst []byte, v any) (out []byte, ok bool, err error) {
 // canonical, so 42, 42.0 and int64(42) agree; true, false; null for Null
 // and nil), and NoneText for None, which no JSON text equals. A string's
 // placement text is its identity text without the quotes (for valid UTF-8;
-// invalid bytes read as U+FFFD here). A composite key has none (stores are
-// partitioned by one value, CollectionKey), nor has any other type: errors
-// wrap ErrKeyType. It allocates the result only.
+// invalid bytes read as U+FFFD here). A composite key has none here (a
+// hierarchical collection indexes it by AppendCompositeIdentity; a
+// collection partitioned by one path takes its CollectionKey), nor has any
+// other type: errors wrap ErrKeyType. It allocates the result only.
 func IdentityText(v any) (string, error) {
 	var buf [48]byte
 	b, err := AppendIdentity(buf[:0], v)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -15,7 +16,8 @@ import (
 var ErrKeyPathMismatch = errors.New("collection partitioned by another path than the one wanted")
 
 // KeyPathError: collection Collection exists partitioned by Found, not by
-// Want (either path as written; empty means "/id"); an empty Collection
+// Want (either path as written, a hierarchical key's paths joined by ", ";
+// empty means "/id"); an empty Collection
 // means a template that names Found where Want is the resolver's key. It
 // wraps ErrKeyPathMismatch.
 type KeyPathError struct {
@@ -113,7 +115,7 @@ const ensureParallel = 8
 // w.Create, a collection-info read per existing one and per w.Keep, up to
 // 8 at once.
 func EnsureCollections(ctx context.Context, st Store, w Wanted) ([]string, error) {
-	if _, err := parseKeyPath(orID(w.Spec.PartitionKeyPath)); err != nil {
+	if _, err := checkKeyPaths(new(w.Spec)); err != nil {
 		return nil, err
 	}
 	n := len(w.Create)
@@ -140,7 +142,7 @@ func EnsureCollections(ctx context.Context, st Store, w Wanted) ([]string, error
 					return
 				}
 			}
-			errs[i] = checkExisting(ctx, st, l, w.Spec.PartitionKeyPath, i >= n, w.KeepReason)
+			errs[i] = checkExisting(ctx, st, l, w.Spec.KeyPaths(), i >= n, w.KeepReason)
 		})
 	}
 	wg.Wait()
@@ -165,9 +167,9 @@ func noneExists(ctx context.Context, st Store, links []string) bool {
 	return true
 }
 
-// checkExisting holds existing collection l to path want; keep: l is one
-// of Wanted.Keep, whose absence is a *MissingCollectionError.
-func checkExisting(ctx context.Context, st Store, l, want string, keep bool, keepReason string) error {
+// checkExisting holds existing collection l to the key paths want; keep:
+// l is one of Wanted.Keep, whose absence is a *MissingCollectionError.
+func checkExisting(ctx context.Context, st Store, l string, want []string, keep bool, keepReason string) error {
 	info, err := st.CollectionInfo(ctx, l)
 	if keep && errors.Is(err, ErrNotFound) {
 		if keepReason == "" {
@@ -178,12 +180,13 @@ func checkExisting(ctx context.Context, st Store, l, want string, keep bool, kee
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", l, err)
 	}
-	same, err := SameKeyPath(info.Spec.PartitionKeyPath, want)
+	found := info.Spec.KeyPaths()
+	same, err := SameKeyPaths(found, want)
 	if err != nil {
 		return fmt.Errorf("collection %s: its partition-key path: %w", l, err)
 	}
 	if !same {
-		return &KeyPathError{Collection: l, Want: want, Found: info.Spec.PartitionKeyPath}
+		return &KeyPathError{Collection: l, Want: strings.Join(want, ", "), Found: strings.Join(found, ", ")}
 	}
 	return nil
 }

@@ -92,6 +92,18 @@ type CollectionSpec struct {
 	// PartitionKeyPath is the Cosmos DB partition-key path of the
 	// collection ("/userId"). Empty means "/id".
 	PartitionKeyPath string `json:"partitionKeyPath,omitempty"`
+	// PartitionKeyPaths, with 2 or 3 paths, makes the collection's key
+	// hierarchical, as Cosmos DB's MultiHash containers are: a document's
+	// key is the partitionkey.CompositeKey of its values at those paths, in
+	// order (None in place of a missing one); ids are unique within a full
+	// key. Point operations and batches take the full key (a
+	// CompositeKey or []any of as many values as paths); queries, read
+	// feeds and change feeds take the full key or a prefix of it (its
+	// first values: documents whose key starts with them), where a lone
+	// scalar is a prefix of one value. Any other number of values is an
+	// error wrapping ErrBadRequest. PartitionKeyPath is then empty; one
+	// path here is the same as PartitionKeyPath.
+	PartitionKeyPaths []string `json:"partitionKeyPaths,omitempty"`
 	// DefaultTTL is the default time to live of documents, in seconds, as
 	// Cosmos DB defines it: nil = off (documents never expire, per-document
 	// "ttl" ignored); -1 = on with no default (only documents with a "ttl"

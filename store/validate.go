@@ -38,22 +38,23 @@ func ValidateID(id string) error {
 }
 
 // CheckSpec validates a collection spec as Cosmos DB would and returns a
-// normalised copy (an empty PartitionKeyPath becomes "/id"; DefaultTTL and
-// Indexing are copied, so the caller's spec can change afterwards) and the
-// parsed key path; a Quota is copied too, and one that bounds nothing
+// normalised copy (an empty PartitionKeyPath becomes "/id", unless
+// PartitionKeyPaths holds a hierarchical key's paths; one path there moves
+// to PartitionKeyPath; DefaultTTL and Indexing are copied, so the caller's
+// spec can change afterwards) and the parsed key paths (one, or 2 to 3 for
+// a hierarchical key); a Quota is copied too, and one that bounds nothing
 // becomes nil. A bad key path (partitionkey.ParsePath's grammar; the
-// error names the path and the byte offset), a DefaultTTL that is 0, below
-// -1 or above 2^31-1, an indexing policy that is not a JSON object, or a
-// negative quota bound wrap ErrBadRequest. A nil spec means defaults.
-func CheckSpec(spec *CollectionSpec) (CollectionSpec, partitionkey.Path, error) {
+// error names the path and the byte offset), more than 3 paths, a path
+// repeated, PartitionKeyPath set beside a hierarchical key's paths, a
+// DefaultTTL that is 0, below -1 or above 2^31-1, an indexing policy that
+// is not a JSON object, or a negative quota bound wrap ErrBadRequest. A
+// nil spec means defaults.
+func CheckSpec(spec *CollectionSpec) (CollectionSpec, partitionkey.Paths, error) {
 	var sp CollectionSpec
 	if spec != nil {
 		sp = *spec
 	}
-	if sp.PartitionKeyPath == "" {
-		sp.PartitionKeyPath = "/id"
-	}
-	path, err := parseKeyPath(sp.PartitionKeyPath)
+	path, err := checkKeyPaths(&sp)
 	if err != nil {
 		return sp, path, err
 	}

@@ -58,7 +58,7 @@ func (s *Store) ExecuteBatch(ctx context.Context, l string, partitionKey any, op
 	if err := store.CheckBatch(l, partitionKey, ops); err != nil {
 		return nil, err
 	}
-	pk, _, err := givenKey(op, l, "", partitionKey)
+	pk, _, err := c.givenKey(op, l, "", partitionKey, false)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +173,7 @@ func (c *collection) planDocument(p *batchOp, l, pk string, o store.BatchOp) err
 		return store.Errorf(store.ErrBadRequest, p.mode, l, o.ID, "the document's id is %q", in.id)
 	case in.pk != pk:
 		return store.Errorf(store.ErrBadRequest, p.mode, l, in.id,
-			"the document's partition key (%s at %s) differs from the batch's (%s)", in.pk, c.spec.PartitionKeyPath, pk)
+			"the document's partition key (%s at %s) differs from the batch's (%s)", in.pk, c.paths, pk)
 	}
 	p.id, p.in = in.id, in
 	return nil

@@ -186,7 +186,7 @@ func (s *Store) ReadChanges(ctx context.Context, l string, opts *store.ChangeFee
 		c.mu.RUnlock()
 		return nil, localquery.BadToken(op, l, o.Continuation, "position "+strconv.FormatUint(tok.LSN, 10)+" is past the end of the feed")
 	default:
-		tok.LSN = c.readChanges(page, tok.LSN, h, size, s.opts.MaxPageBytes, scope{now: now, scoped: scoped, pk: pk, pkHash: keyHash(pk)})
+		tok.LSN = c.readChanges(page, tok.LSN, h, size, s.opts.MaxPageBytes, newScope(now, scoped, pk))
 	}
 	c.mu.RUnlock()
 	page.Continuation = cursor.Encode(tok)
@@ -203,7 +203,7 @@ func (c *collection) readChanges(page *store.ChangePage, from, h uint64, size, m
 		if e.lsn > h {
 			break
 		}
-		if e.expireAt <= sc.now || sc.scoped && (e.pkHash != sc.pkHash || e.pk != sc.pk) {
+		if e.expireAt <= sc.now || sc.scoped && !sc.keyIn(e.pkHash, e.pk) {
 			continue
 		}
 		if len(page.Items) == size || bytes+len(e.body) > maxBytes && len(page.Items) > 0 {

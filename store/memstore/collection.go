@@ -75,10 +75,11 @@ func (e *entry) document() *store.Document {
 // current entries in change-feed order (by lsn); the expiry heap holds the
 // entries that expire, soonest first.
 type collection struct {
-	link string // canonical link
-	uid  string // random per incarnation: bucket name, bound into tokens
-	spec store.CollectionSpec
-	path partitionkey.Path
+	link  string // canonical link
+	uid   string // random per incarnation: bucket name, bound into tokens
+	spec  store.CollectionSpec
+	path  partitionkey.Path  // the key's path, the first of a hierarchical key's
+	paths partitionkey.Paths // every path: one, or 2 to 3 for a hierarchical key
 
 	mu      sync.RWMutex
 	byID    map[string]*entry
@@ -125,8 +126,8 @@ type snapItem struct {
 	pkHash   uint64
 }
 
-func newCollection(link, uid string, spec store.CollectionSpec, path partitionkey.Path) *collection {
-	c := &collection{link: link, uid: uid, spec: spec, path: path, byID: map[string]*entry{}}
+func newCollection(link, uid string, spec store.CollectionSpec, paths partitionkey.Paths) *collection {
+	c := &collection{link: link, uid: uid, spec: spec, path: paths[0], paths: paths, byID: map[string]*entry{}}
 	c.nextSeq.Store(1)
 	c.nextExpiry.Store(never)
 	return c

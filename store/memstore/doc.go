@@ -8,7 +8,9 @@
 //
 // A document is identified, as in Cosmos DB, by its partition-key value
 // (read from the body at the collection's PartitionKeyPath, "/id" by
-// default) and its id: one id may exist under two key values. A document
+// default; of a hierarchical key, the values at its PartitionKeyPaths, a
+// composite key whose prefixes scope queries and change feeds) and its id:
+// one id may exist under two key values. A document
 // with no value at the key path is stored under the "undefined" key,
 // store.None, distinct from JSON null (store.Null), and is found with it.
 // Reads, replaces and deletes take the key in their options; without one

@@ -104,19 +104,28 @@ func (c *collection) prepare(op, l string, doc []byte) (in incoming, err error) 
 		return in, withOp(err, op, l)
 	}
 
-	in.pk = store.NoneText
+	if c.paths.Hierarchical() {
+		text, err := c.paths.AppendDocIdentity(nil, in.raw)
+		if err != nil {
+			return in, bad(in.id, "the partition key at %s: %v", c.paths, err)
+		}
+		in.pk = string(text)
+		keyv = nil
+	} else {
+		in.pk = store.NoneText
+	}
 	for i := 1; i < c.path.Len() && keyv != nil; i++ {
 		if keyv[0] != '{' {
 			keyv = nil
 			break
 		}
 		if keyv, err = findMember(keyv, c.path.Segment(i)); err != nil {
-			return in, bad(in.id, "%v at %s", err, c.spec.PartitionKeyPath)
+			return in, bad(in.id, "%v at %s", err, c.paths)
 		}
 	}
 	if keyv != nil {
 		if in.pk, err = keyText(keyv); err != nil {
-			return in, bad(in.id, "the partition key at %s %v", c.spec.PartitionKeyPath, err)
+			return in, bad(in.id, "the partition key at %s %v", c.paths, err)
 		}
 	}
 
@@ -264,14 +273,32 @@ func (in *incoming) body(etag string, ts int64) []byte {
 }
 
 // givenKey returns the key text of a caller's partition-key option; given
-// is false when it is nil.
-func givenKey(op, l, id string, v any) (text string, given bool, err error) {
+// is false when it is nil. Of a hierarchical key it takes the full key
+// (a CompositeKey or []any of as many values as paths), and with prefix
+// (queries and feeds) a prefix of it too, whose text then ends in a comma
+// (partitionkey.CompositePrefix); see store.KeyParts.
+func (c *collection) givenKey(op, l, id string, v any, prefix bool) (text string, given bool, err error) {
 	if v == nil {
 		return "", false, nil
 	}
-	text, err = partitionkey.IdentityText(v)
+	if !c.paths.Hierarchical() {
+		text, err = partitionkey.IdentityText(v)
+		if err != nil {
+			return "", false, withOp(withID(store.BadPartitionKey(err), id), op, l)
+		}
+		return text, true, nil
+	}
+	parts, err := store.KeyParts(v, len(c.paths), prefix)
+	if err != nil {
+		return "", false, withOp(withID(err, id), op, l)
+	}
+	b, err := partitionkey.AppendCompositeIdentity(nil, parts)
 	if err != nil {
 		return "", false, withOp(withID(store.BadPartitionKey(err), id), op, l)
+	}
+	text = string(b)
+	if len(parts) < len(c.paths) {
+		text = partitionkey.CompositePrefix(text)
 	}
 	return text, true, nil
 }
@@ -306,11 +333,11 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 	if mode == "replace" && in.id != id {
 		return nil, store.Errorf(store.ErrBadRequest, mode, l, id, "the document's id is %q", in.id)
 	}
-	if text, given, err := givenKey(mode, l, in.id, o.PartitionKey); err != nil {
+	if text, given, err := c.givenKey(mode, l, in.id, o.PartitionKey, false); err != nil {
 		return nil, err
 	} else if given && text != in.pk {
 		return nil, store.Errorf(store.ErrBadRequest, mode, l, in.id,
-			"the partition key given (%s) differs from the document's (%s at %s)", text, in.pk, c.spec.PartitionKeyPath)
+			"the partition key given (%s) differs from the document's (%s at %s)", text, in.pk, c.paths)
 	}
 
 	var f *dbFence
@@ -488,7 +515,7 @@ func (s *Store) Read(ctx context.Context, l, id string, opts *store.ReadOptions)
 	if opts != nil {
 		key = opts.PartitionKey
 	}
-	pk, given, err := givenKey(op, l, id, key)
+	pk, given, err := c.givenKey(op, l, id, key, false)
 	if err != nil {
 		return nil, err
 	}
@@ -514,7 +541,7 @@ func (s *Store) Delete(ctx context.Context, l, id string, opts *store.WriteOptio
 		return withOp(err, op, l)
 	}
 	o := store.OptionsOf(opts)
-	pk, given, err := givenKey(op, l, id, o.PartitionKey)
+	pk, given, err := c.givenKey(op, l, id, o.PartitionKey, false)
 	if err != nil {
 		return err
 	}

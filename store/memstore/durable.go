@@ -282,14 +282,13 @@ func (s *Store) loadCollection(db *bolt.DB, tx *bolt.Tx, file, link string, meta
 }
 
 // collectionMeta decodes the metadata of the collection link and parses its
-// partition-key path; a *CorruptError says why it could not.
-func collectionMeta(file, link string, metaJSON []byte) (collMeta, partitionkey.Path, error) {
+// partition-key paths; a *CorruptError says why it could not.
+func collectionMeta(file, link string, metaJSON []byte) (collMeta, partitionkey.Paths, error) {
 	var m collMeta
-	var path partitionkey.Path
 	if err := json.Unmarshal(metaJSON, &m); err != nil {
-		return m, path, &CorruptError{File: file, Reason: fmt.Sprintf("collection %s: its metadata does not decode: %v", link, err)}
+		return m, nil, &CorruptError{File: file, Reason: fmt.Sprintf("collection %s: its metadata does not decode: %v", link, err)}
 	}
-	path, err := partitionkey.ParsePath(m.Spec.PartitionKeyPath)
+	path, err := partitionkey.ParsePaths(m.Spec.KeyPaths()...)
 	if err != nil {
 		return m, path, &CorruptError{File: file, Reason: fmt.Sprintf("collection %s: %v", link, err)}
 	}

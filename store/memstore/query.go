@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/docshard/docshard/internal/cursor"
 	"github.com/docshard/docshard/internal/localquery"
@@ -105,12 +106,13 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 }
 
 // scoped finds an open collection and the key text of the partition-key
-// value a read is scoped to (scoped is false when key is nil).
+// value a read is scoped to (scoped is false when key is nil): of a
+// hierarchical key, the full key or a prefix (see givenKey).
 func (s *Store) scoped(ctx context.Context, op, l string, key any) (c *collection, pk string, scoped bool, err error) {
 	if c, err = s.collection(ctx, op, l); err != nil {
 		return nil, "", false, err
 	}
-	if pk, scoped, err = givenKey(op, l, "", key); err != nil {
+	if pk, scoped, err = c.givenKey(op, l, "", key, true); err != nil {
 		return nil, "", false, err
 	}
 	return c, pk, scoped, nil
@@ -126,7 +128,7 @@ func (s *Store) run(ctx context.Context, c *collection, pl *plan, scoped bool, p
 	now := s.clock().Unix()
 	s.purge(c, now)
 	sn := c.snapshot()
-	sc := scope{now: now, scoped: scoped, pk: pk, pkHash: keyHash(pk)}
+	sc := newScope(now, scoped, pk)
 	if pl.kind == localquery.Feed {
 		return &resultSet{stream: newStream(pl, sn, sc, 0, 0, pl.offset, pl.limit)}, nil
 	}
@@ -208,7 +210,7 @@ func (s *Store) resumeAt(ctx context.Context, op, l string, c *collection, pl *p
 	now := s.clock().Unix()
 	s.purge(c, now)
 	sn := c.snapshot()
-	sc := scope{now: now, scoped: scoped, pk: pk, pkHash: keyHash(pk)}
+	sc := newScope(now, scoped, pk)
 	left := tok.Left()
 	if pl.kind == localquery.Feed {
 		i := sort.Search(len(sn.items), func(i int) bool { return sn.items[i].e.seq >= seq })
@@ -267,17 +269,38 @@ func (s *Store) resumeAt(ctx context.Context, op, l string, c *collection, pl *p
 }
 
 // scope says which documents of a snapshot a query reads: those not
-// expired at now, and with a key, only those with that key.
+// expired at now, and with a key, only those with that key (or, for a
+// prefix of a hierarchical key, with a key that starts with it).
 type scope struct {
 	now    int64
 	scoped bool
+	prefix bool // pk is a prefix's text (partitionkey.CompositePrefix)
 	pk     string
 	pkHash uint64
+}
+
+// newScope returns the scope of documents live at now, with the key text
+// pk when scoped. A text ending in a comma is a prefix of a hierarchical
+// key (no full key's text ends so).
+func newScope(now int64, scoped bool, pk string) scope {
+	return scope{now: now, scoped: scoped, prefix: scoped && strings.HasSuffix(pk, ","), pk: pk, pkHash: keyHash(pk)}
+}
+
+// keyIn reports whether an entry's key (its text and keyHash) is the
+// scope's key, or starts with its prefix.
+func (sc *scope) keyIn(pkHash uint64, pk string) bool {
+	if sc.prefix {
+		return strings.HasPrefix(pk, sc.pk)
+	}
+	return pkHash == sc.pkHash && pk == sc.pk
 }
 
 // hasKey reports whether it is in a scoped query's scope: not expired,
 // with the key.
 func (sc *scope) hasKey(it *snapItem) bool {
+	if sc.prefix {
+		return it.expireAt > sc.now && strings.HasPrefix(it.e.pk, sc.pk)
+	}
 	return it.pkHash == sc.pkHash && it.expireAt > sc.now && it.e.pk == sc.pk
 }
 
