@@ -172,7 +172,7 @@ func (c *collection) planDocument(p *batchOp, l, pk string, o store.BatchOp) err
 		return store.Errorf(store.ErrBadRequest, p.mode, l, o.ID, "the document's id is %q", in.id)
 	case in.pk != pk:
 		return store.Errorf(store.ErrBadRequest, p.mode, l, in.id,
-			"the document's partition key (%s at %s) differs from the batch's (%s)", in.pk, c.spec.PartitionKeyPath, pk)
+			"the document's partition key (%s at %s) differs from the batch's (%s)", in.pk, c.spec().PartitionKeyPath, pk)
 	}
 	p.id, p.in = in.id, in
 	return nil
@@ -218,8 +218,24 @@ func (s *Store) commitBatch(c *collection, op, l, pk string, docs map[string]*ba
 		}
 	}
 	slices.SortFunc(written, func(a, b *batchDoc) int { return a.last - b.last })
+	var claims []uniqueClaim
+	if c.uniq != nil {
+		for _, d := range written {
+			if d.cur != nil {
+				claims = append(claims, uniqueClaim{id: d.id, tuples: c.uniq.tuples(pk, d.cur.body), at: d.last})
+			}
+		}
+		if at, err := c.claimUnique(op, l, now, claims, func(id string) bool { return docs[id] != nil && docs[id].written }); err != nil {
+			return &store.BatchError{Index: at, Err: err}
+		}
+	}
 	g := batchGrowth(written)
 	if err := c.hold(op, l, "", g); err != nil {
+		if claims != nil {
+			c.mu.Lock()
+			c.releaseUnique(claims)
+			c.mu.Unlock()
+		}
 		return err
 	}
 	if s.disk != nil && len(written) > 0 {
@@ -239,6 +255,7 @@ func (s *Store) commitBatch(c *collection, op, l, pk string, docs map[string]*ba
 			c.lsns.abandon(first, puts)
 			c.mu.Lock()
 			c.unhold(g)
+			c.releaseUnique(claims)
 			c.mu.Unlock()
 			return s.diskErr(op, l, "", err)
 		}
@@ -246,6 +263,7 @@ func (s *Store) commitBatch(c *collection, op, l, pk string, docs map[string]*ba
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.unhold(g)
+	c.releaseUnique(claims)
 	if c.dropped {
 		return &store.Error{Kind: store.ErrCollectionNotFound, Op: op, Link: l}
 	}
