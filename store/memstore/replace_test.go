@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,4 +130,37 @@ func TestReplaceCollectionRefuses(t *testing.T) {
 	assert.Equal(t, orig.Quota, info.Spec.Quota)
 	assert.JSONEq(t, `{"defaultLanguage":"en-US"}`, string(info.Spec.FullTextPolicy))
 	require.ErrorIs(t, s.ReplaceCollection(ctx, "dbs/app/colls/none", &orig), store.ErrCollectionNotFound)
+}
+
+// TestReplaceCollectionUnderWrites: default TTL changes while writers
+// write (for the race detector): every write succeeds, and afterwards
+// every document is there with the expiry the last default gives it.
+func TestReplaceCollectionUnderWrites(t *testing.T) {
+	const l = "dbs/app/colls/c"
+	ctx := context.Background()
+	clock := newFakeClock()
+	s, err := Open(t.TempDir(), &Options{Clock: clock.Now})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				_, err := s.Upsert(ctx, l, fmt.Appendf(nil, `{"id":"d%d-%d","pk":"p","ttl":%d}`, w, i%10, 100+i), nil)
+				assert.NoError(t, err)
+			}
+		})
+	}
+	for _, ttl := range []*int{ptrInt(1000), nil, ptrInt(-1), ptrInt(50)} {
+		require.NoError(t, s.ReplaceCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk", DefaultTTL: ttl}))
+	}
+	wg.Wait()
+	page, err := s.Query(ctx, l, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "40", string(page.Items[0]))
+	clock.Advance(200 * time.Second) // past every document's own ttl (100 to 149)
+	page, err = s.Query(ctx, l, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "0", string(page.Items[0]))
 }
