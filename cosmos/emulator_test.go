@@ -72,7 +72,7 @@ func TestChangeFeedOfRecreatedCollection(t *testing.T) {
 
 // TestPoliciesOnEmulator: the backend creates a container with unique
 // keys and the vector embedding and full-text policies, which serve keeps
-// and enforces (a unique key taken is ErrConflict), and replaces its
+// and enforces (a unique key taken is ErrUniqueKeyConflict), and replaces its
 // default TTL and indexing policy (store.Replacer); computed properties,
 // which azcosmos cannot send, are refused rather than dropped.
 func TestPoliciesOnEmulator(t *testing.T) {
@@ -87,7 +87,10 @@ func TestPoliciesOnEmulator(t *testing.T) {
 	_, err := st.Create(ctx, l, []byte(`{"id":"a","pk":"p","email":"x"}`), nil)
 	require.NoError(t, err)
 	_, err = st.Create(ctx, l, []byte(`{"id":"b","pk":"p","email":"x"}`), nil)
+	require.ErrorIs(t, err, store.ErrUniqueKeyConflict)
+	_, err = st.Create(ctx, l, []byte(`{"id":"a","pk":"p","email":"y"}`), nil)
 	require.ErrorIs(t, err, store.ErrConflict)
+	assert.NotErrorIs(t, err, store.ErrUniqueKeyConflict, "an id taken is not a unique key")
 
 	ttl := 60
 	next := *spec
