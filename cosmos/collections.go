@@ -48,16 +48,14 @@ func (s *Store) CreateCollection(ctx context.Context, l string, spec *store.Coll
 		ID:                     c.Collection,
 		PartitionKeyDefinition: keyDefinition(&sp),
 	}
-	if sp.DefaultTTL != nil {
-		ttl := int32(*sp.DefaultTTL)
-		props.DefaultTimeToLive = &ttl
+	if err := setPolicies(&props, &sp); err != nil {
+		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: err.Error(), Err: err}
 	}
-	if len(sp.Indexing) > 0 {
-		var ip azcosmos.IndexingPolicy
-		if err := json.Unmarshal(sp.Indexing, &ip); err != nil {
-			return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: "indexingPolicy is not a Cosmos DB indexing policy", Err: err}
+	if len(sp.UniqueKeys) > 0 {
+		props.UniqueKeyPolicy = &azcosmos.UniqueKeyPolicy{}
+		for _, k := range sp.UniqueKeys {
+			props.UniqueKeyPolicy.UniqueKeys = append(props.UniqueKeyPolicy.UniqueKeys, azcosmos.UniqueKey{Paths: k})
 		}
-		props.IndexingPolicy = &ip
 	}
 	client := s.accountFor(c)
 	if _, err := client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: c.Database}, nil); err != nil && !conflict(err) {
@@ -83,6 +81,110 @@ func (s *Store) CreateCollection(ctx context.Context, l string, spec *store.Coll
 	s.mu.Lock()
 	s.specs[c.String()] = &containerSpec{spec: sp, paths: paths}
 	s.mu.Unlock()
+	return nil
+}
+
+// specOf returns the spec of a container as the service describes it.
+func specOf(props *azcosmos.ContainerProperties) store.CollectionSpec {
+	sp := store.CollectionSpec{PartitionKeyPath: "/id"}
+	if props != nil {
+		switch kp := props.PartitionKeyDefinition.Paths; {
+		case len(kp) > 1:
+			sp.PartitionKeyPath, sp.PartitionKeyPaths = "", kp
+		case len(kp) == 1:
+			sp.PartitionKeyPath = kp[0]
+		}
+		if props.DefaultTimeToLive != nil {
+			ttl := int(*props.DefaultTimeToLive)
+			sp.DefaultTTL = &ttl
+		}
+		if props.IndexingPolicy != nil {
+			sp.Indexing, _ = json.Marshal(props.IndexingPolicy)
+		}
+		if props.UniqueKeyPolicy != nil {
+			for _, k := range props.UniqueKeyPolicy.UniqueKeys {
+				sp.UniqueKeys = append(sp.UniqueKeys, k.Paths)
+			}
+		}
+		if props.VectorEmbeddingPolicy != nil {
+			sp.VectorEmbeddingPolicy, _ = json.Marshal(props.VectorEmbeddingPolicy)
+		}
+		if props.FullTextPolicy != nil {
+			sp.FullTextPolicy, _ = json.Marshal(props.FullTextPolicy)
+		}
+	}
+	return sp
+}
+
+// setPolicies sets on props the settings of sp that a replace may change:
+// default TTL, indexing, vector embedding and full-text policies. azcosmos
+// v1.5.0 has no field for computed properties, so a spec with them is an
+// error: they would be dropped silently.
+func setPolicies(props *azcosmos.ContainerProperties, sp *store.CollectionSpec) error {
+	props.DefaultTimeToLive = nil
+	if sp.DefaultTTL != nil {
+		ttl := int32(*sp.DefaultTTL)
+		props.DefaultTimeToLive = &ttl
+	}
+	props.IndexingPolicy = nil
+	if len(sp.Indexing) > 0 {
+		var ip azcosmos.IndexingPolicy
+		if err := json.Unmarshal(sp.Indexing, &ip); err != nil {
+			return fmt.Errorf("indexingPolicy is not a Cosmos DB indexing policy: %w", err)
+		}
+		props.IndexingPolicy = &ip
+	}
+	props.VectorEmbeddingPolicy, props.FullTextPolicy = nil, nil
+	if len(sp.VectorEmbeddingPolicy) > 0 {
+		props.VectorEmbeddingPolicy = &azcosmos.VectorEmbeddingPolicy{}
+		if err := json.Unmarshal(sp.VectorEmbeddingPolicy, props.VectorEmbeddingPolicy); err != nil {
+			return fmt.Errorf("vectorEmbeddingPolicy is not a Cosmos DB vector embedding policy: %w", err)
+		}
+	}
+	if len(sp.FullTextPolicy) > 0 {
+		props.FullTextPolicy = &azcosmos.FullTextPolicy{}
+		if err := json.Unmarshal(sp.FullTextPolicy, props.FullTextPolicy); err != nil {
+			return fmt.Errorf("fullTextPolicy is not a Cosmos DB full-text policy: %w", err)
+		}
+	}
+	if len(sp.ComputedProperties) > 0 {
+		return fmt.Errorf("computedProperties: the cosmos backend cannot send them (azcosmos v1.5.0 has no field for them); create the container with another client")
+	}
+	return nil
+}
+
+// ReplaceCollection changes the container's settings (store.Replacer):
+// it reads the container and replaces it with spec's default TTL, indexing,
+// vector embedding and full-text policies (store.CheckReplace: the
+// partition key and unique keys cannot change; computed properties cannot
+// be sent, see CreateCollection). Cost: a read and a replace of the
+// container.
+func (s *Store) ReplaceCollection(ctx context.Context, l string, spec *store.CollectionSpec) error {
+	const op = "replace collection"
+	cc, c, err := s.container(op, l)
+	if err != nil {
+		return err
+	}
+	resp, err := cc.Read(ctx, nil)
+	if err != nil {
+		return mapErr(op, l, "", err)
+	}
+	cur := specOf(resp.ContainerProperties)
+	sp, err := store.CheckReplace(l, &cur, spec)
+	if err != nil {
+		return err
+	}
+	props := *resp.ContainerProperties
+	if err := setPolicies(&props, &sp); err != nil {
+		return &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: err.Error(), Err: err}
+	}
+	_, err = cc.Replace(ctx, props, nil)
+	s.mu.Lock()
+	delete(s.specs, c.String())
+	s.mu.Unlock()
+	if err != nil {
+		return mapErr(op, l, "", err)
+	}
 	return nil
 }
 
@@ -148,23 +250,7 @@ func (s *Store) spec(ctx context.Context, op string, cc *azcosmos.ContainerClien
 	if err != nil {
 		return nil, mapErr(op, l, "", err)
 	}
-	props := resp.ContainerProperties
-	sp := store.CollectionSpec{PartitionKeyPath: "/id"}
-	if props != nil {
-		switch kp := props.PartitionKeyDefinition.Paths; {
-		case len(kp) > 1:
-			sp.PartitionKeyPath, sp.PartitionKeyPaths = "", kp
-		case len(kp) == 1:
-			sp.PartitionKeyPath = kp[0]
-		}
-		if props.DefaultTimeToLive != nil {
-			ttl := int(*props.DefaultTimeToLive)
-			sp.DefaultTTL = &ttl
-		}
-		if props.IndexingPolicy != nil {
-			sp.Indexing, _ = json.Marshal(props.IndexingPolicy)
-		}
-	}
+	sp := specOf(resp.ContainerProperties)
 	paths, err := partitionkey.ParsePaths(sp.KeyPaths()...)
 	if err != nil {
 		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Message: err.Error()}

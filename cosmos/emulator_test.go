@@ -69,3 +69,48 @@ func TestChangeFeedOfRecreatedCollection(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrBadRequest)
 	assert.Contains(t, err.Error(), "deleted since")
 }
+
+// TestPoliciesOnEmulator: the backend creates a container with unique
+// keys and the vector embedding and full-text policies, which serve keeps
+// and enforces (a unique key taken is ErrUniqueKeyConflict), and replaces its
+// default TTL and indexing policy (store.Replacer); computed properties,
+// which azcosmos cannot send, are refused rather than dropped.
+func TestPoliciesOnEmulator(t *testing.T) {
+	st := emulatorStore(t)
+	ctx := emulatortest.Context(t)
+	const l = "dbs/policies/colls/c"
+	spec := &store.CollectionSpec{PartitionKeyPath: "/pk", UniqueKeys: [][]string{{"/email"}},
+		VectorEmbeddingPolicy: []byte(`{"vectorEmbeddings":[{"path":"/v","dataType":"float32","distanceFunction":"cosine","dimensions":3}]}`),
+		FullTextPolicy:        []byte(`{"defaultLanguage":"en-US","fullTextPaths":[{"path":"/title","language":"en-US"}]}`)}
+	require.NoError(t, st.CreateCollection(ctx, l, spec))
+	t.Cleanup(func() { _ = st.DeleteCollection(context.Background(), l) })
+	_, err := st.Create(ctx, l, []byte(`{"id":"a","pk":"p","email":"x"}`), nil)
+	require.NoError(t, err)
+	_, err = st.Create(ctx, l, []byte(`{"id":"b","pk":"p","email":"x"}`), nil)
+	require.ErrorIs(t, err, store.ErrUniqueKeyConflict)
+	_, err = st.Create(ctx, l, []byte(`{"id":"a","pk":"p","email":"y"}`), nil)
+	require.ErrorIs(t, err, store.ErrConflict)
+	assert.NotErrorIs(t, err, store.ErrUniqueKeyConflict, "an id taken is not a unique key")
+
+	ttl := 60
+	next := *spec
+	next.DefaultTTL = &ttl
+	next.Indexing = []byte(`{"indexingMode":"none","automatic":false}`)
+	require.NoError(t, st.(store.Replacer).ReplaceCollection(ctx, l, &next))
+	fresh, err := cosmos.Open(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: emulatortest.Shared(t).Endpoint}})
+	require.NoError(t, err)
+	defer fresh.Close()
+	info, err := fresh.CollectionInfo(ctx, l)
+	require.NoError(t, err)
+	require.NotNil(t, info.Spec.DefaultTTL)
+	assert.Equal(t, 60, *info.Spec.DefaultTTL)
+	assert.Equal(t, [][]string{{"/email"}}, info.Spec.UniqueKeys)
+	assert.JSONEq(t, string(spec.FullTextPolicy), string(info.Spec.FullTextPolicy))
+	assert.JSONEq(t, string(spec.VectorEmbeddingPolicy), string(info.Spec.VectorEmbeddingPolicy))
+	assert.Contains(t, string(info.Spec.Indexing), `"indexingMode":"none"`)
+
+	next.UniqueKeys = nil
+	require.ErrorIs(t, st.(store.Replacer).ReplaceCollection(ctx, l, &next), store.ErrBadRequest, "unique keys cannot change")
+	err = st.CreateCollection(ctx, "dbs/policies/colls/computed", &store.CollectionSpec{PartitionKeyPath: "/pk", ComputedProperties: []byte(`[{"name":"lower","query":"SELECT VALUE LOWER(c.name) FROM c"}]`)})
+	require.ErrorIs(t, err, store.ErrBadRequest)
+}

@@ -33,6 +33,10 @@ func mapErr(op, link, id string, err error) error {
 			se.Kind = store.ErrFenced
 			se.Message = "the database's fence is " + fence
 		}
+	case http.StatusConflict:
+		if strings.Contains(re.Error(), "Unique index constraint violation") { // the service's words
+			se.Kind = store.ErrUniqueKeyConflict
+		}
 	case http.StatusTooManyRequests:
 		se.RetryAfter = retryAfter(re.RawResponse)
 	case http.StatusForbidden:

@@ -34,6 +34,10 @@ func signingTarget(segs []string) (resType, resLink string) {
 	switch {
 	case n == 0:
 		return "", ""
+	case n == 2 && segs[0] == "offers":
+		// An offer is addressed by its _rid: the SDKs sign that alone, in
+		// lower case.
+		return "offers", strings.ToLower(segs[1])
 	case n%2 == 1:
 		return segs[n-1], strings.Join(segs[:n-1], "/")
 	}

@@ -615,8 +615,14 @@ func TestDatabasesAndContainers(t *testing.T) {
 	changed := *got
 	other := int32(60)
 	changed.DefaultTimeToLive = &other
+	rr, err := cc.Replace(ctx, changed, nil)
+	require.NoError(t, err, "a replace that changes the TTL")
+	require.NotNil(t, rr.ContainerProperties.DefaultTimeToLive)
+	assert.Equal(t, other, *rr.ContainerProperties.DefaultTimeToLive)
+	assert.NotEqual(t, got.ETag, rr.ContainerProperties.ETag, "a new ETag")
+	changed.PartitionKeyDefinition.Paths = []string{"/other"}
 	_, err = cc.Replace(ctx, changed, nil)
-	assert.Equal(t, http.StatusNotImplemented, status(err), "a replace that changes the TTL is refused, not ignored")
+	assert.Equal(t, http.StatusBadRequest, status(err), "the partition key cannot change")
 
 	refused := []struct {
 		name string

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -20,14 +23,19 @@ const CatalogFile = "serve-databases.json"
 // its creation time, kept in a file written atomically (a temporary file,
 // fsync, rename, fsync of the directory), or in memory when path is empty.
 type catalog struct {
-	path string
-	mu   sync.Mutex
-	dbs  map[string]int64 // id -> _ts
+	path   string
+	mu     sync.Mutex
+	dbs    map[string]int64       // id -> _ts
+	offers map[string]offerRecord // resource link -> its throughput
 }
 
 type catalogFile struct {
 	Version   int           `json:"version"`
 	Databases []catalogItem `json:"databases"`
+	// Offers are the throughput settings of databases and containers
+	// created with one (see offers.go), sorted by link; absent in a file
+	// written before offers were kept.
+	Offers []offerRecord `json:"offers,omitempty"`
 }
 
 type catalogItem struct {
@@ -37,7 +45,7 @@ type catalogItem struct {
 
 // openCatalog reads dir's catalog, if any; an empty dir keeps it in memory.
 func openCatalog(dir string) (*catalog, error) {
-	c := &catalog{dbs: map[string]int64{}}
+	c := &catalog{dbs: map[string]int64{}, offers: map[string]offerRecord{}}
 	if dir == "" {
 		return c, nil
 	}
@@ -55,6 +63,9 @@ func openCatalog(dir string) (*catalog, error) {
 	}
 	for _, d := range f.Databases {
 		c.dbs[d.ID] = d.TS
+	}
+	for _, o := range f.Offers {
+		c.offers[o.Link] = o
 	}
 	return c, nil
 }
@@ -80,25 +91,59 @@ func (c *catalog) list() []catalogItem {
 }
 
 // set adds (ts >= 0) or removes (ts < 0) a database and returns once the
-// change is on disk; on failure the catalog is as it was.
+// change is on disk; on failure the catalog is as it was. Removing a
+// database removes the offers of it and its containers.
 func (c *catalog) set(id string, ts int64) error {
+	return c.change(func(dbs map[string]int64, offers map[string]offerRecord) {
+		if ts >= 0 {
+			dbs[id] = ts
+			return
+		}
+		delete(dbs, id)
+		for l := range offers {
+			if l == "dbs/"+id || strings.HasPrefix(l, "dbs/"+id+"/") {
+				delete(offers, l)
+			}
+		}
+	})
+}
+
+// change applies fn to copies of the catalog's maps and returns once the
+// result is on disk; on failure the catalog is as it was.
+func (c *catalog) change(fn func(dbs map[string]int64, offers map[string]offerRecord)) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	old, had := c.dbs[id]
-	if ts >= 0 {
-		c.dbs[id] = ts
-	} else {
-		delete(c.dbs, id)
-	}
+	dbs, offers := maps.Clone(c.dbs), maps.Clone(c.offers)
+	fn(dbs, offers)
+	old, oldOffers := c.dbs, c.offers
+	c.dbs, c.offers = dbs, offers
 	if err := c.saveLocked(); err != nil {
-		if had {
-			c.dbs[id] = old
-		} else {
-			delete(c.dbs, id)
-		}
+		c.dbs, c.offers = old, oldOffers
 		return err
 	}
 	return nil
+}
+
+// offer returns the offer of a resource link, if it has one.
+func (c *catalog) offer(link string) (offerRecord, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o, ok := c.offers[link]
+	return o, ok
+}
+
+// offerList returns every offer, sorted by link.
+func (c *catalog) offerList() []offerRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return sortedOffers(c.offers)
+}
+
+// sortedOffers returns the offers of m sorted by link.
+func sortedOffers(m map[string]offerRecord) []offerRecord {
+	out := slices.Collect(maps.Values(m))
+	slices.SortFunc(out, func(a, b offerRecord) int { return strings.Compare(a.Link, b.Link) })
+	return out
 }
 
 func (c *catalog) saveLocked() error {
@@ -110,6 +155,7 @@ func (c *catalog) saveLocked() error {
 		f.Databases = append(f.Databases, catalogItem{ID: id, TS: ts})
 	}
 	sort.Slice(f.Databases, func(i, j int) bool { return f.Databases[i].ID < f.Databases[j].ID })
+	f.Offers = sortedOffers(c.offers)
 	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return err

@@ -35,8 +35,13 @@ type containerBody struct {
 	DefaultTTL      *int            `json:"defaultTtl"`
 	IndexingPolicy  json.RawMessage `json:"indexingPolicy"`
 	UniqueKeyPolicy *struct {
-		UniqueKeys []json.RawMessage `json:"uniqueKeys"`
+		UniqueKeys []struct {
+			Paths []string `json:"paths"`
+		} `json:"uniqueKeys"`
 	} `json:"uniqueKeyPolicy"`
+	VectorEmbeddingPolicy json.RawMessage `json:"vectorEmbeddingPolicy"`
+	FullTextPolicy        json.RawMessage `json:"fullTextPolicy"`
+	ComputedProperties    json.RawMessage `json:"computedProperties"`
 }
 
 // spec turns a container body into the store's spec, refusing what the
@@ -55,22 +60,62 @@ func (b *containerBody) spec() (store.CollectionSpec, *apiError) {
 		return sp, errorf(http.StatusBadRequest, "container %q: partition-key kind Hash takes one path, got %d: give kind MultiHash for a hierarchical key of 2 to 3 paths", b.ID, len(pk.Paths))
 	case multi && (len(pk.Paths) < 2 || len(pk.Paths) > partitionkey.MaxPaths):
 		return sp, errorf(http.StatusBadRequest, "container %q: a hierarchical partition key (kind MultiHash) has 2 to %d paths, got %d: give kind Hash for one path", b.ID, partitionkey.MaxPaths, len(pk.Paths))
-	case b.UniqueKeyPolicy != nil && len(b.UniqueKeyPolicy.UniqueKeys) > 0:
-		return sp, unsupported("a unique key policy")
 	}
 	if multi {
 		sp.PartitionKeyPaths = pk.Paths
 	} else {
 		sp.PartitionKeyPath = pk.Paths[0]
 	}
-	sp.DefaultTTL = b.DefaultTTL
-	if t := bytes.TrimSpace(b.IndexingPolicy); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
-		sp.Indexing = t
-	}
+	b.policies(&sp)
 	if _, _, err := store.CheckSpec(&sp); err != nil {
 		return sp, fromStore(err)
 	}
 	return sp, nil
+}
+
+// policies copies the container's settings other than its partition key
+// into sp: default TTL, indexing policy, unique keys and the policies the
+// store keeps as JSON (store.CheckSpec checks them).
+func (b *containerBody) policies(sp *store.CollectionSpec) {
+	sp.DefaultTTL = b.DefaultTTL
+	if t := bytes.TrimSpace(b.IndexingPolicy); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
+		sp.Indexing = t
+	}
+	if b.UniqueKeyPolicy != nil {
+		for _, k := range b.UniqueKeyPolicy.UniqueKeys {
+			sp.UniqueKeys = append(sp.UniqueKeys, k.Paths)
+		}
+	}
+	sp.VectorEmbeddingPolicy = b.VectorEmbeddingPolicy
+	sp.FullTextPolicy = b.FullTextPolicy
+	sp.ComputedProperties = b.ComputedProperties
+}
+
+// addPolicies adds to a container's resource m the settings the store
+// keeps besides its partition key and indexing policy, as Cosmos DB
+// writes them (uniqueKeyPolicy always, the others when set).
+func addPolicies(m map[string]any, spec *store.CollectionSpec) {
+	keys := make([]map[string][]string, 0, len(spec.UniqueKeys))
+	for _, k := range spec.UniqueKeys {
+		keys = append(keys, map[string][]string{"paths": k})
+	}
+	m["uniqueKeyPolicy"] = map[string]any{"uniqueKeys": keys}
+	for name, v := range map[string]json.RawMessage{
+		"vectorEmbeddingPolicy": spec.VectorEmbeddingPolicy,
+		"fullTextPolicy":        spec.FullTextPolicy,
+		"computedProperties":    spec.ComputedProperties,
+	} {
+		if len(v) > 0 {
+			m[name] = v
+		}
+	}
+}
+
+// policiesText is the text of the settings addPolicies adds, for a
+// container's ETag.
+func policiesText(spec *store.CollectionSpec) string {
+	b, _ := json.Marshal([]any{spec.UniqueKeys, spec.VectorEmbeddingPolicy, spec.FullTextPolicy, spec.ComputedProperties})
+	return string(b)
 }
 
 // collections answers /dbs/{db}/colls: GET lists the database's
@@ -115,6 +160,10 @@ func (s *Server) collections(c *call, db string) *apiError {
 	if spec.Quota, e = quotaHeader(c.r.Header.Get(HeaderQuota)); e != nil {
 		return e
 	}
+	throughput, e := offerHeaders(c.r.Header)
+	if e != nil {
+		return e
+	}
 	s.admin.Lock()
 	defer s.admin.Unlock()
 	if _, ok, e := s.databaseExists(ctx, db); e != nil {
@@ -126,6 +175,10 @@ func (s *Server) collections(c *call, db string) *apiError {
 	s.paths.Delete(ref.link)
 	if err := s.st.CreateCollection(ctx, ref.link, &spec); err != nil {
 		return fromStore(err)
+	}
+	if e := s.recordOffer(ref.link, throughput); e != nil {
+		_ = s.st.DeleteCollection(ctx, ref.link) // created with its throughput or not at all
+		return e
 	}
 	return s.writeContainer(c, http.StatusCreated, ref)
 }
@@ -157,8 +210,17 @@ func (s *Server) collection(c *call, ref collRef) *apiError {
 		if was, is := info.Spec.KeyPaths(), spec.KeyPaths(); !slices.Equal(was, is) || info.Spec.Hierarchical() != spec.Hierarchical() {
 			return errorf(http.StatusBadRequest, "the partition key of container %q cannot change (%s to %s)", ref.coll, strings.Join(was, ", "), strings.Join(is, ", "))
 		}
-		if !sameTTL(spec.DefaultTTL, info.Spec.DefaultTTL) || len(spec.Indexing) > 0 && !sameJSON(spec.Indexing, info.Spec.Indexing) {
-			return unsupported("changing a container's default TTL or indexing policy (the store keeps them from its creation; delete the container and create it again)")
+		if len(spec.Indexing) == 0 {
+			spec.Indexing = json.RawMessage(defaultIndexing) // as Cosmos DB gives a container replaced without one
+		}
+		if !sameSettings(&spec, &info.Spec) {
+			r, ok := s.st.(store.Replacer)
+			if !ok {
+				return unsupported("changing a container's settings over this store (it cannot replace a collection's spec)")
+			}
+			if err := r.ReplaceCollection(ctx, ref.link, &spec); err != nil {
+				return fromStore(err)
+			}
 		}
 		return s.writeContainer(c, http.StatusOK, ref)
 	case http.MethodDelete:
@@ -167,6 +229,9 @@ func (s *Server) collection(c *call, ref collRef) *apiError {
 		s.paths.Delete(ref.link)
 		if err := s.st.DeleteCollection(ctx, ref.link); err != nil {
 			return fromStore(err)
+		}
+		if e := s.dropOffer(ref.link); e != nil {
+			return e
 		}
 		c.empty(http.StatusNoContent, 1)
 		return nil
@@ -193,6 +258,16 @@ func quotaHeader(v string) (*store.Quota, *apiError) {
 }
 
 func sameTTL(a, b *int) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
+
+// sameSettings reports whether a container's replace changes nothing the
+// store keeps (its quota aside, which a replace does not give).
+func sameSettings(a, b *store.CollectionSpec) bool {
+	ai, bi := a.Indexing, b.Indexing
+	if len(bi) == 0 {
+		bi = json.RawMessage(defaultIndexing)
+	}
+	return sameTTL(a.DefaultTTL, b.DefaultTTL) && sameJSON(ai, bi) && policiesText(a) == policiesText(b)
+}
 
 // sameJSON reports whether two JSON texts hold equal values.
 func sameJSON(a, b []byte) bool {

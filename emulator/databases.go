@@ -52,6 +52,10 @@ func (s *Server) databases(c *call) *apiError {
 		if _, err := link.ParseDatabase("dbs/" + props.ID); err != nil || len(props.ID) > 255 {
 			return errorf(http.StatusBadRequest, "database id %q: want 1 to 255 characters, none of / \\ ? #", props.ID)
 		}
+		content, e := offerHeaders(c.r.Header)
+		if e != nil {
+			return e
+		}
 		s.admin.Lock()
 		defer s.admin.Unlock()
 		if _, ok, e := s.databaseExists(c.r.Context(), props.ID); e != nil {
@@ -60,7 +64,14 @@ func (s *Server) databases(c *call) *apiError {
 			return errorf(http.StatusConflict, "%s database %q exists", msgConflict, props.ID)
 		}
 		ts := s.now().Unix()
-		if err := s.catalog.set(props.ID, ts); err != nil {
+		err := s.catalog.change(func(dbs map[string]int64, offers map[string]offerRecord) {
+			dbs[props.ID] = ts
+			delete(offers, "dbs/"+props.ID)
+			if content != nil {
+				offers["dbs/"+props.ID] = offerRecord{Link: "dbs/" + props.ID, Content: content, TS: ts}
+			}
+		})
+		if err != nil {
 			s.logf("%v", err)
 			return errorf(http.StatusServiceUnavailable, "recording the database: %v", err)
 		}

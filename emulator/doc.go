@@ -22,8 +22,13 @@
 // list, query, delete; the store has none, so the emulator keeps the ones
 // created through it in a catalog file); containers (create with a
 // single-path Hash partition key or a hierarchical MultiHash one of 2 to 3
-// paths, default TTL and indexing policy; read,
-// list, query, replace where nothing changes, delete); partition-key
+// paths; default TTL, indexing policy, unique keys, which the store
+// enforces, and the vector embedding, full-text and computed-property
+// policies, kept; read, list, query, replace of those but the partition
+// key and unique keys, over a store.Replacer; delete); offers (the
+// throughput of a database or container created with one, manual or
+// autoscale: read, query, replace; kept in the catalog file, never
+// enforced); partition-key
 // ranges (one range covering every key); documents (create, read, replace,
 // upsert, delete, patch; ids scoped by partition key); transactional
 // batches (the store's store.Batcher: 200 with every operation's result,
@@ -46,7 +51,7 @@
 // store.ChangeFeeder, as azcosmos's ReadChangeFeed reads it. A batch's
 // documents are in the change feed as the store gives them one LSN each,
 // next to each other. docs/serve.md ("What it leaves out") lists what it
-// refuses (bulk, stored procedures and the like, throughput, users and
+// refuses (bulk, stored procedures and the like, users and
 // permissions).
 //
 // Beyond Cosmos DB's API it serves docshard's fencing extension, when the

@@ -95,7 +95,7 @@ func (s *Server) upsert(ctx context.Context, l string, body []byte, opts *store.
 		if err == nil {
 			return d, true, nil
 		}
-		if !errors.Is(err, store.ErrConflict) {
+		if !errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrUniqueKeyConflict) {
 			return nil, false, err
 		}
 		d, err = s.st.Replace(ctx, l, gjson.GetBytes(body, "id").String(), body, opts)

@@ -89,6 +89,9 @@ func send(t *testing.T, srv *emulatortest.Server, rq rawRequest) (int, http.Head
 	} else if n > 0 {
 		typ, link = segs[n-2], strings.Join(segs, "/")
 	}
+	if len(segs) == 2 && segs[0] == "offers" {
+		link = strings.ToLower(segs[1]) // an offer is signed by its _rid, as the SDKs sign it
+	}
 	key, _ := base64.StdEncoding.DecodeString(srv.Key)
 	if rq.sign == wrongKey {
 		key = []byte("not the key")
@@ -202,7 +205,9 @@ func TestBadRequests(t *testing.T) {
 		{"unknown child of a collection", rawRequest{method: "GET", path: "/dbs/raw/colls/c/things"}, http.StatusNotFound},
 		{"stored procedures", rawRequest{method: "GET", path: "/dbs/raw/colls/c/sprocs"}, http.StatusNotImplemented},
 		{"users", rawRequest{method: "GET", path: "/dbs/raw/users"}, http.StatusNotImplemented},
-		{"offers", rawRequest{method: "GET", path: "/offers"}, http.StatusNotImplemented},
+		{"an unknown offer", rawRequest{method: "GET", path: "/offers/nothing"}, http.StatusNotFound},
+		{"below an offer", rawRequest{method: "GET", path: "/offers/a/b"}, http.StatusNotFound},
+		{"deleting an offer", rawRequest{method: "DELETE", path: "/offers/nothing"}, http.StatusMethodNotAllowed},
 		{"attachments", rawRequest{method: "GET", path: docs + "/a/attachments"}, http.StatusNotImplemented},
 		{"wrong method", rawRequest{method: "PUT", path: "/dbs"}, http.StatusMethodNotAllowed},
 		{"wrong method on a document", rawRequest{method: "POST", path: docs + "/a", header: pkHeader(`["p"]`)}, http.StatusMethodNotAllowed},
@@ -225,7 +230,11 @@ func TestBadRequests(t *testing.T) {
 		{"bad database id", rawRequest{method: "POST", path: "/dbs", body: []byte(`{"id":"a\\b"}`)}, http.StatusBadRequest},
 		{"database conflict", rawRequest{method: "POST", path: "/dbs", body: []byte(`{"id":"raw"}`)}, http.StatusConflict},
 		{"container without a key", rawRequest{method: "POST", path: "/dbs/raw/colls", body: []byte(`{"id":"k"}`)}, http.StatusBadRequest},
-		{"unique keys", rawRequest{method: "POST", path: "/dbs/raw/colls", body: []byte(`{"id":"k","partitionKey":{"paths":["/a"]},"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/b"]}]}}`)}, http.StatusNotImplemented},
+		{"a unique key without paths", rawRequest{method: "POST", path: "/dbs/raw/colls", body: []byte(`{"id":"k","partitionKey":{"paths":["/a"]},"uniqueKeyPolicy":{"uniqueKeys":[{"paths":[]}]}}`)}, http.StatusBadRequest},
+		{"a unique key with a bad path", rawRequest{method: "POST", path: "/dbs/raw/colls", body: []byte(`{"id":"k","partitionKey":{"paths":["/a"]},"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["b"]}]}}`)}, http.StatusBadRequest},
+		{"a vector policy not an object", rawRequest{method: "POST", path: "/dbs/raw/colls", body: []byte(`{"id":"k","partitionKey":{"paths":["/a"]},"vectorEmbeddingPolicy":[1]}`)}, http.StatusBadRequest},
+		{"a throughput below 400", rawRequest{method: "POST", path: "/dbs/raw/colls", header: map[string]string{"x-ms-offer-throughput": "100"}, body: []byte(`{"id":"k","partitionKey":{"paths":["/a"]}}`)}, http.StatusBadRequest},
+		{"manual and autoscale", rawRequest{method: "POST", path: "/dbs", header: map[string]string{"x-ms-offer-throughput": "400", "x-ms-cosmos-offer-autopilot-settings": `{"maxThroughput":4000}`}, body: []byte(`{"id":"k"}`)}, http.StatusBadRequest},
 		{"wrong key signature", rawRequest{method: "GET", path: "/", sign: wrongKey}, http.StatusUnauthorized},
 		{"wrong key on a write", rawRequest{method: "POST", path: docs, body: []byte(`{"id":"w","pk":"p"}`), header: pkHeader(`["p"]`), sign: wrongKey}, http.StatusUnauthorized},
 		{"signed for another resource", rawRequest{method: "GET", path: "/dbs/raw/colls/c", sign: otherLink}, http.StatusUnauthorized},

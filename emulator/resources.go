@@ -223,7 +223,7 @@ func containerJSON(c collRef, spec store.CollectionSpec) []byte {
 		"id":             c.coll,
 		"_rid":           ridString(c.rid),
 		"_self":          c.self,
-		"_etag":          etagOf("coll", c.link, spec.PartitionKeyPath, ttl, string(indexing)),
+		"_etag":          etagOf("coll", c.link, spec.PartitionKeyPath, ttl, string(indexing), policiesText(&spec)),
 		"_ts":            0,
 		"partitionKey":   keyDefinitionJSON(&spec),
 		"indexingPolicy": indexing,
@@ -236,6 +236,7 @@ func containerJSON(c collRef, spec store.CollectionSpec) []byte {
 	if spec.DefaultTTL != nil {
 		m["defaultTtl"] = *spec.DefaultTTL
 	}
+	addPolicies(m, &spec)
 	b, _ := json.Marshal(m)
 	return b
 }

@@ -345,7 +345,13 @@ func (s *Server) route(c *call, segs []string) *apiError {
 	switch segs[0] {
 	case "dbs":
 	case "offers":
-		return unsupported("throughput (offers)")
+		switch n {
+		case 1:
+			return s.offers(c)
+		case 2:
+			return s.offer(c, segs[1])
+		}
+		return errorf(http.StatusNotFound, "no such resource: /%s", strings.Join(segs, "/"))
 	default:
 		return errorf(http.StatusNotFound, "no such resource: /%s", strings.Join(segs, "/"))
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -401,7 +402,56 @@ func init() {
 			}
 			return false
 		}},
+
+		// Full-text search (see fullTextContains).
+		"FULLTEXTCONTAINS":    {2, 2, fullTextContains(false)},
+		"FULLTEXTCONTAINSALL": {2, -1, fullTextContains(false)},
+		"FULLTEXTCONTAINSANY": {2, -1, fullTextContains(true)},
 	}
+}
+
+// fullTextContains builds FullTextContains, FullTextContainsAll (anyOf
+// false) and FullTextContainsAny (anyOf true): whether the text of the
+// first argument holds the keywords of the others, all of them or any.
+// Text and keywords are split into words (runs of letters and digits) and
+// compared without case; a keyword of several words matches them in
+// sequence. Cosmos DB also stems words by the container's full-text
+// policy (its language); this engine does not, so "searching" does not
+// match "search". A first argument that is not a string is false; a
+// keyword that is not a string is undefined. Cost: a pass over the text
+// per keyword.
+func fullTextContains(anyOf bool) func([]any) any {
+	return func(a []any) any {
+		text, ok := a[0].(string)
+		words := fullTextWords(text)
+		for _, k := range a[1:] {
+			kw, isStr := k.(string)
+			if !isStr {
+				return Undefined
+			}
+			found := ok && containsWords(words, fullTextWords(kw))
+			if found == anyOf {
+				return anyOf
+			}
+		}
+		return !anyOf
+	}
+}
+
+// fullTextWords splits a text into its words, in lower case.
+func fullTextWords(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+// containsWords reports whether words holds seq in sequence (an empty
+// seq is not held).
+func containsWords(words, seq []string) bool {
+	for i := 0; len(seq) > 0 && i+len(seq) <= len(words); i++ {
+		if slices.Equal(words[i:i+len(seq)], seq) {
+			return true
+		}
+	}
+	return false
 }
 
 func init() {

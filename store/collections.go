@@ -190,3 +190,43 @@ func checkExisting(ctx context.Context, st Store, l string, want []string, keep 
 	}
 	return nil
 }
+
+// Replacer changes the settings of an existing collection, as Cosmos DB's
+// container replace does. A backend offers it as an optional capability
+// (see the Optional capabilities in capabilities.go).
+type Replacer interface {
+	// ReplaceCollection gives the collection link spec's DefaultTTL,
+	// Indexing, VectorEmbeddingPolicy, FullTextPolicy and
+	// ComputedProperties. Its partition-key path and unique keys cannot
+	// change, as in Cosmos DB: a spec whose PartitionKeyPath (compared by
+	// SameKeyPath) or UniqueKeys differ is an error wrapping ErrBadRequest,
+	// and nothing changes. spec.Quota is ignored: a quota is set at
+	// creation. Once it returns, documents expire under the new default
+	// TTL (their "_ts" plus their own "ttl", or the new default). A
+	// missing collection is an error wrapping ErrCollectionNotFound.
+	ReplaceCollection(ctx context.Context, link string, spec *CollectionSpec) error
+}
+
+// CheckReplace checks a collection's new spec against its current one for
+// ReplaceCollection and returns the spec to keep: next's settings, with
+// cur's partition-key path, unique keys and quota. A changed partition-key
+// path or unique keys, or a spec CheckSpec refuses, is an error wrapping
+// ErrBadRequest that names the collection l.
+func CheckReplace(l string, cur, next *CollectionSpec) (CollectionSpec, error) {
+	sp, _, err := CheckSpec(next)
+	if err != nil {
+		return sp, err
+	}
+	c, _, err := CheckSpec(cur)
+	if err != nil {
+		return sp, err
+	}
+	if same, err := SameKeyPath(sp.PartitionKeyPath, c.PartitionKeyPath); err != nil || !same {
+		return sp, Errorf(ErrBadRequest, "replace collection", l, "", "the partition key of a collection cannot change (%s to %s): create another collection and copy the documents", c.PartitionKeyPath, sp.PartitionKeyPath)
+	}
+	if !slices.EqualFunc(sp.UniqueKeys, c.UniqueKeys, slices.Equal) {
+		return sp, Errorf(ErrBadRequest, "replace collection", l, "", "the unique keys of a collection cannot change (%v to %v): create another collection and copy the documents", c.UniqueKeys, sp.UniqueKeys)
+	}
+	sp.PartitionKeyPath, sp.UniqueKeys, sp.Quota = c.PartitionKeyPath, c.UniqueKeys, c.Quota
+	return sp, nil
+}

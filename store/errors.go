@@ -20,6 +20,12 @@ var (
 	ErrClosed = &kindError{msg: "unavailable: the store is closed", parent: ErrUnavailable}
 	// ErrConflict: a document or collection with that id already exists.
 	ErrConflict = errors.New("conflict")
+	// ErrUniqueKeyConflict: the write would give two documents of one
+	// partition-key value the same values of a unique key
+	// (CollectionSpec.UniqueKeys); nothing is written. It wraps
+	// ErrConflict (Cosmos DB answers both 409), so errors.Is(err,
+	// ErrConflict) holds too; test for it first to tell the two apart.
+	ErrUniqueKeyConflict = &kindError{msg: "conflict: unique key", parent: ErrConflict}
 	// ErrPreconditionFailed: an If-Match ETag does not match the stored one.
 	ErrPreconditionFailed = errors.New("precondition failed")
 	// ErrThrottled: the backend asks the caller to slow down; *Error's

@@ -113,6 +113,22 @@ type CollectionSpec struct {
 	// Indexing is an indexing policy in Cosmos DB's JSON form, passed
 	// through to backends that use one and kept by the others.
 	Indexing json.RawMessage `json:"indexingPolicy,omitempty"`
+	// UniqueKeys are the collection's unique keys, as Cosmos DB's
+	// uniqueKeyPolicy gives them: each is a list of paths ("/email") whose
+	// values together are unique among the documents of one partition-key
+	// value (a missing value counts as null). A write that would give two
+	// documents of one key value the same values is refused with an error
+	// wrapping ErrUniqueKeyConflict, and nothing is written. They are fixed at
+	// creation (Replacer keeps them). nil means none.
+	UniqueKeys [][]string `json:"uniqueKeys,omitempty"`
+	// VectorEmbeddingPolicy, FullTextPolicy and ComputedProperties are
+	// Cosmos DB's container settings of those names, in its JSON form (an
+	// object, an object, an array), passed through to backends that use
+	// them and kept by the others; the embedded store's queries neither
+	// index nor compute anything from them.
+	VectorEmbeddingPolicy json.RawMessage `json:"vectorEmbeddingPolicy,omitempty"`
+	FullTextPolicy        json.RawMessage `json:"fullTextPolicy,omitempty"`
+	ComputedProperties    json.RawMessage `json:"computedProperties,omitempty"`
 	// Quota, when set, bounds the collection's usage: a write that would
 	// take it past either bound is refused with an error wrapping
 	// ErrQuotaExceeded, and nothing is written. It is a docshard extension

@@ -47,8 +47,12 @@ func ValidateID(id string) error {
 // error names the path and the byte offset), more than 3 paths, a path
 // repeated, PartitionKeyPath set beside a hierarchical key's paths, a
 // DefaultTTL that is 0, below -1 or above 2^31-1, an indexing policy that
-// is not a JSON object, or a negative quota bound wrap ErrBadRequest. A
-// nil spec means defaults.
+// is not a JSON object, a unique key that is empty or has a bad path, more
+// than MaxUniqueKeys unique keys or more than MaxUniqueKeyPaths paths in
+// one, a vector embedding or full-text policy that is not a JSON object,
+// computed properties that are not a JSON array, or a negative quota bound
+// wrap ErrBadRequest. UniqueKeys and the policies are copied too. A nil
+// spec means defaults.
 func CheckSpec(spec *CollectionSpec) (CollectionSpec, partitionkey.Paths, error) {
 	var sp CollectionSpec
 	if spec != nil {
@@ -72,6 +76,9 @@ func CheckSpec(spec *CollectionSpec) (CollectionSpec, partitionkey.Paths, error)
 		}
 		sp.Indexing = append(json.RawMessage(nil), t...)
 	}
+	if err := checkPolicies(&sp); err != nil {
+		return sp, path, err
+	}
 	if q := sp.Quota; q != nil {
 		if q.MaxDocuments < 0 || q.MaxBytes < 0 {
 			return sp, path, &Error{Kind: ErrBadRequest, Message: fmt.Sprintf("quota maxDocuments %d, maxBytes %d: want 0 (no bound) or more", q.MaxDocuments, q.MaxBytes)}
@@ -84,4 +91,54 @@ func CheckSpec(spec *CollectionSpec) (CollectionSpec, partitionkey.Paths, error)
 		}
 	}
 	return sp, path, nil
+}
+
+// Cosmos DB's limits on unique keys, which CheckSpec applies.
+const (
+	// MaxUniqueKeys is the most unique keys a collection has.
+	MaxUniqueKeys = 10
+	// MaxUniqueKeyPaths is the most paths one unique key combines.
+	MaxUniqueKeyPaths = 16
+)
+
+// checkPolicies checks and copies sp's unique keys and its policies kept
+// as JSON (see CheckSpec).
+func checkPolicies(sp *CollectionSpec) error {
+	if len(sp.UniqueKeys) > MaxUniqueKeys {
+		return &Error{Kind: ErrBadRequest, Message: fmt.Sprintf("%d unique keys: a collection has at most %d", len(sp.UniqueKeys), MaxUniqueKeys)}
+	}
+	var keys [][]string
+	for i, k := range sp.UniqueKeys {
+		if len(k) == 0 || len(k) > MaxUniqueKeyPaths {
+			return &Error{Kind: ErrBadRequest, Message: fmt.Sprintf("unique key %d has %d paths: want 1 to %d", i, len(k), MaxUniqueKeyPaths)}
+		}
+		for _, p := range k {
+			if _, err := parseKeyPath(p); err != nil {
+				return &Error{Kind: ErrBadRequest, Message: fmt.Sprintf("unique key %d: %v", i, err)}
+			}
+		}
+		keys = append(keys, append([]string(nil), k...))
+	}
+	sp.UniqueKeys = keys
+	for _, f := range []struct {
+		name string
+		v    *json.RawMessage
+		open byte
+		what string
+	}{
+		{"vectorEmbeddingPolicy", &sp.VectorEmbeddingPolicy, '{', "object"},
+		{"fullTextPolicy", &sp.FullTextPolicy, '{', "object"},
+		{"computedProperties", &sp.ComputedProperties, '[', "array"},
+	} {
+		t := bytes.TrimSpace(*f.v)
+		switch {
+		case len(t) == 0 || bytes.Equal(t, []byte("null")):
+			*f.v = nil
+		case t[0] != f.open || !json.Valid(t):
+			return &Error{Kind: ErrBadRequest, Message: fmt.Sprintf("the %s is not a JSON %s", f.name, f.what)}
+		default:
+			*f.v = append(json.RawMessage(nil), t...)
+		}
+	}
+	return nil
 }

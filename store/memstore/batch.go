@@ -219,8 +219,24 @@ func (s *Store) commitBatch(c *collection, op, l, pk string, docs map[string]*ba
 		}
 	}
 	slices.SortFunc(written, func(a, b *batchDoc) int { return a.last - b.last })
+	var claims []uniqueClaim
+	if c.uniq != nil {
+		for _, d := range written {
+			if d.cur != nil {
+				claims = append(claims, uniqueClaim{id: d.id, tuples: c.uniq.tuples(pk, d.cur.body), at: d.last})
+			}
+		}
+		if at, err := c.claimUnique(op, l, now, claims, func(id string) bool { return docs[id] != nil && docs[id].written }); err != nil {
+			return &store.BatchError{Index: at, Err: err}
+		}
+	}
 	g := batchGrowth(written)
 	if err := c.hold(op, l, "", g); err != nil {
+		if claims != nil {
+			c.mu.Lock()
+			c.releaseUnique(claims)
+			c.mu.Unlock()
+		}
 		return err
 	}
 	if s.disk != nil && len(written) > 0 {
@@ -240,6 +256,7 @@ func (s *Store) commitBatch(c *collection, op, l, pk string, docs map[string]*ba
 			c.lsns.abandon(first, puts)
 			c.mu.Lock()
 			c.unhold(g)
+			c.releaseUnique(claims)
 			c.mu.Unlock()
 			return s.diskErr(op, l, "", err)
 		}
@@ -247,6 +264,7 @@ func (s *Store) commitBatch(c *collection, op, l, pk string, docs map[string]*ba
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.unhold(g)
+	c.releaseUnique(claims)
 	if c.dropped {
 		return &store.Error{Kind: store.ErrCollectionNotFound, Op: op, Link: l}
 	}

@@ -75,11 +75,15 @@ func (e *entry) document() *store.Document {
 // current entries in change-feed order (by lsn); the expiry heap holds the
 // entries that expire, soonest first.
 type collection struct {
-	link  string // canonical link
-	uid   string // random per incarnation: bucket name, bound into tokens
-	spec  store.CollectionSpec
+	link string // canonical link
+	uid  string // random per incarnation: bucket name, bound into tokens
+	// specp is the collection's spec, replaced whole (never modified) by
+	// ReplaceCollection; its partition-key paths and unique keys never
+	// change.
+	specp atomic.Pointer[store.CollectionSpec]
 	path  partitionkey.Path  // the key's path, the first of a hierarchical key's
 	paths partitionkey.Paths // every path: one, or 2 to 3 for a hierarchical key
+	uniq  *uniqueIndex       // nil without unique keys
 
 	mu      sync.RWMutex
 	byID    map[string]*entry
@@ -127,24 +131,34 @@ type snapItem struct {
 }
 
 func newCollection(link, uid string, spec store.CollectionSpec, paths partitionkey.Paths) *collection {
-	c := &collection{link: link, uid: uid, spec: spec, path: paths[0], paths: paths, byID: map[string]*entry{}}
+	c := &collection{link: link, uid: uid, path: paths[0], paths: paths, byID: map[string]*entry{}}
+	c.specp.Store(&spec)
+	c.uniq = newUniqueIndex(spec.UniqueKeys)
 	c.nextSeq.Store(1)
 	c.nextExpiry.Store(never)
 	return c
 }
 
+// spec returns the collection's spec; callers must not modify it.
+func (c *collection) spec() *store.CollectionSpec { return c.specp.Load() }
+
 // ttlOn reports whether documents of the collection can expire.
-func (c *collection) ttlOn() bool { return c.spec.DefaultTTL != nil }
+func (c *collection) ttlOn() bool { return c.spec().DefaultTTL != nil }
 
 // expireAt computes when a document written at ts expires, under Cosmos
 // DB's rules: nothing expires without a default TTL on the collection; a
 // document's own ttl (when it has one) overrides the default; -1 is never.
 func (c *collection) expireAt(ts int64, hasTTL bool, ttl int64) int64 {
-	if c.spec.DefaultTTL == nil {
+	return expireUnder(c.spec().DefaultTTL, ts, hasTTL, ttl)
+}
+
+// expireUnder is collection.expireAt under the default TTL def.
+func expireUnder(def *int, ts int64, hasTTL bool, ttl int64) int64 {
+	if def == nil {
 		return never
 	}
 	if !hasTTL {
-		ttl = int64(*c.spec.DefaultTTL)
+		ttl = int64(*def)
 	}
 	if ttl < 0 {
 		return never
@@ -178,6 +192,12 @@ func (c *collection) publish(e *entry) {
 	c.version.Add(1)
 	e.heapIdx = -1
 	old := c.find(e.id, e.pk)
+	if c.uniq != nil {
+		if old != nil {
+			c.uniq.drop(old)
+		}
+		c.uniq.add(e)
+	}
 	if old == nil {
 		e.next = c.byID[e.id]
 		c.byID[e.id] = e
@@ -214,6 +234,9 @@ func (c *collection) publish(e *entry) {
 // for writing.
 func (c *collection) remove(e *entry) {
 	c.version.Add(1)
+	if c.uniq != nil {
+		c.uniq.drop(e)
+	}
 	c.relink(e, nil)
 	c.unaccount(e)
 	c.changes.remove(e)
@@ -298,6 +321,9 @@ func (c *collection) purge(now int64, limit int, tryLock func(e *entry) (func(),
 		}
 		heap.Pop(&c.expiry)
 		c.version.Add(1)
+		if c.uniq != nil {
+			c.uniq.drop(e)
+		}
 		c.relink(e, nil)
 		c.docs--
 		c.bytes -= int64(len(e.body))
@@ -339,7 +365,7 @@ func growth(old, e *entry) room {
 // does not fit is an error wrapping store.ErrQuotaExceeded. Without a
 // quota it costs nothing and takes no lock.
 func (c *collection) hold(op, l, id string, g room) error {
-	q := c.spec.Quota
+	q := c.spec().Quota
 	if q == nil {
 		return nil
 	}
@@ -361,7 +387,7 @@ func (c *collection) hold(op, l, id string, g room) error {
 // same critical section, so the usage counts it instead) or fails. Caller
 // holds c.mu for writing when the collection has a quota.
 func (c *collection) unhold(g room) {
-	if c.spec.Quota == nil {
+	if c.spec().Quota == nil {
 		return
 	}
 	c.held.docs -= g.docs

@@ -129,14 +129,27 @@ func (c *collection) prepare(op, l string, doc []byte) (in incoming, err error) 
 		}
 	}
 
-	if ttlv != nil && c.ttlOn() {
-		f, err := strconv.ParseFloat(string(ttlv), 64)
-		if ttlv[0] == '"' || err != nil || f != math.Trunc(f) || f == 0 || f < -1 || f > math.MaxInt32 {
+	if ttlv != nil {
+		// Read whether or not TTL is on now: ReplaceCollection may turn it
+		// on before this write takes its lock.
+		if in.ttl, in.hasTTL = ttlValue(ttlv); !in.hasTTL && c.ttlOn() {
 			return in, bad(in.id, `"ttl" must be -1 or a whole number of seconds from 1 to %d, got %.40s`, math.MaxInt32, ttlv)
 		}
-		in.hasTTL, in.ttl = true, int64(f)
 	}
 	return in, nil
+}
+
+// ttlValue reads the JSON text of a document's "ttl": ok when it is -1 or
+// a whole number of seconds from 1 to 2^31-1.
+func ttlValue(text []byte) (ttl int64, ok bool) {
+	if len(text) == 0 || text[0] == '"' {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(text), 64)
+	if err != nil || f != math.Trunc(f) || f == 0 || f < -1 || f > math.MaxInt32 {
+		return 0, false
+	}
+	return int64(f), true
 }
 
 // isSystem reports whether a top-level property belongs to the store:
@@ -368,8 +381,20 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 	if err != nil {
 		return nil, err
 	}
+	var claims []uniqueClaim
+	if c.uniq != nil {
+		claims = []uniqueClaim{{id: in.id, tuples: c.uniq.tuples(in.pk, e.body)}}
+		if _, err := c.claimUnique(mode, l, now, claims, func(id string) bool { return id == in.id }); err != nil {
+			return nil, err
+		}
+	}
 	g := growth(old, e)
 	if err := c.hold(mode, l, in.id, g); err != nil {
+		if claims != nil {
+			c.mu.Lock()
+			c.releaseUnique(claims)
+			c.mu.Unlock()
+		}
 		return nil, err
 	}
 	if s.disk != nil {
@@ -378,12 +403,14 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 			c.lsns.abandon(e.lsn, 1)
 			c.mu.Lock()
 			c.unhold(g)
+			c.releaseUnique(claims)
 			c.mu.Unlock()
 			return nil, s.diskErr(mode, l, in.id, err)
 		}
 	}
 	c.mu.Lock()
 	c.unhold(g)
+	c.releaseUnique(claims)
 	if c.dropped {
 		c.mu.Unlock()
 		return nil, &store.Error{Kind: store.ErrCollectionNotFound, Op: mode, Link: l}

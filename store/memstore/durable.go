@@ -69,9 +69,9 @@ type diskOp struct {
 	rec    []byte    // opPut: the record
 	del    uint64    // opPut, opDelete: a key removed (0: none)
 	mark   uint64    // opDelete: the LSN of the record removed, for the collection's mark
-	link   []byte    // opCreateColl, opDropColl, opFence (the database link)
-	meta   []byte    // opCreateColl
-	batch  []*diskOp // opBatch: puts and deletes in bucket, applied all or none
+	link   []byte    // opCreateColl, opDropColl, opSetColl, opFence (the database link)
+	meta   []byte    // opCreateColl, opSetColl
+	batch  []*diskOp // opBatch, opSetColl: puts and deletes in bucket, applied all or none
 	done   chan error
 }
 
@@ -84,6 +84,7 @@ const (
 	opDropColl
 	opFence
 	opBatch
+	opSetColl // a collection's new meta, with its records written again (batch)
 )
 
 func seqKey(seq uint64) []byte {
@@ -109,12 +110,19 @@ func (o *diskOp) apply(tx *bolt.Tx) error {
 		return tx.Bucket(collectionsBucket).Delete(o.link)
 	case opFence:
 		return tx.Bucket(fencesBucket).Put(o.link, seqKey(o.seq))
+	case opSetColl:
+		if tx.Bucket(o.bucket) == nil {
+			return errGone
+		}
+		if err := tx.Bucket(collectionsBucket).Put(o.link, o.meta); err != nil {
+			return err
+		}
 	}
 	b := tx.Bucket(o.bucket)
 	if b == nil {
 		return errGone
 	}
-	if o.kind == opBatch {
+	if o.kind == opBatch || o.kind == opSetColl {
 		for _, sub := range o.batch {
 			if err := sub.apply(tx); err != nil {
 				return err
@@ -515,7 +523,7 @@ func (d *disk) run() {
 		err := d.db.Update(func(tx *bolt.Tx) error {
 			for i, o := range batch {
 				errs[i] = o.apply(tx)
-				if errs[i] != nil && o.kind == opBatch && !errors.Is(errs[i], errGone) {
+				if errs[i] != nil && (o.kind == opBatch || o.kind == opSetColl) && !errors.Is(errs[i], errGone) {
 					// Part of it may be applied: roll back everything
 					// rather than commit part of a batch.
 					return errs[i]

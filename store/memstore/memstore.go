@@ -302,21 +302,17 @@ func (s *Store) CollectionInfo(ctx context.Context, l string) (*store.Collection
 	now := s.clock().Unix()
 	c.mu.Lock()
 	s.purgeLocked(c, now, math.MaxInt)
-	info := &store.CollectionInfo{Link: c.link, Spec: c.spec, Documents: c.docs, Bytes: c.bytes}
+	info := &store.CollectionInfo{Link: c.link, Documents: c.docs, Bytes: c.bytes}
 	c.mu.Unlock()
-	if info.Spec.DefaultTTL != nil {
-		ttl := *info.Spec.DefaultTTL
-		info.Spec.DefaultTTL = &ttl
-	}
-	if q := info.Spec.Quota; q != nil {
-		cp := *q
-		info.Spec.Quota = &cp
-	}
-	info.Spec.Indexing = append(json.RawMessage(nil), info.Spec.Indexing...)
-	if len(info.Spec.Indexing) == 0 {
-		info.Spec.Indexing = nil
-	}
+	info.Spec = cloneSpec(c.spec())
 	return info, nil
+}
+
+// cloneSpec returns a deep copy of a spec that CheckSpec accepted, so a
+// caller may modify what it is given.
+func cloneSpec(sp *store.CollectionSpec) store.CollectionSpec {
+	cp, _, _ := store.CheckSpec(sp)
+	return cp
 }
 
 // purge removes the expired documents of c if any are due, taking the

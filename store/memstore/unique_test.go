@@ -1,0 +1,190 @@
+package memstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/docshard/docshard/store"
+)
+
+// TestUniqueKeys: a write that would give two documents of one
+// partition-key value the same values of a unique key is refused with
+// ErrConflict, as Cosmos DB refuses it (409); other key values, changed
+// values, deleted and expired holders free the values; the index is
+// rebuilt when a durable store is opened again.
+func TestUniqueKeys(t *testing.T) {
+	const l = "dbs/app/colls/users"
+	type step struct {
+		op     string // create, upsert, replace, delete, advance
+		doc    string
+		id     string
+		clash  bool
+		expire time.Duration
+	}
+	for _, tc := range []struct {
+		name  string
+		pair  bool // a second unique key, of /first and /last
+		steps []step
+	}{
+		{"same email, same tenant", false, []step{
+			{op: "create", doc: `{"id":"a","tenant":"t","email":"x@y"}`},
+			{op: "create", doc: `{"id":"b","tenant":"t","email":"x@y"}`, clash: true},
+			{op: "upsert", doc: `{"id":"b","tenant":"t","email":"x@y"}`, clash: true},
+		}},
+		{"same email, other tenant", false, []step{
+			{op: "create", doc: `{"id":"a","tenant":"t","email":"x@y"}`},
+			{op: "create", doc: `{"id":"b","tenant":"u","email":"x@y"}`},
+		}},
+		{"a document keeps its own values", false, []step{
+			{op: "create", doc: `{"id":"a","tenant":"t","email":"x@y"}`},
+			{op: "replace", id: "a", doc: `{"id":"a","tenant":"t","email":"x@y","n":1}`},
+			{op: "upsert", doc: `{"id":"a","tenant":"t","email":"x@y","n":2}`},
+		}},
+		{"a changed value frees the old one", false, []step{
+			{op: "create", doc: `{"id":"a","tenant":"t","email":"x@y"}`},
+			{op: "replace", id: "a", doc: `{"id":"a","tenant":"t","email":"z@y"}`},
+			{op: "create", doc: `{"id":"b","tenant":"t","email":"x@y"}`},
+			{op: "replace", id: "a", doc: `{"id":"a","tenant":"t","email":"x@y"}`, clash: true},
+		}},
+		{"a deleted holder frees the value", false, []step{
+			{op: "create", doc: `{"id":"a","tenant":"t","email":"x@y"}`},
+			{op: "delete", id: "a"},
+			{op: "create", doc: `{"id":"b","tenant":"t","email":"x@y"}`},
+		}},
+		{"an expired holder frees the value", false, []step{
+			{op: "create", doc: `{"id":"a","tenant":"t","email":"x@y","ttl":10}`},
+			{op: "advance", expire: 11 * time.Second},
+			{op: "create", doc: `{"id":"b","tenant":"t","email":"x@y"}`},
+		}},
+		{"a missing value is null, and counts", true, []step{
+			{op: "create", doc: `{"id":"a","tenant":"t","first":"A"}`},
+			{op: "create", doc: `{"id":"b","tenant":"t","first":"A","email":"1"}`, clash: true},
+			{op: "create", doc: `{"id":"c","tenant":"t","first":"A","last":null,"email":"2"}`, clash: true},
+			{op: "create", doc: `{"id":"d","tenant":"t","first":"A","last":"B","email":"3"}`},
+		}},
+		{"numbers compare by value, objects by content", true, []step{
+			{op: "create", doc: `{"id":"a","tenant":"t","email":1,"first":{"x":1,"y":2}}`},
+			{op: "create", doc: `{"id":"b","tenant":"t","email":1.0}`, clash: true},
+			{op: "create", doc: `{"id":"c","tenant":"t","email":2,"first":{"y":2,"x":1}}`, clash: true},
+			{op: "create", doc: `{"id":"d","tenant":"t","email":3,"first":{"y":2,"x":1},"last":0}`},
+		}},
+	} {
+		for _, durable := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/durable=%v", tc.name, durable), func(t *testing.T) {
+				ctx := context.Background()
+				clock := newFakeClock()
+				open := opener(t, durable, clock)
+				s := open()
+				defer func() { _ = s.Close() }()
+				spec := &store.CollectionSpec{PartitionKeyPath: "/tenant", DefaultTTL: ptrInt(-1), UniqueKeys: [][]string{{"/email"}}}
+				if tc.pair {
+					spec.UniqueKeys = append(spec.UniqueKeys, []string{"/first", "/last"})
+				}
+				require.NoError(t, s.CreateCollection(ctx, l, spec))
+				for i, st := range tc.steps {
+					var err error
+					switch st.op {
+					case "create":
+						_, err = s.Create(ctx, l, []byte(st.doc), nil)
+					case "upsert":
+						_, err = s.Upsert(ctx, l, []byte(st.doc), nil)
+					case "replace":
+						_, err = s.Replace(ctx, l, st.id, []byte(st.doc), nil)
+					case "delete":
+						err = s.Delete(ctx, l, st.id, &store.WriteOptions{PartitionKey: "t"})
+					case "advance":
+						clock.Advance(st.expire)
+						continue
+					}
+					if st.clash {
+						require.ErrorIs(t, err, store.ErrUniqueKeyConflict, "step %d", i)
+						assert.Contains(t, err.Error(), "Unique index constraint violation")
+					} else {
+						require.NoError(t, err, "step %d", i)
+					}
+				}
+				if durable {
+					// Opened again, the index holds what the collection holds.
+					require.NoError(t, s.Close())
+					s = open()
+					last := tc.steps[len(tc.steps)-1]
+					if last.op == "create" && !last.clash {
+						again := strings.Replace(last.doc, `"id":"`, `"id":"again-`, 1)
+						_, err := s.Create(ctx, l, []byte(again), nil)
+						require.ErrorIs(t, err, store.ErrConflict)
+					}
+				}
+			})
+		}
+	}
+}
+
+func ptrInt(v int) *int { return &v }
+
+// opener returns what opens a store on clock, in memory or durable; each
+// durable one opens the same directory again.
+func opener(t *testing.T, durable bool, clock *fakeClock) func() *Store {
+	dir := t.TempDir()
+	return func() *Store {
+		if !durable {
+			return New(&Options{Clock: clock.Now})
+		}
+		s, err := Open(dir, &Options{Clock: clock.Now})
+		require.NoError(t, err)
+		return s
+	}
+}
+
+// TestUniqueKeysConcurrent: of writers racing to create documents with one
+// email under one key, exactly one succeeds; in a batch, a document
+// deleted frees its value for another the batch creates, and two of the
+// batch's documents with one value fail it.
+func TestUniqueKeysConcurrent(t *testing.T) {
+	const l = "dbs/app/colls/users"
+	ctx := context.Background()
+	s := New(nil)
+	defer s.Close()
+	require.NoError(t, s.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/tenant", UniqueKeys: [][]string{{"/email"}}}))
+	var wg sync.WaitGroup
+	errs := make([]error, 16)
+	for i := range errs {
+		wg.Go(func() {
+			_, errs[i] = s.Create(ctx, l, fmt.Appendf(nil, `{"id":"d%d","tenant":"t","email":"x"}`, i), nil)
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		if err == nil {
+			ok++
+		} else {
+			require.ErrorIs(t, err, store.ErrConflict)
+		}
+	}
+	require.Equal(t, 1, ok)
+
+	_, err := s.Create(ctx, l, []byte(`{"id":"a","tenant":"u","email":"x"}`), nil)
+	require.NoError(t, err)
+	_, err = s.ExecuteBatch(ctx, l, "u", []store.BatchOp{
+		{Kind: store.BatchDelete, ID: "a"},
+		{Kind: store.BatchCreate, Doc: []byte(`{"id":"b","tenant":"u","email":"x"}`)},
+	}, nil)
+	require.NoError(t, err)
+	_, err = s.ExecuteBatch(ctx, l, "u", []store.BatchOp{
+		{Kind: store.BatchCreate, Doc: []byte(`{"id":"c","tenant":"u","email":"y"}`)},
+		{Kind: store.BatchCreate, Doc: []byte(`{"id":"d","tenant":"u","email":"y"}`)},
+	}, nil)
+	var be *store.BatchError
+	require.True(t, errors.As(err, &be), "%v", err)
+	require.ErrorIs(t, err, store.ErrConflict)
+	_, err = s.Create(ctx, l, []byte(`{"id":"e","tenant":"u","email":"y"}`), nil)
+	require.NoError(t, err, "the failed batch holds nothing")
+}
