@@ -149,7 +149,19 @@ func runServe(g *globals, f *serveFlags) error {
 		}
 	}
 
+	// The address first: a port in use fails before the store's file is
+	// created or locked.
+	ln, err := net.Listen("tcp", f.addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("serve: --addr %s is in use (another docshard serve, or a Cosmos DB emulator?): stop it, or give another --addr (%s:0 picks a free port and prints it on stdout's first line)", f.addr, host)
+	}
+	if err != nil {
+		return fmt.Errorf("serve: listen on %s: %w", f.addr, err)
+	}
 	st, err := memstore.Open(f.dir, &memstore.Options{LockTimeout: serveLockTimeout})
+	if err != nil {
+		ln.Close()
+	}
 	if errors.Is(err, memstore.ErrLocked) {
 		return fmt.Errorf("serve: --dir %s is in use: %s is held by another process (another docshard serve, or a command with store.path %s); stop it, or serve another --dir",
 			f.dir, filepath.Join(f.dir, "docshard.db"), f.dir)
@@ -164,13 +176,9 @@ func runServe(g *globals, f *serveFlags) error {
 	}
 	emu, err := emulator.New(st, &emulator.Options{Key: key, Dir: f.dir, Logf: logf, BodyTimeout: bodyTimeout, AcceptEmulatorTokens: f.emulatorTokens})
 	if err != nil {
+		ln.Close()
 		st.Close()
 		return fmt.Errorf("serve: %w", err)
-	}
-	ln, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		st.Close()
-		return fmt.Errorf("serve: listen on %s: %w", f.addr, err)
 	}
 	scheme := "http"
 	if tlsConfig != nil {

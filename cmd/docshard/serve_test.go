@@ -210,6 +210,17 @@ databases:
 		dir, filepath.Join(dir, "docshard.db")), string(second), "one line, no trace")
 	assert.Less(t, took, 2*time.Second, "at once, not after the store's 5 s lock timeout")
 
+	// A port in use: the message names --addr and the way out, and nothing
+	// is created in the new directory.
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	addr := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(s.endpoint, "https://"), "http://"), "/")
+	third, err := exec.Command(docshardBinary(t), "serve", "--dir", fresh, "--addr", addr).CombinedOutput()
+	require.Error(t, err, "the port is taken")
+	assert.Contains(t, string(third), "--addr "+addr+" is in use")
+	assert.Contains(t, string(third), ":0 picks a free port")
+	_, statErr := os.Stat(filepath.Join(fresh, "docshard.db"))
+	assert.True(t, errors.Is(statErr, os.ErrNotExist), "no store file created: %v", statErr)
+
 	var acked sync.Map // id -> n
 	var count atomic.Int64
 	var wg sync.WaitGroup
