@@ -4,17 +4,6 @@
 // database link, then creates, reads, replaces, deletes and queries against
 // the database, never against a collection.
 //
-// # Layout
-//
-// placement.go is the one place that decides where a key lives: for a
-// registered resolver, where a document is written and where it may be
-// read, with the route cache (cache.go) behind it. retry.go wraps the store
-// so that every router call is retried when throttled and reported to the
-// Hooks. A query's Pager (pager.go) is thin: a fetch scheduler (fetch.go)
-// runs the store calls, one merger per mode (merge.go: stream, ordered,
-// distinct, aggregate) combines the rows, and token.go writes the
-// continuation tokens; rows.go reads ORDER BY rows.
-//
 // # Routing
 //
 // Writes go where ResolveForCreate puts the document's key. Point reads,
