@@ -233,7 +233,7 @@ func (c *call) batchDone(ref collRef, path partitionkey.Paths, ops []store.Batch
 		if d := r.Document; d != nil {
 			o.ETag = d.ETag
 			if kind == store.BatchRead || !minimal {
-				o.ResourceBody = ref.withSystem(d.Body, keyTextOf(d.Body, path), d.ID)
+				o.ResourceBody = ref.withSystem(d.Body, keyTextOf(d.Body, path), d.ID, d.Seq)
 			}
 		}
 		charge += o.RequestCharge

@@ -281,14 +281,17 @@ func sameJSON(a, b []byte) bool {
 }
 
 // writeContainer answers a collection's resource, with its usage in Cosmos
-// DB's quota headers when asked (documentsSize in KB).
+// DB's quota headers when asked (documentsSize in KB): the documents as
+// clients read them, the system properties the store does not keep
+// included (their length is the same for every document of a collection).
 func (s *Server) writeContainer(c *call, status int, ref collRef) *apiError {
 	info, err := s.st.CollectionInfo(c.r.Context(), ref.link)
 	if err != nil {
 		return fromStore(err)
 	}
 	if isTrue(c.r.Header.Get("x-ms-documentdb-populatequotainfo")) {
-		kb := (info.Bytes + 1023) / 1024
+		system := int64(len(ref.appendSystem(nil, "", "", 1)))
+		kb := (info.Bytes + info.Documents*system + 1023) / 1024
 		h := c.w.Header()
 		h.Set("x-ms-resource-quota", fmt.Sprintf("documentSize=%d;documentsSize=%d;documentsCount=-1;collectionSize=%d;", 10240, 10485760, 10485760))
 		h.Set("x-ms-resource-usage", fmt.Sprintf("documentSize=%d;documentsSize=%d;documentsCount=%d;collectionSize=%d;", kb/1024, kb, info.Documents, kb))

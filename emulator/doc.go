@@ -65,8 +65,10 @@
 // answer itself.
 //
 // What it costs: the store's own work plus HTTP and JSON. A point
-// operation adds a SHA-256 of the document's key and id (for its _rid) and
-// a copy of the document to add the system properties the store does not
-// keep (_rid, _self, _attachments); query results are passed through as
-// the engine wrote them.
+// operation adds the system properties the store does not keep (_rid,
+// _self, _attachments), its _rid from the document's place in the store's
+// read feed (store.Document.Seq); query results that are whole documents,
+// the read feed and the change feed add them too, at a look-up of that
+// place per document (memstore.Store.Seqs) and a copy of each; other query
+// results are passed through as the engine wrote them.
 package emulator

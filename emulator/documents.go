@@ -191,5 +191,5 @@ func (c *call) writeDocument(status int, ref collRef, path partitionkey.Paths, d
 			return
 		}
 	}
-	c.jsonDocument(status, ref, d.Body, keyTextOf(d.Body, path), d.ID, charge)
+	c.jsonDocument(status, ref, d.Body, keyTextOf(d.Body, path), d.ID, d.Seq, charge)
 }

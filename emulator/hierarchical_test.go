@@ -99,6 +99,24 @@ func TestHierarchicalKeysOnTheWire(t *testing.T) {
 		assert.Equal(t, want, ids(changeFeedHeader(map[string]string{"x-ms-documentdb-partitionkey": key}), feed), "change feed under %s", key)
 	}
 	assert.Len(t, ids(queryHeader(nil), query), 4, "a query across keys")
+
+	// Whole documents come back as a point read has them, system
+	// properties included; projections do not gain them.
+	_, _, read := send(t, srv, rawRequest{method: "GET", path: d + "/a", header: pkHeader(`["t1","u1"]`)})
+	for text, whole := range map[string]bool{"SELECT * FROM c": true, "SELECT VALUE r FROM root r": true, "SELECT c.id FROM c": false, "SELECT VALUE c FROM c JOIN t IN c.tags": false} {
+		code, _, body := send(t, srv, rawRequest{method: "POST", path: d, body: []byte(`{"query":"` + text + `"}`), header: queryHeader(map[string]string{"x-ms-documentdb-partitionkey": `["t1","u1"]`})})
+		require.Equal(t, http.StatusOK, code, "%s: %s", text, body)
+		var page struct{ Documents []json.RawMessage }
+		require.NoError(t, json.Unmarshal(body, &page))
+		if !whole {
+			for _, it := range page.Documents {
+				assert.NotContains(t, string(it), `"_rid"`, text)
+			}
+			continue
+		}
+		require.Len(t, page.Documents, 1, text)
+		assert.JSONEq(t, string(read), string(page.Documents[0]), text)
+	}
 	code, _, body = send(t, srv, rawRequest{method: "POST", path: d, body: query.body, header: queryHeader(map[string]string{"x-ms-documentdb-partitionkey": `["t1","u1","x"]`})})
 	assert.Equal(t, http.StatusBadRequest, code, "a query under more values than paths: %s", body)
 

@@ -40,7 +40,7 @@ func TestSystemProperties(t *testing.T) {
 			assert.Equal(t, newCollRef(tc.db, tc.coll), ref)
 			assert.Equal(t, tc.collRID, ridString(ref.rid))
 			assert.Equal(t, tc.self, ref.self)
-			got := ref.withSystem([]byte(tc.body), tc.pkText, tc.id)
+			got := ref.withSystem([]byte(tc.body), tc.pkText, tc.id, 0)
 			if tc.want != "" {
 				assert.Equal(t, tc.want, string(got))
 			}
@@ -53,10 +53,33 @@ func TestSystemProperties(t *testing.T) {
 			c := &call{s: &Server{}, r: httptest.NewRequest(http.MethodGet, "/", nil)}
 			c.rw.ResponseWriter = w
 			c.w = &c.rw
-			c.jsonDocument(http.StatusOK, ref, []byte(tc.body), tc.pkText, tc.id, 1)
+			c.jsonDocument(http.StatusOK, ref, []byte(tc.body), tc.pkText, tc.id, 0, 1)
 			assert.Equal(t, string(got), w.Body.String())
 			assert.Equal(t, strconv.Itoa(len(got)), w.Header().Get("Content-Length"))
 		})
+	}
+}
+
+// TestSeqRIDs: the _rids of documents the store places in its read feed
+// are their collection's id, then the place, and sort as the places do
+// (the cosmos backend resumes a read feed after the last _rid taken);
+// their last byte says a document.
+func TestSeqRIDs(t *testing.T) {
+	ref := newCollRef("db", "coll")
+	seqs := []uint64{1, 2, 31, 32, 33, 1023, 1024, 1 << 20, 1<<35 - 1, 1 << 35, 1<<40 - 1, 1 << 40, 1<<45 - 1}
+	assert.Equal(t, "FmP+on3-hPgAAAAAAAABAA==", string(appendSeqRID(nil, ref.rid, 1)), "pinned")
+	prev := ""
+	for _, seq := range seqs {
+		text := string(appendSeqRID(nil, ref.rid, seq))
+		assert.Greater(t, text, prev, "seq %d", seq)
+		prev = text
+		b, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(text, "-", "/"))
+		require.NoError(t, err, text)
+		require.Len(t, b, 16, text)
+		assert.Equal(t, ref.rid, b[:8], "the collection's id first: %s", text)
+		assert.Zero(t, b[15]&0xf0, "a document: %s", text)
+		got := ref.withSystem([]byte(`{"id":"a"}`), "undefined", "a", seq)
+		assert.Contains(t, string(got), `"_rid":"`+text+`","_self":"`+ref.self+"docs/"+text+`/"`)
 	}
 }
 

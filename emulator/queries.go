@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"math"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
 
@@ -73,9 +75,17 @@ func (s *Server) query(c *call, ref collRef) *apiError {
 	if err != nil {
 		return fromStore(err)
 	}
-	items := make([][]byte, len(page.Items))
-	for i, it := range page.Items {
-		items[i] = it
+	var items [][]byte
+	if selectsDocuments(q.Text) {
+		// Whole documents carry the system properties, as point reads do.
+		if items, e = s.withSystem(c, ref, page.Items); e != nil {
+			return e
+		}
+	} else {
+		items = make([][]byte, len(page.Items))
+		for i, it := range page.Items {
+			items[i] = it
+		}
 	}
 	next := page.Continuation
 	if stream && next == "" && ps.size > 0 && len(items) == ps.size {
@@ -197,16 +207,62 @@ func (s *Server) readFeed(c *call, ref collRef) *apiError {
 	return nil
 }
 
+// selectsDocuments reports whether a query's results are its documents
+// whole (SELECT * or SELECT VALUE of the FROM alias, over the container
+// itself, without JOIN or GROUP BY), which the service returns with their
+// system properties (_rid, _self, _attachments) as a point read does. It
+// costs a parse of the text.
+func selectsDocuments(text string) bool {
+	q, err := query.Parse(text)
+	if err != nil || q.From == nil || q.From.In || len(q.Joins) > 0 || len(q.GroupBy) > 0 {
+		return false
+	}
+	if _, root := q.From.Source.(*query.Ident); !root {
+		return false
+	}
+	if q.Star {
+		return true
+	}
+	if !q.Value || len(q.Items) != 1 {
+		return false
+	}
+	x, ok := q.Items[0].X.(*query.Ident)
+	return ok && x.Name == q.From.Alias
+}
+
+// seqStore is a store that says the read-feed place (store.Document.Seq)
+// of documents it returned as JSON: memstore.Store.Seqs.
+type seqStore interface {
+	Seqs(ctx context.Context, l string, keys, ids []string) ([]uint64, error)
+}
+
 // withSystem returns stored documents with the system properties the store
-// does not keep (see collRef.withSystem).
+// does not keep (see collRef.withSystem), their _rids as a point read
+// answers them: from their places in the read feed where the store says
+// them (a seqStore; one look-up per document), else from key and id.
 func (s *Server) withSystem(c *call, ref collRef, docs []json.RawMessage) ([][]byte, *apiError) {
 	path, e := s.pathOf(c.r.Context(), ref)
 	if e != nil {
 		return nil, e
 	}
+	keys, ids := make([]string, len(docs)), make([]string, len(docs))
+	for i, it := range docs {
+		keys[i], ids[i] = keyTextOf(it, path), gjson.GetBytes(it, "id").String()
+	}
+	var seqs []uint64
+	if ss, ok := s.st.(seqStore); ok && len(docs) > 0 {
+		var err error
+		if seqs, err = ss.Seqs(c.r.Context(), ref.link, keys, ids); err != nil {
+			return nil, fromStore(err)
+		}
+	}
 	items := make([][]byte, len(docs))
 	for i, it := range docs {
-		items[i] = ref.withSystem(it, keyTextOf(it, path), gjson.GetBytes(it, "id").String())
+		var seq uint64
+		if seqs != nil {
+			seq = seqs[i]
+		}
+		items[i] = ref.withSystem(it, keys[i], ids[i], seq)
 	}
 	return items, nil
 }

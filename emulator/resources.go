@@ -17,8 +17,11 @@ import (
 // Resource ids. Cosmos DB names every resource also by a _rid: 4 bytes for
 // a database, those and 4 more for a collection, those and 8 more for a
 // document, in base64 with '/' written as '-'. The store keeps no _rid, so
-// the emulator derives them from names (SHA-256): stable across restarts
-// and processes, the same for a name deleted and created again. The bits
+// the emulator derives a database's and a collection's from names
+// (SHA-256): stable across restarts and processes, the same for a name
+// deleted and created again. A document's follows its place in the store's
+// read feed (appendSeqRID), as the service's follow creation; from its key
+// and id (appendDocRID) where the store keeps no such place. The bits
 // Cosmos DB's SDKs read to tell resource kinds apart are set as theirs:
 // collection ids have the top bit of their first byte clear (set means a
 // user), document ids the top four bits of their last byte (the kind,
@@ -71,6 +74,31 @@ func appendDocRID(dst, coll []byte, pkText, id string) []byte {
 	return appendRID(dst, out[:len(coll)+8])
 }
 
+// appendSeqRID appends the 16-byte id of the document at place seq of its
+// collection's read feed (store.Document.Seq), as appendRID writes it: the
+// collection's id, then seq's low 45 bits as nine digits of 5 bits, most
+// significant first, each in a 6-bit group of its own (the 12th to 20th
+// characters of the text), and a last byte of 0 (a document). Digits of
+// 5 bits are written 'A'-'Z' and 'a'-'f', in ASCII order, so the texts of
+// one collection's documents sort as their seqs do, as the service's
+// _rids follow creation order (the cosmos backend resumes a read feed
+// after the last _rid taken). Unique below 2^45 documents created in a
+// collection.
+func appendSeqRID(dst, coll []byte, seq uint64) []byte {
+	var out [16]byte
+	copy(out[:8], coll)
+	out[8] = byte(seq>>40) & 31 // the 12th character; the 11th keeps the collection's bits
+	var groups uint64           // the 13th to 20th characters: bytes 9-14
+	for i := 7; i >= 0; i-- {
+		groups = groups<<6 | (seq>>(5*uint(i)))&31
+	}
+	for i := 14; i >= 9; i-- {
+		out[i] = byte(groups)
+		groups >>= 8
+	}
+	return appendRID(dst, out[:])
+}
+
 // collRef is a collection addressed by a request, with its ids.
 type collRef struct {
 	db, coll string
@@ -117,24 +145,31 @@ func (rc *refCache) get(db, coll string) collRef {
 
 // withSystem returns a stored document's text with the system properties
 // the store does not keep: _rid, _self and _attachments (the store writes
-// _etag and _ts).
-func (c collRef) withSystem(body []byte, pkText, id string) []byte {
+// _etag and _ts). seq is its store.Document.Seq, 0 when the store keeps
+// none (see appendSystem).
+func (c collRef) withSystem(body []byte, pkText, id string, seq uint64) []byte {
 	end := bytes.LastIndexByte(body, '}')
 	if end < 0 {
 		return body
 	}
 	out := make([]byte, 0, len(body)+len(c.self)+128)
 	out = append(out, body[:end]...)
-	out = c.appendSystem(out, pkText, id)
+	out = c.appendSystem(out, pkText, id, seq)
 	return append(out, body[end:]...)
 }
 
 // appendSystem appends the system properties withSystem adds, each after
-// a comma.
-func (c collRef) appendSystem(dst []byte, pkText, id string) []byte {
+// a comma. The _rid follows the read feed (appendSeqRID) where the store
+// says the document's place (seq > 0); else it is derived from the key
+// and id (appendDocRID).
+func (c collRef) appendSystem(dst []byte, pkText, id string, seq uint64) []byte {
 	dst = append(dst, `,"_rid":"`...)
 	n := len(dst)
-	dst = appendDocRID(dst, c.rid, pkText, id)
+	if seq > 0 {
+		dst = appendSeqRID(dst, c.rid, seq)
+	} else {
+		dst = appendDocRID(dst, c.rid, pkText, id)
+	}
 	rid := dst[n:]
 	dst = append(dst, `","_self":"`...)
 	dst = append(dst, c.self...)

@@ -507,13 +507,13 @@ func (c *call) json(status int, body []byte, charge float64) {
 // jsonDocument answers a stored document with the system properties
 // withSystem adds, written around the stored text rather than into a copy
 // of it.
-func (c *call) jsonDocument(status int, ref collRef, body []byte, pkText, id string, charge float64) {
+func (c *call) jsonDocument(status int, ref collRef, body []byte, pkText, id string, seq uint64, charge float64) {
 	end := bytes.LastIndexByte(body, '}')
 	if end < 0 {
 		c.json(status, body, charge)
 		return
 	}
-	system := ref.appendSystem(c.scratch[:0], pkText, id)
+	system := ref.appendSystem(c.scratch[:0], pkText, id, seq)
 	c.header(charge)
 	c.set("Content-Type", "application/json")
 	c.set("Content-Length", strconv.Itoa(len(body)+len(system)))

@@ -184,6 +184,12 @@ type Document struct {
 	// Body is the whole JSON text, system properties included. Callers
 	// must not modify it.
 	Body json.RawMessage
+	// Seq is the document's place in its collection's read feed, for a
+	// backend that keeps one (the embedded store): set when the document
+	// is created, kept by every replace, a new one when a document
+	// deleted is created again; unique among the collection's documents
+	// and increasing in creation order. 0 where the backend does not say.
+	Seq uint64
 }
 
 // WriteOptions qualify a write. A nil *WriteOptions means none.

@@ -66,7 +66,7 @@ func (e *entry) decoded() (*query.Doc, error) {
 }
 
 func (e *entry) document() *store.Document {
-	return &store.Document{ID: e.id, ETag: e.etag, Timestamp: e.ts, Body: e.body}
+	return &store.Document{ID: e.id, ETag: e.etag, Timestamp: e.ts, Body: e.body, Seq: e.seq}
 }
 
 // collection is one collection's documents. byID chains the entries of an
