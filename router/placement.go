@@ -81,13 +81,20 @@ type route struct {
 	key   string
 	links []string // ResolveForRead: where to look, in order
 	store any      // the key as the store gets it (partitionkey.CollectionKey)
-	ro    store.ReadOptions
-	wo    store.WriteOptions // for unconditional replaces and deletes
+	// full is a composite key (nil for any other): a hierarchical
+	// collection takes it whole instead of store (Client.keys).
+	full any
+	ro   store.ReadOptions
+	wo   store.WriteOptions // for unconditional replaces and deletes
 }
 
 func newRoute(h uint64, s string, links []string, key any, epoch int64) *route {
 	sk := partitionkey.CollectionKey(key)
-	return &route{hash: h, key: s, links: links, store: sk, ro: store.ReadOptions{PartitionKey: sk}, wo: store.WriteOptions{PartitionKey: sk, Epoch: epoch}}
+	rt := &route{hash: h, key: s, links: links, store: sk, ro: store.ReadOptions{PartitionKey: sk}, wo: store.WriteOptions{PartitionKey: sk, Epoch: epoch}}
+	if _, ok := partitionkey.Parts(key); ok {
+		rt.full = key
+	}
+	return rt
 }
 
 // writeOptions returns the options of a write on the route's key: the
@@ -309,10 +316,28 @@ func (pl *placement) stringKey(raw, buf []byte) ([]byte, bool) {
 // forQuery returns the collections a query with this partition key runs on
 // (every collection for a nil key) and the store key that scopes its
 // documents: nil when the key is not a single value (a rangeresolver.Range
-// narrows the collections only).
-func (pl *placement) forQuery(key any) (links []string, scope any, err error) {
+// narrows the collections only). Under a composite key (perLink) the scope
+// is the key as given, the whole key or a prefix of it, and each
+// collection takes it as Client.keys says; a prefix (fewer values than the
+// resolver's paths, or a lone value) runs on every collection, since the
+// resolver places by the whole key.
+func (pl *placement) forQuery(key any) (links []string, scope any, perLink bool, err error) {
+	if pl.kd.Composite() && key != nil {
+		scope := key
+		parts, ok := partitionkey.Parts(key)
+		if !ok || len(parts) < len(pl.kd.Paths()) {
+			key = nil // a prefix: every collection
+		}
+		if ok && len(parts) == 0 {
+			scope = nil
+		}
+		if links, err = pl.r.ResolveForRead(key); err != nil {
+			return nil, nil, false, err
+		}
+		return links, scope, scope != nil, nil
+	}
 	if links, err = pl.r.ResolveForRead(key); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if key != nil {
 		if sk := partitionkey.CollectionKey(key); sk != nil {
@@ -321,7 +346,7 @@ func (pl *placement) forQuery(key any) (links []string, scope any, err error) {
 			}
 		}
 	}
-	return links, scope, nil
+	return links, scope, false, nil
 }
 
 // encode turns a document (struct, map, []byte, json.RawMessage) into JSON.
