@@ -287,7 +287,7 @@ func (c *Client) replace(ctx context.Context, e *dbEntry, id string, doc any, o 
 	if err != nil {
 		return nil, err
 	}
-	oldSk := oldRt.store
+	oldSk := oldRt.ro.PartitionKey
 	if oldRt.full != nil {
 		if oldSk, err = c.keys.Key(ctx, c.st, source, oldRt.full); err != nil {
 			return nil, err

@@ -80,9 +80,10 @@ type route struct {
 	hash  uint64 // the key's hash in the route cache: a probe for another key stops here
 	key   string
 	links []string // ResolveForRead: where to look, in order
-	store any      // the key as the store gets it (partitionkey.CollectionKey)
-	// full is a composite key (nil for any other): a hierarchical
-	// collection takes it whole instead of store (Client.keys).
+	// full is a composite key (nil for any other): each collection takes
+	// the key Client.keys gives (whole in a hierarchical one). ro and wo
+	// hold the key as the store gets it otherwise
+	// (partitionkey.CollectionKey).
 	full any
 	ro   store.ReadOptions
 	wo   store.WriteOptions // for unconditional replaces and deletes
@@ -90,7 +91,7 @@ type route struct {
 
 func newRoute(h uint64, s string, links []string, key any, epoch int64) *route {
 	sk := partitionkey.CollectionKey(key)
-	rt := &route{hash: h, key: s, links: links, store: sk, ro: store.ReadOptions{PartitionKey: sk}, wo: store.WriteOptions{PartitionKey: sk, Epoch: epoch}}
+	rt := &route{hash: h, key: s, links: links, ro: store.ReadOptions{PartitionKey: sk}, wo: store.WriteOptions{PartitionKey: sk, Epoch: epoch}}
 	if _, ok := partitionkey.Parts(key); ok {
 		rt.full = key
 	}
@@ -103,7 +104,7 @@ func (rt *route) writeOptions(ifMatch string) *store.WriteOptions {
 	if ifMatch == "" {
 		return &rt.wo
 	}
-	return &store.WriteOptions{PartitionKey: rt.store, IfMatch: ifMatch, Epoch: rt.wo.Epoch}
+	return &store.WriteOptions{PartitionKey: rt.wo.PartitionKey, IfMatch: ifMatch, Epoch: rt.wo.Epoch}
 }
 
 var errPointNeedsKey = &resolver.KeyError{Err: resolver.ErrNoPartitionKey, Reason: "a point operation needs the document's partition key"}
@@ -236,7 +237,7 @@ func (pl *placement) replacement(doc any) (body []byte, key any, target string, 
 			if rt, err = pl.forKeyText(h, text); err != nil {
 				return nil, nil, "", nil, err
 			}
-			return raw, rt.store, target, rt, nil
+			return raw, rt.ro.PartitionKey, target, rt, nil
 		}
 	}
 	if body, key, err = pl.document(doc); err != nil {
