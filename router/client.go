@@ -140,6 +140,8 @@ type Client struct {
 
 	ownedOnce sync.Once           // makes owned
 	owned     *localquery.Cursors // results of shared collections (owned.go)
+
+	keys store.CollectionKeys // the kind of each collection a composite key reaches
 }
 
 // registry is the set of registrations, immutable once published: a

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -121,12 +123,16 @@ func (c *Client) notElsewhere(ctx context.Context, e *dbEntry, target string, bo
 		return err
 	}
 	id := gjson.GetBytes(body, "id").String()
-	ro := &store.ReadOptions{PartitionKey: partitionkey.CollectionKey(key)}
+	rt := newRoute(0, "", links, key, 0)
 	for _, l := range links {
 		if l == target {
 			continue
 		}
-		_, err := c.st.Read(ctx, l, id, ro)
+		ro, err := c.readOptions(ctx, rt, l)
+		if err != nil {
+			return err
+		}
+		_, err = c.st.Read(ctx, l, id, ro)
 		switch {
 		case err == nil:
 			return &store.Error{Kind: store.ErrConflict, Op: "create", Link: l, ID: id, Status: 409,
@@ -142,13 +148,23 @@ func (c *Client) notElsewhere(ctx context.Context, e *dbEntry, target string, bo
 // the first of the route's collections that has it. Errors other than "not
 // found" end the search.
 func (c *Client) find(ctx context.Context, rt *route, id string) (string, *store.Document, error) {
-	return c.findIn(ctx, rt.links, id, &rt.ro)
+	if rt.full == nil {
+		return c.findIn(ctx, rt.links, id, &rt.ro, nil)
+	}
+	return c.findIn(ctx, rt.links, id, nil, rt)
 }
 
-// findIn is find over links with the read options ro.
-func (c *Client) findIn(ctx context.Context, links []string, id string, ro *store.ReadOptions) (string, *store.Document, error) {
+// findIn is find over links with the read options ro, or, when composite
+// is set, those of composite's key in each collection (readOptions).
+func (c *Client) findIn(ctx context.Context, links []string, id string, ro *store.ReadOptions, composite *route) (string, *store.Document, error) {
 	var last error
 	for _, l := range links {
+		if composite != nil {
+			var err error
+			if ro, err = c.readOptions(ctx, composite, l); err != nil {
+				return "", nil, err
+			}
+		}
 		d, err := c.st.Read(ctx, l, id, ro)
 		if err == nil {
 			return l, d, nil
@@ -197,10 +213,10 @@ func (c *Client) Read(ctx context.Context, dbLink, id string, key any) (*store.D
 		return nil, err
 	}
 	if rt == nil {
-		_, d, err := c.findIn(ctx, links, id, &store.ReadOptions{PartitionKey: partitionkey.CollectionKey(key)})
+		_, d, err := c.findIn(ctx, links, id, &store.ReadOptions{PartitionKey: partitionkey.CollectionKey(key)}, nil)
 		return d, err
 	}
-	if len(rt.links) == 1 {
+	if len(rt.links) == 1 && rt.full == nil {
 		// The common case, one place to look: findIn's loop would return
 		// the store's answer as it is.
 		return c.st.Read(ctx, rt.links[0], id, &rt.ro)
@@ -247,7 +263,11 @@ func (c *Client) replace(ctx context.Context, e *dbEntry, id string, doc any, o 
 	if sameKey && len(newRt.links) == 1 && newRt.links[0] == target {
 		// The common case: one place to look, and it is where the
 		// document stays.
-		d, err := c.st.Replace(ctx, target, id, body, newRt.writeOptions(o.IfMatch))
+		wo, err := c.writeOptions(ctx, newRt, target, o.IfMatch)
+		if err != nil {
+			return nil, err
+		}
+		d, err := c.st.Replace(ctx, target, id, body, wo)
 		return d, oldKeyHint(err, o)
 	}
 	oldRt := newRt
@@ -263,16 +283,54 @@ func (c *Client) replace(ctx context.Context, e *dbEntry, id string, doc any, o 
 	if o.IfMatch != "" && o.IfMatch != old.ETag {
 		return nil, &store.Error{Kind: store.ErrPreconditionFailed, Op: "replace", Link: source, ID: id, Message: fmt.Sprintf("If-Match %s, stored ETag %s", o.IfMatch, old.ETag)}
 	}
-	samePartition, err := partitionkey.Equal(newRt.store, oldRt.store)
+	newWo, err := c.writeOptions(ctx, newRt, target, old.ETag)
+	if err != nil {
+		return nil, err
+	}
+	oldSk := oldRt.ro.PartitionKey
+	if oldRt.full != nil {
+		if oldSk, err = c.keys.Key(ctx, c.st, source, oldRt.full); err != nil {
+			return nil, err
+		}
+	}
+	samePartition, err := partitionkey.Equal(newWo.PartitionKey, oldSk)
 	if err != nil {
 		return nil, err
 	}
 	if source == target && samePartition {
 		// Same collection and logical partition (a composite key may
-		// change in a part collections are not partitioned by).
-		return c.st.Replace(ctx, target, id, body, newRt.writeOptions(old.ETag))
+		// change in a part a collection partitioned by its first path
+		// is not partitioned by).
+		return c.st.Replace(ctx, target, id, body, newWo)
 	}
 	return c.move(ctx, id, body, source, target, newRt, oldRt, old.ETag)
+}
+
+// readOptions returns the read options of rt's key in collection l: the
+// route's own, or for a composite key those of the key collection l takes
+// (Client.keys: the whole key in a hierarchical collection).
+func (c *Client) readOptions(ctx context.Context, rt *route, l string) (*store.ReadOptions, error) {
+	if rt.full == nil {
+		return &rt.ro, nil
+	}
+	sk, err := c.keys.Key(ctx, c.st, l, rt.full)
+	if err != nil {
+		return nil, err
+	}
+	return &store.ReadOptions{PartitionKey: sk}, nil
+}
+
+// writeOptions returns the options of a write on rt's key in collection l,
+// on condition of ifMatch when set; see readOptions.
+func (c *Client) writeOptions(ctx context.Context, rt *route, l, ifMatch string) (*store.WriteOptions, error) {
+	if rt.full == nil {
+		return rt.writeOptions(ifMatch), nil
+	}
+	sk, err := c.keys.Key(ctx, c.st, l, rt.full)
+	if err != nil {
+		return nil, err
+	}
+	return &store.WriteOptions{PartitionKey: sk, IfMatch: ifMatch, Epoch: rt.wo.Epoch}, nil
 }
 
 // oldKeyHint explains a replace that found nothing under the new key.
@@ -305,11 +363,17 @@ func checkID(body []byte, id string) error {
 // move creates the new version at target, then deletes the old one at
 // source on condition of its ETag; see Replace.
 func (c *Client) move(ctx context.Context, id string, body []byte, source, target string, newRt, oldRt *route, oldETag string) (*store.Document, error) {
-	out, err := c.st.Create(ctx, target, body, &newRt.wo)
+	wo, err := c.writeOptions(ctx, newRt, target, "")
 	if err != nil {
 		return nil, &MoveError{ID: id, From: source, To: target, Err: err}
 	}
-	err = c.st.Delete(ctx, source, id, oldRt.writeOptions(oldETag))
+	out, err := c.st.Create(ctx, target, body, wo)
+	if err != nil {
+		return nil, &MoveError{ID: id, From: source, To: target, Err: err}
+	}
+	if wo, err = c.writeOptions(ctx, oldRt, source, oldETag); err == nil {
+		err = c.st.Delete(ctx, source, id, wo)
+	}
 	if err == nil {
 		return out, nil
 	}
@@ -320,7 +384,10 @@ func (c *Client) move(ctx context.Context, id string, body []byte, source, targe
 	}
 	// The old copy changed or vanished under us: a concurrent writer won.
 	// Remove our copy (only if nobody touched it) so theirs stands alone.
-	undo := c.st.Delete(ctx, target, id, newRt.writeOptions(out.ETag))
+	wo, undo := c.writeOptions(ctx, newRt, target, out.ETag)
+	if undo == nil {
+		undo = c.st.Delete(ctx, target, id, wo)
+	}
 	if undo != nil {
 		return nil, &MoveError{ID: id, From: source, To: target, Duplicate: true, Err: fmt.Errorf("%w; then removing the new copy failed: %v", err, undo)}
 	}
@@ -372,11 +439,15 @@ func (c *Client) delete(ctx context.Context, e *dbEntry, id string, key any, opt
 	deleted := false
 	var last error
 	for i, l := range links {
-		wo := &rt.wo
+		cond := ""
 		if !*earlier && ((!holders && !deleted) || (holders && i == 0)) {
 			// If-Match applies once: an earlier attempt that removed a
 			// copy applied it already.
-			wo = rt.writeOptions(ifMatch)
+			cond = ifMatch
+		}
+		wo, err := c.writeOptions(ctx, rt, l, cond)
+		if err != nil {
+			return err
 		}
 		err = c.st.Delete(ctx, l, id, wo)
 		switch {
@@ -403,10 +474,10 @@ func (c *Client) delete(ctx context.Context, e *dbEntry, id string, key any, opt
 // wants is WantedCollections': a resolver.Provisioner's own collections and
 // template (managed, spillover), else every collection ResolveForRead(nil)
 // names, from the template spec (nil: defaults, partitioned by the
-// resolver's partition-key path, the first path of a composite key; TTL
-// and indexing policy as given; a resolver without a KeyDef method needs
-// the path in the template). Like the .NET SDK's managed resolver, it
-// makes a new configuration usable in one call.
+// resolver's partition-key path, or hierarchical by all the paths of a
+// composite key; TTL and indexing policy as given; a resolver without a
+// KeyDef method needs the path in the template). Like the .NET SDK's
+// managed resolver, it makes a new configuration usable in one call.
 //
 // A template partitioned by another path than the resolver's key, or an
 // existing collection that is, is a *store.KeyPathError (wrapping
@@ -437,10 +508,15 @@ func (c *Client) EnsureCollections(ctx context.Context, dbLink string, spec *sto
 // key path; spec's TTL and indexing policy are not used, but a spec
 // partitioned by another path than the Provision's is still refused); else every
 // collection r.ResolveForRead(nil) names, from spec, partitioned by r's
-// partition-key path (the first path of a composite key; a resolver that
-// is no resolver.KeyDefiner, or has an empty one, needs the path in spec).
-// A spec partitioned by another path than r's is a *store.KeyPathError
-// with no collection (the template's). The transition manager uses it for
+// partition-key path (a resolver that is no resolver.KeyDefiner, or has
+// an empty one, needs the path in spec). A resolver whose key has several
+// paths (2 or 3, as a hierarchical key has; more keep the first path
+// alone) gets hierarchical collections (spec.PartitionKeyPaths: its
+// paths), or, when spec names its first path alone (PartitionKeyPath),
+// collections partitioned by that path, as before hierarchical ones; an
+// existing collection may be either (Wanted.Accept), and the router hands
+// each the key it takes. A spec partitioned by another path than r's is a
+// *store.KeyPathError with no collection (the template's). The transition manager uses it for
 // the next resolver's collections. Cost: ResolveForRead(nil) or
 // Provision, and a path parse.
 func WantedCollections(dbLink string, r resolver.Resolver, spec *store.CollectionSpec) (store.Wanted, error) {
@@ -469,7 +545,11 @@ func WantedCollections(dbLink string, r resolver.Resolver, spec *store.Collectio
 		}
 		w.Create = links
 		if kd, ok := r.(resolver.KeyDefiner); ok && !kd.KeyDef().IsZero() {
-			path = kd.KeyDef().Paths()[0]
+			paths := kd.KeyDef().Paths()
+			path = paths[0]
+			if len(paths) > 1 && len(paths) <= partitionkey.MaxPaths {
+				return wantedHierarchical(dbLink, w, paths)
+			}
 		}
 	}
 	switch {
@@ -491,5 +571,38 @@ func WantedCollections(dbLink string, r resolver.Resolver, spec *store.Collectio
 		}
 	}
 	w.Spec.PartitionKeyPath = path
+	return w, nil
+}
+
+// wantedHierarchical finishes WantedCollections for a resolver whose key
+// has several paths: its collections are hierarchical (PartitionKeyPaths),
+// unless the template names its first path alone (PartitionKeyPath), which
+// creates collections partitioned by the first path as before; an
+// existing collection may be either (Wanted.Accept).
+func wantedHierarchical(dbLink string, w store.Wanted, paths []string) (store.Wanted, error) {
+	first := []string{paths[0]}
+	want := w.Spec.KeyPaths()
+	switch {
+	case w.Spec.PartitionKeyPath == "" && len(w.Spec.PartitionKeyPaths) == 0:
+		w.Spec.PartitionKeyPaths, want = slices.Clone(paths), paths
+	case len(w.Spec.PartitionKeyPaths) > 1:
+		w.Spec.PartitionKeyPath = ""
+	}
+	sameAll, err := store.SameKeyPaths(want, paths)
+	if err != nil {
+		return w, fmt.Errorf("router: the template's partition-key path: %w", err)
+	}
+	sameFirst, err := store.SameKeyPaths(want, first)
+	if err != nil {
+		return w, fmt.Errorf("router: the template's partition-key path: %w", err)
+	}
+	switch {
+	case sameAll:
+		w.Accept = first
+	case sameFirst:
+		w.Spec.PartitionKeyPath, w.Spec.PartitionKeyPaths, w.Accept = paths[0], nil, slices.Clone(paths)
+	default:
+		return w, fmt.Errorf("router: the template of %s: %w", dbLink, &store.KeyPathError{Want: strings.Join(paths, ", ") + " (or " + paths[0] + ")", Found: strings.Join(want, ", ")})
+	}
 	return w, nil
 }

@@ -105,7 +105,7 @@ func TestNumberAndCompositeKeys(t *testing.T) {
 	require.NoError(t, err)
 	info, err := st.CollectionInfo(ctx, "dbs/geo/colls/g0")
 	require.NoError(t, err)
-	assert.Equal(t, "/region", info.Spec.PartitionKeyPath, "a composite key partitions collections by its first path")
+	assert.Equal(t, []string{"/region", "/shop"}, info.Spec.KeyPaths(), "a composite key makes hierarchical collections")
 	_, err = c.Create(ctx, "dbs/geo", map[string]any{"id": "a", "region": "eu", "shop": 7.0}, nil)
 	require.NoError(t, err)
 	d, err := c.Read(ctx, "dbs/geo", "a", resolver.CompositeKey{"eu", 7.0})
@@ -671,7 +671,7 @@ func TestRawKeysPlacedByText(t *testing.T) {
 				require.NoError(t, err)
 				_, err = c.Create(ctx, db, doc, nil)
 				require.NoError(t, err)
-				_, err = st.Read(ctx, want, fmt.Sprint(i), &store.ReadOptions{PartitionKey: fmt.Sprint("ré", i%4)})
+				_, err = st.Read(ctx, want, fmt.Sprint(i), &store.ReadOptions{PartitionKey: key}) // a hierarchical collection: the whole key
 				require.NoError(t, err, "document %d is in %s", i, want)
 				_, err = c.Read(ctx, db, fmt.Sprint(i), key)
 				require.NoError(t, err)

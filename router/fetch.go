@@ -23,10 +23,13 @@ import (
 // pager's caller); fetch goroutines only read what never changes after
 // set-up and report on results.
 type scheduler struct {
-	st      store.Store // the client's store, with retries and hooks
-	sq      store.Query // what every collection runs
-	scope   any         // the store partition key scoping the query; nil: none
-	partial bool        // PartialResults: a failed collection is dropped, not fatal
+	st    store.Store // the client's store, with retries and hooks
+	sq    store.Query // what every collection runs
+	scope any         // the store partition key scoping the query; nil: none
+	// keys, when set, gives each collection its part of a composite
+	// scope (the whole key or prefix for a hierarchical one).
+	keys    *store.CollectionKeys
+	partial bool // PartialResults: a failed collection is dropped, not fatal
 	m       merger
 
 	par     int // fetches at once
@@ -232,7 +235,15 @@ func (s *scheduler) fetch(ctx context.Context, q store.Query, idx int, l, tok st
 		}
 		s.results <- f // buffered for every source: never blocks
 	}()
-	page, err := s.st.Query(ctx, l, q, &store.QueryOptions{PartitionKey: s.scope, PageSize: size, Continuation: tok})
+	scope := s.scope
+	if s.keys != nil {
+		var err error
+		if scope, err = s.keys.Key(ctx, s.st, l, scope); err != nil {
+			f.err = err
+			return
+		}
+	}
+	page, err := s.st.Query(ctx, l, q, &store.QueryOptions{PartitionKey: scope, PageSize: size, Continuation: tok})
 	if err != nil {
 		f.err = err
 		return

@@ -21,9 +21,12 @@ type QueryOptions struct {
 	// PartitionKey narrows the query to the collections that may hold this
 	// key (ResolveForRead), and to documents with this key; nil means every
 	// collection. A key that is not a single value, such as a
-	// rangeresolver.Range, narrows the collections only. A composite key
-	// scopes documents by its first part, the path collections are
-	// partitioned by.
+	// rangeresolver.Range, narrows the collections only. Under a resolver
+	// whose key has several paths, the whole composite key narrows to its
+	// collection and, in a hierarchical collection, its documents; a prefix
+	// (its first values, or a lone value) runs on every collection and
+	// scopes the documents by those values. A collection partitioned by
+	// the first path alone is scoped by the first value.
 	PartitionKey any
 	// MaxDegreeOfParallelism is how many store calls the query makes at
 	// once: 0 the client's default (Options.MaxDegreeOfParallelism,
@@ -181,7 +184,7 @@ func (p *Pager) setup() error {
 	if err != nil {
 		return fmt.Errorf("router: %w", err)
 	}
-	links, scope, err := e.pl.forQuery(p.opts.PartitionKey)
+	links, scope, perLink, err := e.pl.forQuery(p.opts.PartitionKey)
 	if err != nil {
 		return err
 	}
@@ -216,6 +219,9 @@ func (p *Pager) setup() error {
 	s := newScheduler(c.viewFor(e), links)
 	s.sq = store.Query{Text: p.plan.Query, Parameters: p.q.Parameters}
 	s.scope, s.partial = scope, p.opts.PartialResults
+	if perLink {
+		s.keys = &c.keys
+	}
 	s.budget(parallelism(p.opts.MaxDegreeOfParallelism, width), maxBuf)
 	s.m = newMerger(p.plan, len(parsed.OrderBy), s)
 	if p.plan.Kind == query.OrderBy && !p.plan.Distinct && p.plan.Limit >= 0 && p.opts.Continuation == "" {
@@ -321,7 +327,7 @@ func (p *Pager) placedBy(e *dbEntry) error {
 	if e == p.entry {
 		return nil
 	}
-	links, _, err := e.pl.forQuery(p.opts.PartitionKey)
+	links, _, _, err := e.pl.forQuery(p.opts.PartitionKey)
 	if err != nil || !slices.Equal(links, p.placed) {
 		return fmt.Errorf("%w: %s routes the query by version %d now, on other collections than its first page: run it again from its first page",
 			ErrPlacementChanged, p.dbLink, e.version.Load())

@@ -80,14 +80,22 @@ type route struct {
 	hash  uint64 // the key's hash in the route cache: a probe for another key stops here
 	key   string
 	links []string // ResolveForRead: where to look, in order
-	store any      // the key as the store gets it (partitionkey.CollectionKey)
-	ro    store.ReadOptions
-	wo    store.WriteOptions // for unconditional replaces and deletes
+	// full is a composite key (nil for any other): each collection takes
+	// the key Client.keys gives (whole in a hierarchical one). ro and wo
+	// hold the key as the store gets it otherwise
+	// (partitionkey.CollectionKey).
+	full any
+	ro   store.ReadOptions
+	wo   store.WriteOptions // for unconditional replaces and deletes
 }
 
 func newRoute(h uint64, s string, links []string, key any, epoch int64) *route {
 	sk := partitionkey.CollectionKey(key)
-	return &route{hash: h, key: s, links: links, store: sk, ro: store.ReadOptions{PartitionKey: sk}, wo: store.WriteOptions{PartitionKey: sk, Epoch: epoch}}
+	rt := &route{hash: h, key: s, links: links, ro: store.ReadOptions{PartitionKey: sk}, wo: store.WriteOptions{PartitionKey: sk, Epoch: epoch}}
+	if _, ok := partitionkey.Parts(key); ok {
+		rt.full = key
+	}
+	return rt
 }
 
 // writeOptions returns the options of a write on the route's key: the
@@ -96,7 +104,7 @@ func (rt *route) writeOptions(ifMatch string) *store.WriteOptions {
 	if ifMatch == "" {
 		return &rt.wo
 	}
-	return &store.WriteOptions{PartitionKey: rt.store, IfMatch: ifMatch, Epoch: rt.wo.Epoch}
+	return &store.WriteOptions{PartitionKey: rt.wo.PartitionKey, IfMatch: ifMatch, Epoch: rt.wo.Epoch}
 }
 
 var errPointNeedsKey = &resolver.KeyError{Err: resolver.ErrNoPartitionKey, Reason: "a point operation needs the document's partition key"}
@@ -229,7 +237,7 @@ func (pl *placement) replacement(doc any) (body []byte, key any, target string, 
 			if rt, err = pl.forKeyText(h, text); err != nil {
 				return nil, nil, "", nil, err
 			}
-			return raw, rt.store, target, rt, nil
+			return raw, rt.ro.PartitionKey, target, rt, nil
 		}
 	}
 	if body, key, err = pl.document(doc); err != nil {
@@ -309,10 +317,28 @@ func (pl *placement) stringKey(raw, buf []byte) ([]byte, bool) {
 // forQuery returns the collections a query with this partition key runs on
 // (every collection for a nil key) and the store key that scopes its
 // documents: nil when the key is not a single value (a rangeresolver.Range
-// narrows the collections only).
-func (pl *placement) forQuery(key any) (links []string, scope any, err error) {
+// narrows the collections only). Under a composite key (perLink) the scope
+// is the key as given, the whole key or a prefix of it, and each
+// collection takes it as Client.keys says; a prefix (fewer values than the
+// resolver's paths, or a lone value) runs on every collection, since the
+// resolver places by the whole key.
+func (pl *placement) forQuery(key any) (links []string, scope any, perLink bool, err error) {
+	if pl.kd.Composite() && key != nil {
+		scope := key
+		parts, ok := partitionkey.Parts(key)
+		if !ok || len(parts) < len(pl.kd.Paths()) {
+			key = nil // a prefix: every collection
+		}
+		if ok && len(parts) == 0 {
+			scope = nil
+		}
+		if links, err = pl.r.ResolveForRead(key); err != nil {
+			return nil, nil, false, err
+		}
+		return links, scope, scope != nil, nil
+	}
 	if links, err = pl.r.ResolveForRead(key); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if key != nil {
 		if sk := partitionkey.CollectionKey(key); sk != nil {
@@ -321,7 +347,7 @@ func (pl *placement) forQuery(key any) (links []string, scope any, err error) {
 			}
 		}
 	}
-	return links, scope, nil
+	return links, scope, false, nil
 }
 
 // encode turns a document (struct, map, []byte, json.RawMessage) into JSON.

@@ -99,6 +99,12 @@ type Wanted struct {
 	// means "/id") is the one conflict rule: an existing collection
 	// partitioned by another path is a *KeyPathError.
 	Spec CollectionSpec
+	// Accept, when set, lists other key paths (as CollectionSpec.KeyPaths
+	// gives them) an existing collection may be partitioned by instead of
+	// Spec's: a composite-key resolver accepts both its hierarchical
+	// paths and its first path alone (the collections it made before it
+	// had hierarchical ones).
+	Accept []string
 }
 
 // ensureParallel is how many collections EnsureCollections creates at once.
@@ -142,7 +148,7 @@ func EnsureCollections(ctx context.Context, st Store, w Wanted) ([]string, error
 					return
 				}
 			}
-			errs[i] = checkExisting(ctx, st, l, w.Spec.KeyPaths(), i >= n, w.KeepReason)
+			errs[i] = checkExisting(ctx, st, l, w.Spec.KeyPaths(), w.Accept, i >= n, w.KeepReason)
 		})
 	}
 	wg.Wait()
@@ -167,9 +173,10 @@ func noneExists(ctx context.Context, st Store, links []string) bool {
 	return true
 }
 
-// checkExisting holds existing collection l to the key paths want; keep:
-// l is one of Wanted.Keep, whose absence is a *MissingCollectionError.
-func checkExisting(ctx context.Context, st Store, l string, want []string, keep bool, keepReason string) error {
+// checkExisting holds existing collection l to the key paths want (or
+// accept, when set); keep: l is one of Wanted.Keep, whose absence is a
+// *MissingCollectionError.
+func checkExisting(ctx context.Context, st Store, l string, want, accept []string, keep bool, keepReason string) error {
 	info, err := st.CollectionInfo(ctx, l)
 	if keep && errors.Is(err, ErrNotFound) {
 		if keepReason == "" {
@@ -182,11 +189,18 @@ func checkExisting(ctx context.Context, st Store, l string, want []string, keep 
 	}
 	found := info.Spec.KeyPaths()
 	same, err := SameKeyPaths(found, want)
+	if err == nil && !same && len(accept) > 0 {
+		same, err = SameKeyPaths(found, accept)
+	}
 	if err != nil {
 		return fmt.Errorf("collection %s: its partition-key path: %w", l, err)
 	}
 	if !same {
-		return &KeyPathError{Collection: l, Want: strings.Join(want, ", "), Found: strings.Join(found, ", ")}
+		w := strings.Join(want, ", ")
+		if len(accept) > 0 {
+			w += " (or " + strings.Join(accept, ", ") + ")"
+		}
+		return &KeyPathError{Collection: l, Want: w, Found: strings.Join(found, ", ")}
 	}
 	return nil
 }

@@ -20,7 +20,6 @@ import (
 
 	"github.com/docshard/docshard/internal/procid"
 	"github.com/docshard/docshard/link"
-	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/shardstate"
@@ -172,6 +171,7 @@ type manager struct {
 	state  *shardstate.State
 	prog   Progress
 	cnt    struct{ scanned, copied, caught, verified, deleted, behind atomic.Int64 }
+	keys   store.CollectionKeys // the key each collection takes for a composite key
 	rounds atomic.Int64
 }
 
@@ -843,8 +843,8 @@ func (m *manager) inPool(ctx context.Context, docs []json.RawMessage, prepare fu
 }
 
 // copyIn reports whether doc, stored in target, is a copy (the current
-// placement puts its key elsewhere), with where it belongs, its store key
-// and its ETag.
+// placement puts its key elsewhere), with where it belongs, its key
+// (whole: keyIn gives the key each collection takes) and its ETag.
 func (m *manager) copyIn(target string, doc []byte) (f Finding, sk any, etag string, ok bool) {
 	f = place(m.from, target, doc)
 	if f.Want == "" || link.Same(f.Want, target) {
@@ -855,7 +855,7 @@ func (m *manager) copyIn(target string, doc []byte) (f Finding, sk any, etag str
 		ETag string `json:"_etag"`
 	}
 	_ = json.Unmarshal(doc, &meta)
-	return f, partitionkey.CollectionKey(key), meta.ETag, true
+	return f, key, meta.ETag, true
 }
 
 // countSources sets Progress.Total from the source collections' usage;
@@ -943,7 +943,8 @@ func (m *manager) catchUpOne(ctx context.Context, source string, doc []byte, cou
 }
 
 // move is where a moving document goes: its next collection (empty when
-// its key stays) and its store key.
+// its key stays) and its key (whole: keyIn gives the key each collection
+// takes).
 type move struct {
 	target string
 	sk     any
@@ -962,7 +963,19 @@ func (m *manager) moving(source string, doc []byte) (move, error) {
 	if link.Same(target, source) {
 		return move{}, nil
 	}
-	return move{target: target, sk: partitionkey.CollectionKey(key)}, nil
+	return move{target: target, sk: key}, nil
+}
+
+// keyIn returns the key collection l takes for a document's key (sk, the
+// resolver's whole key): store.CollectionKeys, the whole composite key in
+// a hierarchical collection, its first part in one partitioned by the
+// first path. A key that is not composite is returned as it is.
+func (m *manager) keyIn(ctx context.Context, l string, sk any) (any, error) {
+	k, err := m.keys.Key(ctx, m.st, l, sk)
+	if err != nil {
+		return nil, fmt.Errorf("transition: reading the partition key of %s: %w", l, err)
+	}
+	return k, nil
 }
 
 // copyMove writes the copy of a moving document to its next collection.
@@ -971,24 +984,32 @@ func (m *manager) moving(source string, doc []byte) (move, error) {
 // copy with it, whichever came first. With skipEqual, a copy equal to doc
 // already is left alone (a read instead of a write).
 func (m *manager) copyMove(ctx context.Context, source string, doc []byte, mv move, count *atomic.Int64, skipEqual bool) (bool, error) {
-	target, sk := mv.target, mv.sk
+	target := mv.target
+	tk, err := m.keyIn(ctx, target, mv.sk)
+	if err != nil {
+		return false, err
+	}
+	srcK, err := m.keyIn(ctx, source, mv.sk)
+	if err != nil {
+		return false, err
+	}
 	if skipEqual {
 		var meta struct {
 			ID string `json:"id"`
 		}
 		_ = json.Unmarshal(doc, &meta)
-		if have, err := m.st.Read(ctx, target, meta.ID, &store.ReadOptions{PartitionKey: sk}); err == nil && sameContent(have.Body, doc) {
+		if have, err := m.st.Read(ctx, target, meta.ID, &store.ReadOptions{PartitionKey: tk}); err == nil && sameContent(have.Body, doc) {
 			return false, nil
 		}
 	}
-	copied, err := m.st.Upsert(ctx, target, doc, &store.WriteOptions{PartitionKey: sk, Epoch: m.epoch()})
+	copied, err := m.st.Upsert(ctx, target, doc, &store.WriteOptions{PartitionKey: tk, Epoch: m.epoch()})
 	if err != nil {
 		return false, fmt.Errorf("transition: copying to %s: %w", target, err)
 	}
 	count.Add(1)
 	id := copied.ID
-	if _, err := m.st.Read(ctx, source, id, &store.ReadOptions{PartitionKey: sk}); errors.Is(err, store.ErrNotFound) {
-		err := m.st.Delete(ctx, target, id, &store.WriteOptions{PartitionKey: sk, IfMatch: copied.ETag, Epoch: m.epoch()})
+	if _, err := m.st.Read(ctx, source, id, &store.ReadOptions{PartitionKey: srcK}); errors.Is(err, store.ErrNotFound) {
+		err := m.st.Delete(ctx, target, id, &store.WriteOptions{PartitionKey: tk, IfMatch: copied.ETag, Epoch: m.epoch()})
 		if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
 			return true, fmt.Errorf("transition: removing the copy of %q deleted meanwhile from %s: %w", id, target, err)
 		}
@@ -1012,10 +1033,18 @@ func (m *manager) reconcileOne(ctx context.Context, target string, doc []byte) e
 		return nil // the target's own document
 	}
 	m.cnt.verified.Add(1)
-	src, err := m.st.Read(ctx, f.Want, f.ID, &store.ReadOptions{PartitionKey: sk})
+	wantK, err := m.keyIn(ctx, f.Want, sk)
+	if err != nil {
+		return err
+	}
+	tk, err := m.keyIn(ctx, target, sk)
+	if err != nil {
+		return err
+	}
+	src, err := m.st.Read(ctx, f.Want, f.ID, &store.ReadOptions{PartitionKey: wantK})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		err := m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: sk, IfMatch: etag, Epoch: m.epoch()})
+		err := m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: tk, IfMatch: etag, Epoch: m.epoch()})
 		if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
 			return fmt.Errorf("transition: removing the orphan copy of %q from %s: %w", f.ID, target, err)
 		}
@@ -1413,7 +1442,11 @@ func (m *manager) settleSuspects(ctx context.Context, suspects []suspect) error 
 func (m *manager) resolveSuspects(ctx context.Context, suspects []suspect, frozen bool) ([]suspect, error) {
 	var left []suspect
 	for i, s := range suspects {
-		src, err := m.st.Read(ctx, s.source, s.id, &store.ReadOptions{PartitionKey: s.sk})
+		srcK, err := m.keyIn(ctx, s.source, s.sk)
+		if err != nil {
+			return append(left, suspects[i:]...), err
+		}
+		src, err := m.st.Read(ctx, s.source, s.id, &store.ReadOptions{PartitionKey: srcK})
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			continue
@@ -1441,6 +1474,14 @@ func (m *manager) cleanOne(ctx context.Context, source string, doc []byte, froze
 		return nil, err
 	}
 	target, sk := mv.target, mv.sk
+	tk, err := m.keyIn(ctx, target, sk)
+	if err != nil {
+		return nil, err
+	}
+	srcK, err := m.keyIn(ctx, source, sk)
+	if err != nil {
+		return nil, err
+	}
 	var meta struct {
 		ID   string `json:"id"`
 		ETag string `json:"_etag"`
@@ -1450,7 +1491,7 @@ func (m *manager) cleanOne(ctx context.Context, source string, doc []byte, froze
 		return nil, fmt.Errorf("transition: a document in %s: %w", source, err)
 	}
 	sus := &suspect{source: source, id: meta.ID, sk: sk}
-	copyDoc, err := m.st.Read(ctx, target, meta.ID, &store.ReadOptions{PartitionKey: sk})
+	copyDoc, err := m.st.Read(ctx, target, meta.ID, &store.ReadOptions{PartitionKey: tk})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		// No proof of a delete: a router deletes a moving key's copy and
@@ -1460,7 +1501,7 @@ func (m *manager) cleanOne(ctx context.Context, source string, doc []byte, froze
 		if !frozen {
 			return sus, nil
 		}
-		if _, err := m.st.Create(ctx, target, doc, &store.WriteOptions{PartitionKey: sk, Epoch: m.epoch()}); err != nil {
+		if _, err := m.st.Create(ctx, target, doc, &store.WriteOptions{PartitionKey: tk, Epoch: m.epoch()}); err != nil {
 			if errors.Is(err, store.ErrConflict) {
 				return sus, nil
 			}
@@ -1472,7 +1513,7 @@ func (m *manager) cleanOne(ctx context.Context, source string, doc []byte, froze
 	case !sameContent(doc, copyDoc.Body) && meta.TS > copyDoc.Timestamp:
 		// The source was written after its last copy: copy it again unless
 		// the copy moved on meanwhile (then the copy is the newer).
-		_, err := m.st.Replace(ctx, target, meta.ID, doc, &store.WriteOptions{PartitionKey: sk, IfMatch: copyDoc.ETag, Epoch: m.epoch()})
+		_, err := m.st.Replace(ctx, target, meta.ID, doc, &store.WriteOptions{PartitionKey: tk, IfMatch: copyDoc.ETag, Epoch: m.epoch()})
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return sus, nil // deleted meanwhile: no proof either way yet
@@ -1480,7 +1521,7 @@ func (m *manager) cleanOne(ctx context.Context, source string, doc []byte, froze
 			return nil, fmt.Errorf("transition: copying %q to %s again: %w", meta.ID, target, err)
 		}
 	}
-	err = m.st.Delete(ctx, source, meta.ID, &store.WriteOptions{PartitionKey: sk, IfMatch: meta.ETag, Epoch: m.epoch()})
+	err = m.st.Delete(ctx, source, meta.ID, &store.WriteOptions{PartitionKey: srcK, IfMatch: meta.ETag, Epoch: m.epoch()})
 	switch {
 	case errors.Is(err, store.ErrPreconditionFailed):
 		return sus, nil // the source changed since it was read: look again
@@ -1556,7 +1597,11 @@ func (m *manager) removeCopy(ctx context.Context, target string, doc []byte) err
 	if !ok {
 		return nil
 	}
-	err := m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: sk, IfMatch: etag, Epoch: m.epoch()})
+	tk, err := m.keyIn(ctx, target, sk)
+	if err != nil {
+		return err
+	}
+	err = m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: tk, IfMatch: etag, Epoch: m.epoch()})
 	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
 		return fmt.Errorf("transition: removing the copy of %q from %s: %w", f.ID, target, err)
 	}

@@ -18,7 +18,7 @@ import (
 // Finding is one document out of place.
 type Finding struct {
 	ID         string `json:"id"`              // the document's id
-	Key        string `json:"key"`             // its partition key's identity text
+	Key        string `json:"key"`             // its partition key's identity text (a composite key's: the array of its parts')
 	Collection string `json:"collection"`      // where it is
 	Want       string `json:"want,omitempty"`  // where the resolver puts it (ResolveForCreate)
 	Other      string `json:"other,omitempty"` // for a duplicate: the other collection that holds it
@@ -142,7 +142,13 @@ func placeKey(r resolver.Resolver, coll string, raw []byte) (Finding, any, bool)
 	if err != nil {
 		return f, nil, false
 	}
-	if text, err := partitionkey.IdentityText(partitionkey.CollectionKey(key)); err == nil {
+	if parts, ok := partitionkey.Parts(key); ok {
+		// A composite key's whole identity: a hierarchical collection
+		// keeps ids apart by the full key.
+		if text, err := partitionkey.AppendCompositeIdentity(nil, parts); err == nil {
+			f.Key = string(text)
+		}
+	} else if text, err := partitionkey.IdentityText(key); err == nil {
 		f.Key = text
 	}
 	f.Want, _ = r.ResolveForCreate(key)
