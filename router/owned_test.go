@@ -3,7 +3,6 @@ package router_test
 import (
 	"encoding/json"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -112,15 +111,9 @@ func TestDeleteDuringTransition(t *testing.T) {
 	for _, l := range links(3) {
 		require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
 	}
-	var key, src, dst string
-	for i := 0; key == ""; i++ {
-		k := "k" + strings.Repeat("x", i)
-		a, _ := cur.ResolveForCreate(k)
-		b, _ := next.ResolveForCreate(k)
-		if a != b {
-			key, src, dst = k, a, b
-		}
-	}
+	key := movingKey(t, cur, next)
+	src, _ := cur.ResolveForCreate(key)
+	dst, _ := next.ResolveForCreate(key)
 	c := router.New(st, nil)
 	for _, mode := range []string{transition.ReadCurrent, transition.ReadNext} {
 		tr, err := transition.New(resolver.ResolverTarget(cur), resolver.ResolverTarget(next), &transition.Options{ReadMode: mode, WriteTo: mode})
@@ -160,15 +153,9 @@ func TestPagerPlacedBeforeTransition(t *testing.T) {
 	}
 	c := router.New(st, nil)
 	f := follow(t, c, &router.FollowOptions{Seed: cur})
-	var key, src, dst string
-	for i := 0; key == ""; i++ {
-		k := "k" + strings.Repeat("x", i)
-		a, _ := cur.ResolveForCreate(k)
-		b, _ := next.ResolveForCreate(k)
-		if a != b {
-			key, src, dst = k, a, b
-		}
-	}
+	key := movingKey(t, cur, next)
+	src, _ := cur.ResolveForCreate(key)
+	dst, _ := next.ResolveForCreate(key)
 	body := []byte(`{"id":"doc","pk":"` + key + `"}`)
 	_, err := c.Create(ctx, db, json.RawMessage(body), nil)
 	require.NoError(t, err)
