@@ -425,6 +425,15 @@ func (s *scheduler) probeFor(limit int) {
 	}
 	s.probe = store.Query{Text: query.FormatQuery(q), Parameters: s.sq.Parameters}
 	s.probeK = k
+	s.markProbing()
+}
+
+// markProbing marks the collections a probe asks first, once probeFor set
+// one: all but those evaluated whole by the router.
+func (s *scheduler) markProbing() {
+	if s.probeK <= 0 {
+		return
+	}
 	view, _ := s.st.(*ownedView)
 	for _, src := range s.srcs {
 		// A collection shared during a reshard is evaluated whole by the
@@ -432,6 +441,13 @@ func (s *scheduler) probeFor(limit int) {
 		// there would evaluate it twice and save nothing.
 		src.probing = view == nil || !view.shared[strings.Trim(src.link, "/")]
 	}
+}
+
+// readThrough makes the scheduler, before its first fetch, read through
+// st (another placement's view, see Client.viewFor).
+func (s *scheduler) readThrough(st store.Store) {
+	s.st = st
+	s.markProbing()
 }
 
 // digestBasis is FNV-64a's offset basis: the digest of no rows.

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/docshard/docshard/internal/localquery"
@@ -57,6 +58,22 @@ func (c *Client) viewFor(e *dbEntry) store.Store {
 		v.shared[strings.Trim(l, "/")] = true
 	}
 	return v
+}
+
+// sharedOf returns the collections whose part of a fan-out over e is read
+// through an ownedView (see viewFor), slashes trimmed, sorted; nil for
+// none.
+func sharedOf(e *dbEntry) []string {
+	o, ok := e.r.(resolver.Owner)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, l := range o.SharedCollections() {
+		out = append(out, strings.Trim(l, "/"))
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ownedCursors returns the client's cache of shared collections' results,

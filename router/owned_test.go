@@ -3,7 +3,6 @@ package router_test
 import (
 	"encoding/json"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +12,7 @@ import (
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/router/routertest"
+	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/transition"
 )
@@ -111,15 +111,9 @@ func TestDeleteDuringTransition(t *testing.T) {
 	for _, l := range links(3) {
 		require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
 	}
-	var key, src, dst string
-	for i := 0; key == ""; i++ {
-		k := "k" + strings.Repeat("x", i)
-		a, _ := cur.ResolveForCreate(k)
-		b, _ := next.ResolveForCreate(k)
-		if a != b {
-			key, src, dst = k, a, b
-		}
-	}
+	key := movingKey(t, cur, next)
+	src, _ := cur.ResolveForCreate(key)
+	dst, _ := next.ResolveForCreate(key)
 	c := router.New(st, nil)
 	for _, mode := range []string{transition.ReadCurrent, transition.ReadNext} {
 		tr, err := transition.New(resolver.ResolverTarget(cur), resolver.ResolverTarget(next), &transition.Options{ReadMode: mode, WriteTo: mode})
@@ -144,4 +138,42 @@ func TestDeleteDuringTransition(t *testing.T) {
 		}
 		require.ErrorIs(t, c.Delete(ctx, db, "doc", key, nil), store.ErrNotFound)
 	}
+}
+
+// TestPagerPlacedBeforeTransition: a query prepared by a plain ring and
+// first run once the follower switched to a transition over the same
+// collections (a reshard 4 -> 2 publishing its copy step) reads through
+// the transition's owner filter, not the ring's plain view: a copy that
+// landed in a collection of both placements is not counted.
+func TestPagerPlacedBeforeTransition(t *testing.T) {
+	st := newMem(t)
+	cur, next := ringOn(t, 4), ringOn(t, 2)
+	for _, l := range links(4) {
+		require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	}
+	c := router.New(st, nil)
+	f := follow(t, c, &router.FollowOptions{Seed: cur})
+	key := movingKey(t, cur, next)
+	src, _ := cur.ResolveForCreate(key)
+	dst, _ := next.ResolveForCreate(key)
+	body := []byte(`{"id":"doc","pk":"` + key + `"}`)
+	_, err := c.Create(ctx, db, json.RawMessage(body), nil)
+	require.NoError(t, err)
+
+	p := c.NewQueryPager(db, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, nil)
+	tr, err := transition.New(resolver.ResolverTarget(cur), resolver.ResolverTarget(next), &transition.Options{ReadMode: transition.ReadCurrent, WriteTo: transition.WriteCurrent})
+	require.NoError(t, err)
+	s, err := shardstate.Load(ctx, st, db)
+	require.NoError(t, err)
+	_, err = shardstate.Publish(ctx, st, s, shardstate.Change{Resolver: tr, NewEpoch: true, By: "test"})
+	require.NoError(t, err)
+	require.NoError(t, f.Refresh(ctx))
+	_, err = st.Create(ctx, dst, body, nil) // the copy, once every router acknowledged
+	require.NoError(t, err)
+	require.NotEqual(t, src, dst)
+
+	page, err := p.NextPage(ctx)
+	require.NoError(t, err)
+	require.Len(t, page.Items, 1)
+	assert.JSONEq(t, "1", string(page.Items[0]), "the copy in %s is not counted; its source in %s is", dst, src)
 }

@@ -322,7 +322,11 @@ func (p *Pager) PeakBufferedRows() int {
 // version that keeps them (a reshard's heartbeat, a freeze) changes
 // nothing for it; one that moves it elsewhere ends it with
 // ErrPlacementChanged, since its merge stands on collections the new
-// placement no longer reads (and a reshard's clean-up empties).
+// placement no longer reads (and a reshard's clean-up empties). So does
+// one that keeps them but changes which of them hold copies to skip
+// (resolver.Owner: a reshard's copy step published over the same
+// collections) once a page was read; before the first, the query reads
+// through the new placement's view instead of the one it was prepared by.
 func (p *Pager) placedBy(e *dbEntry) error {
 	if e == p.entry {
 		return nil
@@ -331,6 +335,17 @@ func (p *Pager) placedBy(e *dbEntry) error {
 	if err != nil || !slices.Equal(links, p.placed) {
 		return fmt.Errorf("%w: %s routes the query by version %d now, on other collections than its first page: run it again from its first page",
 			ErrPlacementChanged, p.dbLink, e.version.Load())
+	}
+	if !slices.Equal(sharedOf(p.entry), sharedOf(e)) {
+		// The same collections, but others of them hold copies to skip
+		// (a reshard's copy step published, or its end): the pages read
+		// so far were filtered otherwise, so a started query ends; one
+		// that read nothing yet reads through the new placement's view.
+		if p.started {
+			return fmt.Errorf("%w: %s routes the query by version %d now, whose collections hold copies its first page did not skip (or skipped): run it again from its first page",
+				ErrPlacementChanged, p.dbLink, e.version.Load())
+		}
+		p.sched.readThrough(p.c.viewFor(e))
 	}
 	p.entry = e
 	return nil
