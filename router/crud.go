@@ -122,26 +122,25 @@ func (c *Client) notElsewhere(ctx context.Context, e *dbEntry, target string, bo
 	if err != nil {
 		return err
 	}
-	id := gjson.GetBytes(body, "id").String()
-	rt := newRoute(0, "", links, key, 0)
+	others := make([]string, 0, len(links))
 	for _, l := range links {
-		if l == target {
-			continue
-		}
-		ro, err := c.readOptions(ctx, rt, l)
-		if err != nil {
-			return err
-		}
-		_, err = c.st.Read(ctx, l, id, ro)
-		switch {
-		case err == nil:
-			return &store.Error{Kind: store.ErrConflict, Op: "create", Link: l, ID: id, Status: 409,
-				Message: "the id is stored in " + l + " already (the key is read from several collections; Upsert or Replace changes it there)"}
-		case !errors.Is(err, store.ErrNotFound):
-			return err
+		if l != target {
+			others = append(others, l)
 		}
 	}
-	return nil
+	if len(others) == 0 {
+		return nil
+	}
+	id := gjson.GetBytes(body, "id").String()
+	l, _, err := c.findIn(ctx, others, id, nil, newRoute(0, "", others, key, 0))
+	switch {
+	case err == nil:
+		return &store.Error{Kind: store.ErrConflict, Op: "create", Link: l, ID: id, Status: 409,
+			Message: "the id is stored in " + l + " already (the key is read from several collections; Upsert or Replace changes it there)"}
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	}
+	return err
 }
 
 // find returns the collection holding id under the route and the document:
