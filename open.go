@@ -14,6 +14,7 @@ import (
 
 	"github.com/docshard/docshard/config"
 	"github.com/docshard/docshard/cosmos"
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/router"
@@ -127,7 +128,7 @@ func OpenConfig(ctx context.Context, cfg *config.Config, opts *Options) (*Client
 	if cfg == nil {
 		return nil, fmt.Errorf("docshard: %w: no configuration", config.ErrInvalid)
 	}
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	st, err := OpenStore(ctx, cfg.Store, nil)
 	if err != nil {
 		return nil, err
@@ -280,7 +281,7 @@ func RouteDatabase(ctx context.Context, c *router.Client, st store.Store, db con
 // follow is RouteDatabase following, under StateAuto or StateFollow:
 // the state is seeded from the configuration's resolver when st holds none.
 func (rt *Routing) follow(ctx context.Context, c *router.Client, st store.Store, db config.Database, fo *router.FollowOptions) (*Routing, error) {
-	o := store.OptionsOf(fo)
+	o := opt.Of(fo)
 	var err error
 	if rt.Seeded, err = noState(ctx, st, db.Link); err != nil {
 		return nil, err
@@ -362,7 +363,7 @@ type StoreOptions struct {
 // endpoint such as docshard serve needs none; against docshard serve the
 // store is a store.Fencer). CAEnv adds certificates to trust.
 func OpenStore(ctx context.Context, sc config.StoreConfig, opts *StoreOptions) (store.Store, error) {
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	switch sc.Kind {
 	case config.StoreEmbedded, "":
 		if sc.Path == "" {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docshard/docshard/internal/queryhook"
 	"github.com/docshard/docshard/query"
 )
 
@@ -31,7 +32,7 @@ func TestReadsClockOnlyReads(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					assert.Equal(t, tc.clock, query.ReadsClock(q))
+					assert.Equal(t, tc.clock, queryhook.ReadsClock(q))
 				}()
 			}
 			wg.Wait()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/internal/procid"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
@@ -290,7 +291,7 @@ func Init(ctx context.Context, st store.Store, dbLink string, r resolver.Resolve
 // *ConflictError carrying the state that exists.
 func create(ctx context.Context, st store.Store, t *traces, r resolver.Resolver, opts *InitOptions, version, epoch int64) (*State, error) {
 	db, coll := t.db, t.coll
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	text, err := canonical(r)
 	if err != nil {
 		return nil, err
@@ -338,7 +339,7 @@ func LoadOrInit(ctx context.Context, st store.Store, dbLink string, seed resolve
 // KeyPath, through store.EnsureCollections (the one conflict rule: one
 // that exists partitioned by another path is a *store.KeyPathError).
 func ensureCollection(ctx context.Context, st store.Store, coll string, spec *store.CollectionSpec) error {
-	sp := store.OptionsOf(spec)
+	sp := opt.Of(spec)
 	sp.PartitionKeyPath = KeyPath
 	if _, err := store.EnsureCollections(retry.Repeatable(ctx), st, store.Wanted{Create: []string{coll}, Spec: sp}); err != nil {
 		return fmt.Errorf("shardstate: the state collection: %w", err)

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/internal/procid"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
@@ -342,7 +343,7 @@ func (m *manager) load(ctx context.Context) (*shardstate.State, *record, error) 
 }
 
 func newManager(st store.Store, dbLink string, opts *ReshardOptions) (*manager, error) {
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	if o.Parallelism <= 0 {
 		o.Parallelism = 4
 	}
@@ -1294,7 +1295,7 @@ func (m *manager) settle(ctx context.Context) error {
 	case frozen:
 		// The routers poll every 25 ms while the state is frozen: so does
 		// this wait, unless told otherwise, to keep the freeze short.
-		wo := store.OptionsOf(m.o.Routers)
+		wo := opt.Of(m.o.Routers)
 		if wo.Poll <= 0 {
 			wo.Poll = frozenPoll
 		}

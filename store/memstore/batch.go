@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 
+	"github.com/docshard/docshard/internal/opt"
+	"github.com/docshard/docshard/internal/storecheck"
 	"github.com/docshard/docshard/store"
 )
 
@@ -55,7 +57,7 @@ func (s *Store) ExecuteBatch(ctx context.Context, l string, partitionKey any, op
 	if err != nil {
 		return nil, err
 	}
-	if err := store.CheckBatch(l, partitionKey, ops); err != nil {
+	if err := storecheck.Batch(l, partitionKey, ops); err != nil {
 		return nil, err
 	}
 	pk, _, err := c.givenKey(op, l, "", partitionKey, false)
@@ -66,7 +68,7 @@ func (s *Store) ExecuteBatch(ctx context.Context, l string, partitionKey any, op
 	if err != nil {
 		return nil, err
 	}
-	if o := store.OptionsOf(opts); o.Epoch != 0 {
+	if o := opt.Of(opts); o.Epoch != 0 {
 		f, err := s.enterFence(c, op, l, "", o.Epoch)
 		if err != nil {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/docshard/docshard/internal/jsontext"
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/store"
 )
@@ -333,7 +334,7 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 	if err != nil {
 		return nil, err
 	}
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	if mode == "replace" {
 		if err := store.ValidateID(id); err != nil {
 			return nil, withOp(err, mode, l)
@@ -567,7 +568,7 @@ func (s *Store) Delete(ctx context.Context, l, id string, opts *store.WriteOptio
 	if err := store.ValidateID(id); err != nil {
 		return withOp(err, op, l)
 	}
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	pk, given, err := c.givenKey(op, l, id, o.PartitionKey, false)
 	if err != nil {
 		return err
