@@ -59,8 +59,9 @@ databases:
 	assert.Equal(t, "300\n", out)
 	code, out, errOut = runCLI(t, "", "state", "history", "-c", cfg)
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "transition from hash over 2 collection(s): dbs/app/colls/u0,dbs/app/colls/u1 to hash over 3 collection(s)", "what the reshard moves between")
-	assert.Contains(t, out, "being resharded (step ", "and the step each version records")
+	assert.Contains(t, out, "\treshard 2 → 3 collections: started; copying the moving documents\n", "what each version changed, and why")
+	assert.Contains(t, out, "\treshard 2 → 3 collections done: the moved documents removed from their sources; routes by hash over 3 collection(s): dbs/app/colls/u0,dbs/app/colls/u1,dbs/app/colls/u2\n")
+	assert.Equal(t, 6, strings.Count(out, "\n"), "the first version and the reshard's five: %s", out)
 
 	code, out, errOut = runCLI(t, "", "reshard", "-c", cfg, "--next", next)
 	require.Equal(t, 0, code, errOut)
