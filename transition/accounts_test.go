@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"sort"
@@ -140,16 +139,11 @@ func TestAccountsReaderChild(t *testing.T) {
 		return
 	}
 	n, _ := strconv.Atoi(os.Getenv("FIXED"))
-	c := router.New(st, nil)
-	f, err := c.Follow(ctx, db, nil) // a service's defaults
-	if err != nil {
-		say("fatal %v", err)
+	c, f, done, ok := childRouter(ctx, st, nil, say) // a service's defaults
+	if !ok {
 		return
 	}
 	defer f.Close()
-	say("following %d", f.Version())
-	done := make(chan struct{})
-	go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(done) }()
 	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), 30))
 	reads, refused := 0, 0
 	for i := 0; ; i++ {
