@@ -32,9 +32,10 @@ const fleetProcsEnv = "DOCSHARD_FLEET_PROCS"
 // store exactly once, where the final resolver puts it, at its last value;
 // nothing is left in a collection the final resolver does not read a key
 // from, which is where a follower writing by a placement the others had
-// left would have put it; every follower ends on the final version, and
-// its lease says so. (With the fence and the wait for routers both
-// disabled, it finds documents left behind and misplaced.)
+// left would have put it; the wait for the routers to acknowledge the
+// final version returns, and every follower says it ends on it. (With the
+// fence and the wait for routers both disabled, it finds documents left
+// behind and misplaced.)
 //
 // DOCSHARD_FLEET_PROCS sets the number of followers (default 50: 15 s, 24
 // s with -race, on 2 busy cores).
