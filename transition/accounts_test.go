@@ -349,8 +349,8 @@ func reshardIntoAccounts(t *testing.T, fenced bool) {
 	t.Logf("%d documents in %d collections over 2 accounts; the writer made %d operations", rep.Documents, len(links), m.ops())
 
 	// A service left on the old configuration (serve alone) finds the
-	// collections of the state's resolver missing there: its writes fail
-	// loudly, none is lost where no router looks.
+	// collections of the state's resolver missing there: its writes and
+	// reads fail loudly, and no write is lost where no router looks.
 	solo, err = cosmos.Open(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: first.Endpoint}})
 	require.NoError(t, err)
 	defer solo.Close()
@@ -360,4 +360,6 @@ func reshardIntoAccounts(t *testing.T, fenced bool) {
 	defer of.Close()
 	_, err = oc.Create(ctx, db, doc{ID: "stale-config", UserID: "u1", V: 1}, nil)
 	require.ErrorIs(t, err, store.ErrCollectionNotFound)
+	_, err = oc.Read(ctx, db, fixed[0].ID, fixed[0].UserID)
+	require.ErrorIs(t, err, store.ErrCollectionNotFound, "not a plain NotFound")
 }
