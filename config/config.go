@@ -90,31 +90,37 @@ type Account struct {
 
 // String describes the account without its key.
 func (a Account) String() string {
-	key := ""
-	if a.Key != "" {
-		key = " key=***"
-	}
-	return fmt.Sprintf("%s at %s%s", a.Bind, a.Endpoint, key)
+	return fmt.Sprintf("%s at %s%s", a.Bind, a.Endpoint, keyNote(a.Key))
 }
 
 // GoString keeps the key out of %#v.
 func (a Account) GoString() string { return "config.Account{" + a.String() + "}" }
 
-// Format keeps the key out of every verb.
-func (a Account) Format(f fmt.State, verb rune) {
-	if verb == 'v' && f.Flag('#') {
-		redact.Format(f, verb, a.GoString())
-		return
+// Format keeps the key out of every verb: %#v writes GoString, the others
+// String.
+func (a Account) Format(f fmt.State, verb rune) { formatKeyless(f, verb, a.String(), a.GoString()) }
+
+// keyNote says whether a key is set, never what it is.
+func keyNote(key string) string {
+	if key == "" {
+		return ""
 	}
-	redact.Format(f, verb, a.String())
+	return " key=***"
+}
+
+// formatKeyless formats a value that holds a key by its descriptions
+// without it: gs for %#v, s for every other verb (%d or %x would otherwise
+// print the fields one by one).
+func formatKeyless(f fmt.State, verb rune, s, gs string) {
+	if verb == 'v' && f.Flag('#') {
+		s = gs
+	}
+	redact.Format(f, verb, s)
 }
 
 // String describes the store without its key.
 func (s StoreConfig) String() string {
-	key := ""
-	if s.Key != "" {
-		key = " key=***"
-	}
+	key := keyNote(s.Key)
 	switch s.Kind {
 	case StoreCosmos:
 		out := fmt.Sprintf("cosmos endpoint=%s%s", s.Endpoint, key)
@@ -135,13 +141,7 @@ func (s StoreConfig) GoString() string { return "config.StoreConfig{" + s.String
 
 // Format keeps the key out of every verb (%d or %x would otherwise print
 // the fields one by one): %#v writes GoString, the others String.
-func (s StoreConfig) Format(f fmt.State, verb rune) {
-	if verb == 'v' && f.Flag('#') {
-		redact.Format(f, verb, s.GoString())
-		return
-	}
-	redact.Format(f, verb, s.String())
-}
+func (s StoreConfig) Format(f fmt.State, verb rune) { formatKeyless(f, verb, s.String(), s.GoString()) }
 
 // Database is one database and its resolver.
 type Database struct {
