@@ -361,7 +361,10 @@ type StoreOptions struct {
 // store (in memory when Path is empty, else durable in that directory) or
 // Cosmos DB at Endpoint with the key from DOCSHARD_STORE_KEY (a loopback
 // endpoint such as docshard serve needs none; against docshard serve the
-// store is a store.Fencer). CAEnv adds certificates to trust.
+// store is a store.Fencer), with the databases and collections that
+// Accounts binds in other accounts (each key from its KeyEnv; the store is
+// a store.Fencer only when every account is docshard serve). CAEnv adds
+// certificates to trust.
 func OpenStore(ctx context.Context, sc config.StoreConfig, opts *StoreOptions) (store.Store, error) {
 	o := opt.Of(opts)
 	switch sc.Kind {
@@ -388,6 +391,19 @@ func openCosmos(ctx context.Context, sc config.StoreConfig, o StoreOptions) (sto
 		return nil, fmt.Errorf("docshard: store.kind is cosmos but %s_STORE_KEY is not set: export the account key in the environment (only a loopback endpoint may go without)", config.EnvPrefix)
 	}
 	co := &cosmos.Options{Account: cosmos.Account{Endpoint: sc.Endpoint, Key: sc.Key}}
+	for i, a := range sc.Accounts {
+		switch {
+		case a.Key != "" || cosmos.LoopbackEndpoint(a.Endpoint):
+		case a.KeyEnv == "":
+			return nil, fmt.Errorf("docshard: store.accounts[%d] (%s at %s) has no keyEnv: name the environment variable that holds the account's key (only a loopback endpoint may go without)", i, a.Bind, a.Endpoint)
+		default:
+			return nil, fmt.Errorf("docshard: store.accounts[%d] (%s at %s): %s is not set: export the account's key in the environment", i, a.Bind, a.Endpoint, a.KeyEnv)
+		}
+		if co.Accounts == nil {
+			co.Accounts = map[string]cosmos.Account{}
+		}
+		co.Accounts[a.Bind] = cosmos.Account{Endpoint: a.Endpoint, Key: a.Key}
+	}
 	if ca := os.Getenv(CAEnv); ca != "" {
 		pem, err := os.ReadFile(ca)
 		if err != nil {
