@@ -113,11 +113,13 @@ func TestReshardProgressBar(t *testing.T) {
 
 	buf.Reset()
 	show, done = reshardProgress(&buf, false)
+	show(transition.Progress{Step: "started"}) // before the sources are counted
 	show(transition.Progress{Step: "published", Total: 1000})
 	show(transition.Progress{Step: "copied", Total: 1000, Scanned: 500, Copied: 170})
 	show(transition.Progress{Step: "caught-up", Total: 1000, Scanned: 500, Copied: 170, CaughtUp: 40, Rounds: 2, Behind: 15})
 	done()
-	assert.Equal(t, "reshard: copy      scanned 0 of 1000 (0/s), copied 0, caught up 0, verified 0, removed 0\n"+
+	assert.Equal(t, "reshard: started   scanned 0 (sources not counted yet) (0/s), copied 0, caught up 0, verified 0, removed 0\n"+
+		"reshard: copy      scanned 0 of 1000 (0/s), copied 0, caught up 0, verified 0, removed 0\n"+
 		"reshard: copied    scanned 500 of 1000 (0/s), copied 170, caught up 0, verified 0, removed 0\n"+
 		"reshard: caught-up scanned 500 of 1000 (0/s), copied 170, caught up 40 (round 2, 15 behind), verified 0, removed 0\n", buf.String())
 }
