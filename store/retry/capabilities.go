@@ -7,14 +7,14 @@ import (
 )
 
 // The optional capabilities of package store, each retried under the
-// Store's policy. Wrap (through capabilities_gen.go, which capgen writes
-// from store/capabilities.go) gives a wrapped store exactly the
-// capabilities of the store it wraps: adding a capability to package store
-// means running go generate here and writing its type below (named after
-// the interface, lower-cased, with "Cap"), else this package does not
-// compile and its capability test fails.
+// Store's policy. Wrap (through capabilities_gen.go, which
+// internal/storecap/capgen writes from store/capabilities.go) gives a
+// wrapped store exactly the capabilities of the store it wraps: adding a
+// capability to package store means running go generate here and writing
+// its type below (named after the interface, lower-cased, with "Cap"),
+// else this package does not compile and its capability test fails.
 
-//go:generate go run ./internal/capgen ../capabilities.go capabilities_gen.go
+//go:generate go run ../../internal/storecap/capgen retry Store ../capabilities.go capabilities_gen.go
 
 // changeFeederCap is store.ChangeFeeder under the policy: a change-feed
 // read is repeatable.

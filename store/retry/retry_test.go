@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docshard/docshard/internal/storecap"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/memstore"
-	"github.com/docshard/docshard/store/retry/internal/capabilities"
 )
 
 var ctx = context.Background()
@@ -29,10 +29,10 @@ const coll = "dbs/app/colls/c"
 // from store/capabilities.go, so one added there and not wired here fails.
 func TestCapabilities(t *testing.T) {
 	src := filepath.Join("..", "capabilities.go")
-	names, err := capabilities.Names(src)
+	names, err := storecap.Names(src)
 	require.NoError(t, err)
 	require.NotEmpty(t, names)
-	want, err := capabilities.Generate(names)
+	want, err := storecap.Generate("retry", "Store", names)
 	require.NoError(t, err)
 	have, err := os.ReadFile("capabilities_gen.go")
 	require.NoError(t, err)
