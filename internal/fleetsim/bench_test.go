@@ -84,14 +84,16 @@ func benchRun(b *testing.B, backend string, n int) {
 	b.ReportMetric(res.RUPerSecond, "RU/s")
 	b.ReportMetric(res.BusiestRUPerSecond, "RU/s-busiest")
 	b.ReportMetric(res.RUPerSecond/float64(n), "RU/s-per-router")
+	b.ReportMetric(res.PollRate, "poll-rate")
 	b.ReportMetric(ms(res.Quantile(0.5)), "ms-p50")
 	b.ReportMetric(ms(res.Quantile(0.99)), "ms-p99")
 	b.ReportMetric(ms(res.Max()), "ms-max")
 	b.ReportMetric(ms(res.Wait), "ms-wait")
+	b.ReportMetric(ms(res.Published), "ms-publish")
 	b.ReportMetric(res.ChangeRU, "RU-change")
 	b.ReportMetric(res.Publish.RU, "RU-publish+wait")
-	b.Logf("N=%d %s: start %s; steady %.0f RU/s over %s, busiest %s %.0f RU/s; propagation p50 %s p99 %s max %s; wait %s; change %.0f RU over steady (publish and wait %.0f RU: %d lease queries, %d leases read)",
-		n, backend, res.Start.Round(time.Millisecond), res.RUPerSecond, res.SteadyFor.Round(time.Millisecond), res.Busiest, res.BusiestRUPerSecond,
-		res.Quantile(0.5).Round(time.Millisecond), res.Quantile(0.99).Round(time.Millisecond), res.Max().Round(time.Millisecond),
+	b.Logf("N=%d %s: start %s; poll rate %.2f; steady %.0f RU/s over %s, busiest %s %.0f RU/s; publish %s; propagation p50 %s p99 %s max %s; wait %s; change %.0f RU over steady (publish and wait %.0f RU: %d lease queries, %d leases read)",
+		n, backend, res.Start.Round(time.Millisecond), res.PollRate, res.RUPerSecond, res.SteadyFor.Round(time.Millisecond), res.Busiest, res.BusiestRUPerSecond,
+		res.Published.Round(time.Millisecond), res.Quantile(0.5).Round(time.Millisecond), res.Quantile(0.99).Round(time.Millisecond), res.Max().Round(time.Millisecond),
 		res.Wait.Round(time.Millisecond), res.ChangeRU, res.Publish.RU, res.Publish.Calls[Query], res.Publish.Docs)
 }

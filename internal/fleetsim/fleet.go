@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/docshard/docshard/hashring"
+	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/shardstate"
@@ -26,6 +27,11 @@ type Options struct {
 	// LeaseDuration (zero: the router's defaults, 1 s and five polls) also
 	// pace the run. RouterID, Seed and OnChange are set by Run.
 	Follow router.FollowOptions
+	// Client is each follower's router.Client options. Its RouteCacheSize
+	// 0 means none (-1) here: the followers route no documents, and a
+	// cache of 4,096 placements each (about 100 KB) would make a fleet of
+	// 10,000 measure the garbage collector rather than the protocol.
+	Client router.Options
 	// Open returns the store follower i reaches (its own connection, as a
 	// process of its own has); the Counter wraps it. nil means the store
 	// given to Run, shared.
@@ -62,12 +68,22 @@ type Result struct {
 	RUPerSecond        float64
 	Busiest            Partition
 	BusiestRUPerSecond float64
+	// PollRate is the state reads made in the steady state per follower
+	// and poll interval: 1 when every follower polled on time, less when
+	// the machine could not keep up (its figures then measure the
+	// machine, and undercount the protocol's cost). A protocol that reads
+	// the state otherwise than by point reads of the state document makes
+	// it 0.
+	PollRate float64
 	// Propagation is, for each follower that switched, how long after the
 	// change's publish began it routed by the change (its OnChange), in
 	// increasing order; Missed counts the followers that had not switched
 	// when the run gave up (Options.Timeout).
 	Propagation []time.Duration
 	Missed      int
+	// Published is how long the publish took (shardstate.Publish
+	// returned): the propagation times include it.
+	Published time.Duration
 	// Wait is how long after the publish began shardstate.WaitForRouters
 	// returned; WaitErr is its error, if any.
 	Wait    time.Duration
@@ -146,6 +162,9 @@ func Run(ctx context.Context, st store.Store, dbLink string, opts Options) (*Res
 	if o.Window <= 0 {
 		o.Window = 5 * o.Follow.PollInterval
 	}
+	if o.Client.RouteCacheSize == 0 {
+		o.Client.RouteCacheSize = -1
+	}
 	if o.Timeout <= 0 {
 		o.Timeout = 4*o.Follow.LeaseDuration + time.Minute
 	}
@@ -153,12 +172,19 @@ func Run(ctx context.Context, st store.Store, dbLink string, opts Options) (*Res
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	db := dbLink[len("dbs/"):]
+	db, err := link.ParseDatabase(dbLink)
+	if err != nil {
+		return nil, fmt.Errorf("fleetsim: database link %q: %w", dbLink, err)
+	}
 	from, err := Ring(db, 2)
 	if err != nil {
 		return nil, err
 	}
 	to, err := Ring(db, 3)
+	if err != nil {
+		return nil, err
+	}
+	coll, err := shardstate.CollectionLink(dbLink)
 	if err != nil {
 		return nil, err
 	}
@@ -179,40 +205,37 @@ func Run(ctx context.Context, st store.Store, dbLink string, opts Options) (*Res
 	left.Store(int64(o.N))
 	all := make(chan struct{})
 
-	followers := make([]*router.Follower, 0, o.N)
-	var closers []func() error
+	followers := make([]*router.Follower, o.N)
+	closers := make([]func() error, o.N)
 	defer func() {
 		// Close in parallel: each releases its lease.
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 64)
-		for _, f := range followers {
+		for i, f := range followers {
 			wg.Add(1)
 			sem <- struct{}{}
 			go func() {
 				defer wg.Done()
-				_ = f.Close()
-				<-sem
+				defer func() { <-sem }()
+				if f != nil {
+					_ = f.Close()
+				}
+				if closers[i] != nil {
+					_ = closers[i]()
+				}
 			}()
 		}
 		wg.Wait()
-		for _, c := range closers {
-			_ = c()
-		}
 	}()
-	begin := time.Now()
-	for i := range o.N {
-		// Spread the followers' polls over the interval, as independent
-		// processes' are: follower i starts i/N of an interval in.
-		if d := time.Duration(int64(o.Follow.PollInterval) * int64(i) / int64(o.N)); time.Since(begin) < d {
-			time.Sleep(d - time.Since(begin))
-		}
+	// start starts follower i.
+	start := func(i int) error {
 		fst := shared
 		if o.Open != nil {
 			raw, err := o.Open(ctx, i)
 			if err != nil {
-				return nil, fmt.Errorf("fleetsim: opening the store of follower %d: %w", i, err)
+				return fmt.Errorf("fleetsim: opening the store of follower %d: %w", i, err)
 			}
-			closers = append(closers, raw.Close)
+			closers[i] = raw.Close
 			fst = counter.Wrap(raw)
 		}
 		fo := o.Follow
@@ -227,11 +250,26 @@ func Run(ctx context.Context, st store.Store, dbLink string, opts Options) (*Res
 				close(all)
 			}
 		}
-		f, err := router.New(fst, nil).Follow(ctx, dbLink, &fo)
+		f, err := router.New(fst, &o.Client).Follow(ctx, dbLink, &fo)
 		if err != nil {
-			return nil, fmt.Errorf("fleetsim: follower %d: %w", i, err)
+			return fmt.Errorf("fleetsim: follower %d: %w", i, err)
 		}
-		followers = append(followers, f)
+		followers[i] = f
+		return nil
+	}
+	// Start them one after the other, follower i no sooner than i/N of a
+	// poll interval in: the fleet's polls are spread over the interval,
+	// as independent processes' are. (Starting from several goroutines
+	// was slower on a loaded machine: the fleet polls sooner, and each
+	// Follow waits for its first state's decode behind those polls.)
+	begin := time.Now()
+	for i := range o.N {
+		if d := time.Duration(int64(o.Follow.PollInterval) * int64(i) / int64(o.N)); time.Since(begin) < d {
+			time.Sleep(d - time.Since(begin))
+		}
+		if err := start(i); err != nil {
+			return nil, err
+		}
 	}
 	res.Start = time.Since(begin)
 	logf("fleetsim: %d followers started in %s", o.N, res.Start.Round(time.Millisecond))
@@ -249,6 +287,7 @@ func Run(ctx context.Context, st store.Store, dbLink string, opts Options) (*Res
 	res.RUPerSecond = res.Steady.Total().RU / secs
 	var bu Usage
 	res.Busiest, bu = res.Steady.Busiest()
+	res.PollRate = float64(res.Steady.ByPartition[Partition{coll, "state"}].Calls[PointRead]) / float64(o.N) / secs * o.Follow.PollInterval.Seconds()
 	res.BusiestRUPerSecond = bu.RU / secs
 	logf("fleetsim: steady state %.0f RU/s, busiest %s %.0f RU/s", res.RUPerSecond, res.Busiest, res.BusiestRUPerSecond)
 
@@ -259,24 +298,25 @@ func Run(ctx context.Context, st store.Store, dbLink string, opts Options) (*Res
 	}
 	target.Store(cur.Version + 1)
 	c0 := counter.Snapshot()
-	start := time.Now()
-	t0.Store(int64(start.Sub(base)))
+	published := time.Now()
+	t0.Store(int64(published.Sub(base)))
 	tctx := WithTag(ctx, "change")
-	next, err := shardstate.Publish(tctx, shared, cur, shardstate.Change{Resolver: to, NewEpoch: true, By: "fleetsim"})
+	nextState, err := shardstate.Publish(tctx, shared, cur, shardstate.Change{Resolver: to, NewEpoch: true, By: "fleetsim"})
 	if err != nil {
 		return nil, fmt.Errorf("fleetsim: publishing the change: %w", err)
 	}
+	res.Published = time.Since(published)
 	wctx, cancel := context.WithTimeout(tctx, o.Timeout)
 	defer cancel()
-	res.WaitErr = shardstate.WaitForRouters(wctx, shared, dbLink, next.Version, o.Wait)
-	res.Wait = time.Since(start)
+	res.WaitErr = shardstate.WaitForRouters(wctx, shared, dbLink, nextState.Version, o.Wait)
+	res.Wait = time.Since(published)
 	logf("fleetsim: WaitForRouters returned after %s (%v)", res.Wait.Round(time.Millisecond), res.WaitErr)
 	select {
 	case <-all:
 	case <-wctx.Done():
 	}
 	c1 := counter.Snapshot()
-	res.ChangeFor = time.Since(start)
+	res.ChangeFor = time.Since(published)
 	res.Change = c1.Sub(c0)
 	res.Publish = res.Change.ByTag["change"]
 	res.ChangeRU = res.Change.Total().RU - res.RUPerSecond*res.ChangeFor.Seconds()
@@ -289,7 +329,7 @@ func Run(ctx context.Context, st store.Store, dbLink string, opts Options) (*Res
 	}
 	sort.Slice(res.Propagation, func(i, j int) bool { return res.Propagation[i] < res.Propagation[j] })
 	if res.Missed > 0 {
-		return res, fmt.Errorf("fleetsim: %d of %d followers had not switched to version %d after %s", res.Missed, o.N, next.Version, o.Timeout)
+		return res, fmt.Errorf("fleetsim: %d of %d followers had not switched to version %d after %s", res.Missed, o.N, nextState.Version, o.Timeout)
 	}
 	if res.WaitErr != nil {
 		return res, fmt.Errorf("fleetsim: waiting for the routers: %w", res.WaitErr)
