@@ -190,8 +190,7 @@ func Run(ctx context.Context, st store.Store, dbLink string, opts Options) (*Res
 	}
 	counter := NewCounter(o.Charges)
 	shared := counter.Wrap(st)
-	cur, err := shardstate.Init(ctx, shared, dbLink, from, nil)
-	if err != nil {
+	if _, err := shardstate.Init(ctx, shared, dbLink, from, nil); err != nil {
 		return nil, fmt.Errorf("fleetsim: seeding %s: %w", dbLink, err)
 	}
 
@@ -292,7 +291,7 @@ func Run(ctx context.Context, st store.Store, dbLink string, opts Options) (*Res
 	logf("fleetsim: steady state %.0f RU/s, busiest %s %.0f RU/s", res.RUPerSecond, res.Busiest, res.BusiestRUPerSecond)
 
 	// The change.
-	cur, err = shardstate.Load(ctx, shared, dbLink)
+	cur, err := shardstate.Load(ctx, shared, dbLink)
 	if err != nil {
 		return nil, fmt.Errorf("fleetsim: reading the state: %w", err)
 	}
