@@ -86,3 +86,16 @@ func (c batcherCap) ExecuteBatch(ctx context.Context, l string, partitionKey any
 	c.s.c.charge(ctx, Partition{l, pointKey(partitionKey)}, Batch, ru, 0, err)
 	return res, err
 }
+
+// replacerCap is store.Replacer, counted as Metadata.
+type replacerCap struct {
+	s *Store
+	c store.Replacer
+}
+
+// ReplaceCollection implements store.Replacer.
+func (c replacerCap) ReplaceCollection(ctx context.Context, l string, spec *store.CollectionSpec) error {
+	err := c.c.ReplaceCollection(ctx, l, spec)
+	c.s.metadata(ctx, l, err)
+	return err
+}

@@ -85,6 +85,8 @@ func TestMeter(t *testing.T) {
 	require.NoError(t, st.Delete(ctx, coll, "3", a))
 	_, err = st.(store.Fencer).RaiseFence(ctx, "dbs/app", 2)
 	require.NoError(t, err)
+	ttl := 60
+	require.NoError(t, st.(store.Replacer).ReplaceCollection(ctx, coll, &store.CollectionSpec{PartitionKeyPath: "/k", DefaultTTL: &ttl}))
 
 	s := c.Snapshot()
 	pa, pb, all, dbp := Partition{coll, "a"}, Partition{coll, "b"}, Partition{coll, AllKeys}, Partition{Link: "dbs/app"}
@@ -101,7 +103,8 @@ func TestMeter(t *testing.T) {
 	assert.Equal(t, int64(1), s.ByPartition[all].Calls[Query])
 	assert.Equal(t, int64(2), s.ByPartition[all].Docs)
 	assert.Equal(t, int64(1), s.ByPartition[dbp].Calls[Fence])
-	assert.Equal(t, int64(1), s.ByPartition[Partition{Link: coll}].Calls[Metadata])
+	assert.Equal(t, int64(2), s.ByPartition[Partition{Link: coll}].Calls[Metadata], "a create and a replace of the collection")
+	assert.Zero(t, s.ByPartition[Partition{Link: coll}].RU)
 
 	// Charges: every document of partition a is under 1 KB.
 	assert.InDelta(t, 5+5+1+5+(1+1)+(1+5)+5, ua.RU, 1e-9, "two creates, a read, a replace, a change-feed page of one, a batch of a read and a create, a delete")

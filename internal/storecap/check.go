@@ -78,6 +78,8 @@ func offersCapability(st store.Store, name string) (ok, known bool) {
 		_, ok = st.(store.ChangeFeeder)
 	case "Fencer":
 		_, ok = st.(store.Fencer)
+	case "Replacer":
+		_, ok = st.(store.Replacer)
 	default:
 		return false, false
 	}
@@ -103,6 +105,11 @@ func only(full store.Store, name string) store.Store {
 			store.Store
 			store.Fencer
 		}{full, full.(store.Fencer)}
+	case "Replacer":
+		return struct {
+			store.Store
+			store.Replacer
+		}{full, full.(store.Replacer)}
 	}
 	return nil
 }

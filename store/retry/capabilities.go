@@ -64,3 +64,19 @@ func (c batcherCap) ExecuteBatch(ctx context.Context, l string, partitionKey any
 		return c.c.ExecuteBatch(ctx, l, partitionKey, ops, opts)
 	})
 }
+
+// replacerCap is store.Replacer under the policy: replacing a collection's
+// settings with the same spec again leaves what doing it once does, so it
+// is repeatable.
+type replacerCap struct {
+	s *Store
+	c store.Replacer
+}
+
+// ReplaceCollection implements store.Replacer.
+func (c replacerCap) ReplaceCollection(ctx context.Context, l string, spec *store.CollectionSpec) error {
+	_, err := do(ctx, c.s, l, "replace collection", always, func(ctx context.Context) (none, error) {
+		return none{}, c.c.ReplaceCollection(ctx, l, spec)
+	})
+	return err
+}

@@ -6,7 +6,7 @@ import "github.com/docshard/docshard/store"
 
 // capabilityNames are the optional capabilities of package store that
 // withCapabilities keeps, sorted.
-var capabilityNames = []string{"Batcher", "ChangeFeeder", "Fencer"}
+var capabilityNames = []string{"Batcher", "ChangeFeeder", "Fencer", "Replacer"}
 
 // withCapabilities returns s as a store.Store offering exactly the
 // capabilities of the store it wraps.
@@ -23,6 +23,10 @@ func withCapabilities(s *Store) store.Store {
 	c2, ok2 := s.inner.(store.Fencer)
 	if ok2 {
 		mask |= 4
+	}
+	c3, ok3 := s.inner.(store.Replacer)
+	if ok3 {
+		mask |= 8
 	}
 	switch mask {
 	case 1:
@@ -65,6 +69,58 @@ func withCapabilities(s *Store) store.Store {
 			changeFeederCap
 			fencerCap
 		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, fencerCap{s, c2}}
+	case 8:
+		return &struct {
+			*Store
+			replacerCap
+		}{s, replacerCap{s, c3}}
+	case 9:
+		return &struct {
+			*Store
+			batcherCap
+			replacerCap
+		}{s, batcherCap{s, c0}, replacerCap{s, c3}}
+	case 10:
+		return &struct {
+			*Store
+			changeFeederCap
+			replacerCap
+		}{s, changeFeederCap{s, c1}, replacerCap{s, c3}}
+	case 11:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			replacerCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, replacerCap{s, c3}}
+	case 12:
+		return &struct {
+			*Store
+			fencerCap
+			replacerCap
+		}{s, fencerCap{s, c2}, replacerCap{s, c3}}
+	case 13:
+		return &struct {
+			*Store
+			batcherCap
+			fencerCap
+			replacerCap
+		}{s, batcherCap{s, c0}, fencerCap{s, c2}, replacerCap{s, c3}}
+	case 14:
+		return &struct {
+			*Store
+			changeFeederCap
+			fencerCap
+			replacerCap
+		}{s, changeFeederCap{s, c1}, fencerCap{s, c2}, replacerCap{s, c3}}
+	case 15:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			fencerCap
+			replacerCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, fencerCap{s, c2}, replacerCap{s, c3}}
 	}
 	return s
 }
