@@ -195,7 +195,7 @@ func Run(ctx context.Context, st store.Store, dbLink string, opts Options) (*Res
 	}
 
 	res := &Result{N: o.N}
-	var target atomic.Int64 // the version whose switch is timed; 0 until published
+	var target atomic.Int64 // the version whose switch is timed; above every version until published
 	target.Store(1 << 62)
 	var t0 atomic.Int64 // when the publish began, ns since base
 	base := time.Now()
