@@ -14,6 +14,11 @@ import (
 //
 // A backend that cannot offer a capability faithfully does not implement it
 // rather than half-implementing it.
+//
+// Every optional capability is declared in this file, and only they are:
+// the wrappers of a Store (store/retry, internal/fleetsim) keep exactly the
+// capabilities of the store they wrap by code generated from it
+// (internal/storecap), so one declared elsewhere would be hidden by them.
 
 // ChangeFeeder reads a collection's change feed: the documents written
 // since a position, in the order of their last write. It follows Cosmos
@@ -172,4 +177,19 @@ type Fencer interface {
 	RaiseFence(ctx context.Context, databaseLink string, epoch int64) (int64, error)
 	// Fence returns the fence of databaseLink; 0 when none was raised.
 	Fence(ctx context.Context, databaseLink string) (int64, error)
+}
+
+// Replacer changes the settings of an existing collection, as Cosmos DB's
+// container replace does.
+type Replacer interface {
+	// ReplaceCollection gives the collection link spec's DefaultTTL,
+	// Indexing, VectorEmbeddingPolicy, FullTextPolicy and
+	// ComputedProperties. Its partition-key path and unique keys cannot
+	// change, as in Cosmos DB: a spec whose PartitionKeyPath (compared by
+	// SameKeyPath) or UniqueKeys differ is an error wrapping ErrBadRequest,
+	// and nothing changes. spec.Quota is ignored: a quota is set at
+	// creation. Once it returns, documents expire under the new default
+	// TTL (their "_ts" plus their own "ttl", or the new default). A
+	// missing collection is an error wrapping ErrCollectionNotFound.
+	ReplaceCollection(ctx context.Context, link string, spec *CollectionSpec) error
 }

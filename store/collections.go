@@ -205,22 +205,6 @@ func checkExisting(ctx context.Context, st Store, l string, want, accept []strin
 	return nil
 }
 
-// Replacer changes the settings of an existing collection, as Cosmos DB's
-// container replace does. A backend offers it as an optional capability
-// (see the Optional capabilities in capabilities.go).
-type Replacer interface {
-	// ReplaceCollection gives the collection link spec's DefaultTTL,
-	// Indexing, VectorEmbeddingPolicy, FullTextPolicy and
-	// ComputedProperties. Its partition-key path and unique keys cannot
-	// change, as in Cosmos DB: a spec whose PartitionKeyPath (compared by
-	// SameKeyPath) or UniqueKeys differ is an error wrapping ErrBadRequest,
-	// and nothing changes. spec.Quota is ignored: a quota is set at
-	// creation. Once it returns, documents expire under the new default
-	// TTL (their "_ts" plus their own "ttl", or the new default). A
-	// missing collection is an error wrapping ErrCollectionNotFound.
-	ReplaceCollection(ctx context.Context, link string, spec *CollectionSpec) error
-}
-
 // CheckReplace checks a collection's new spec against its current one for
 // ReplaceCollection and returns the spec to keep: next's settings, with
 // cur's partition-key path, unique keys and quota. A changed partition-key

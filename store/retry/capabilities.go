@@ -7,14 +7,14 @@ import (
 )
 
 // The optional capabilities of package store, each retried under the
-// Store's policy. Wrap (through capabilities_gen.go, which capgen writes
-// from store/capabilities.go) gives a wrapped store exactly the
-// capabilities of the store it wraps: adding a capability to package store
-// means running go generate here and writing its type below (named after
-// the interface, lower-cased, with "Cap"), else this package does not
-// compile and its capability test fails.
+// Store's policy. Wrap (through capabilities_gen.go, which
+// internal/storecap/capgen writes from store/capabilities.go) gives a
+// wrapped store exactly the capabilities of the store it wraps: adding a
+// capability to package store means running go generate here and writing
+// its type below (named after the interface, lower-cased, with "Cap"),
+// else this package does not compile and its capability test fails.
 
-//go:generate go run ./internal/capgen ../capabilities.go capabilities_gen.go
+//go:generate go run ../../internal/storecap/capgen retry Store ../capabilities.go capabilities_gen.go
 
 // changeFeederCap is store.ChangeFeeder under the policy: a change-feed
 // read is repeatable.
@@ -63,4 +63,20 @@ func (c batcherCap) ExecuteBatch(ctx context.Context, l string, partitionKey any
 	return do(ctx, c.s, l, "batch", func() bool { return batchRepeatable(ctx, ops) }, func(ctx context.Context) ([]store.BatchResult, error) {
 		return c.c.ExecuteBatch(ctx, l, partitionKey, ops, opts)
 	})
+}
+
+// replacerCap is store.Replacer under the policy: replacing a collection's
+// settings with the same spec again leaves what doing it once does, so it
+// is repeatable.
+type replacerCap struct {
+	s *Store
+	c store.Replacer
+}
+
+// ReplaceCollection implements store.Replacer.
+func (c replacerCap) ReplaceCollection(ctx context.Context, l string, spec *store.CollectionSpec) error {
+	_, err := do(ctx, c.s, l, "replace collection", always, func(ctx context.Context) (none, error) {
+		return none{}, c.c.ReplaceCollection(ctx, l, spec)
+	})
+	return err
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docshard/docshard/internal/storecap"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/memstore"
-	"github.com/docshard/docshard/store/retry/internal/capabilities"
 )
 
 var ctx = context.Background()
@@ -28,79 +28,10 @@ const coll = "dbs/app/colls/c"
 // store exactly when the wrapped store does. The capabilities are read
 // from store/capabilities.go, so one added there and not wired here fails.
 func TestCapabilities(t *testing.T) {
-	src := filepath.Join("..", "capabilities.go")
-	names, err := capabilities.Names(src)
-	require.NoError(t, err)
-	require.NotEmpty(t, names)
-	want, err := capabilities.Generate(names)
-	require.NoError(t, err)
-	have, err := os.ReadFile("capabilities_gen.go")
-	require.NoError(t, err)
-	require.Equal(t, string(want), string(have), "capabilities_gen.go is out of date: run go generate ./store/retry")
-	require.Equal(t, names, capabilityNames)
-
 	mem := memstore.New(nil)
 	t.Cleanup(func() { _ = mem.Close() })
-	// offers reports which capabilities st offers, by name.
-	offers := func(st store.Store) map[string]bool {
-		out := map[string]bool{}
-		for _, n := range names {
-			ok, known := offersCapability(st, n)
-			require.True(t, known, "capability %s of store/capabilities.go has no check in this test: add it to offersCapability and wire it in capabilities.go", n)
-			out[n] = ok
-		}
-		return out
-	}
-	// only[n] is a store offering capability n alone.
-	only := map[string]store.Store{
-		"Batcher": struct {
-			store.Store
-			store.Batcher
-		}{mem, mem},
-		"ChangeFeeder": struct {
-			store.Store
-			store.ChangeFeeder
-		}{mem, mem},
-		"Fencer": struct {
-			store.Store
-			store.Fencer
-		}{mem, mem},
-	}
-	bare := struct{ store.Store }{mem}
-	cases := map[string]store.Store{"none": bare, "the embedded store": mem}
-	for _, n := range names {
-		st, ok := only[n]
-		require.True(t, ok, "no store offering only %s in this test: add one", n)
-		cases["only "+n] = st
-	}
-	for name, st := range cases {
-		t.Run(name, func(t *testing.T) {
-			w := Wrap(st, nil)
-			assert.Equal(t, offers(st), offers(w))
-			ww := Wrap(w, nil)
-			assert.Equal(t, offers(st), offers(ww), "through two layers too")
-		})
-	}
-	assert.Len(t, names, len(offers(mem)))
-	for n, ok := range offers(mem) {
-		assert.True(t, ok, "the embedded store offers %s", n)
-	}
-}
-
-// offersCapability reports whether st offers the named capability; known
-// is false for a name this test does not know.
-func offersCapability(st store.Store, name string) (ok, known bool) {
-	switch name {
-	case "Batcher":
-		_, ok = st.(store.Batcher)
-	case "ChangeFeeder":
-		_, ok = st.(store.ChangeFeeder)
-	case "Fencer":
-		_, ok = st.(store.Fencer)
-	default:
-		return false, false
-	}
-	return ok, true
+	storecap.Check(t, storecap.Wrapper{Package: "retry", Type: "Store", Capabilities: filepath.Join("..", "capabilities.go"),
+		Generated: "capabilities_gen.go", Names: capabilityNames, Wrap: func(st store.Store) store.Store { return Wrap(st, nil) }}, mem)
 }
 
 func TestRetryable(t *testing.T) {

@@ -51,10 +51,10 @@ type Options struct {
 //
 // A *Store has the methods of store.Store only; Wrap returns it as a
 // store.Store that also offers every optional capability (store.ChangeFeeder,
-// store.Fencer, store.Batcher) that the wrapped store offers, and no other,
-// each retried alike. Hand Wrap's value to code that looks for capabilities;
-// the *Store itself is for callers that want its methods called directly
-// (the router's hot path).
+// store.Fencer, store.Batcher, store.Replacer) that the wrapped store
+// offers, and no other, each retried alike. Hand Wrap's value to code that
+// looks for capabilities; the *Store itself is for callers that want its
+// methods called directly (the router's hot path).
 //
 // Cost: nothing over the wrapped call unless a Span or Call hook is set
 // (then a clock read per attempt) or the call fails.
