@@ -20,8 +20,9 @@ import (
 )
 
 // ErrLeaseExpired: the database's resolver comes from its shared state
-// (Follow), and the router's lease has lapsed: it has not renewed its lease
-// and read the state for longer than FollowOptions.LeaseDuration, so the
+// (Follow), and the router's lease has lapsed: it has not read the state
+// it routes by for longer than FollowOptions.LeaseDuration (or renewed its
+// lease for three RenewIntervals), so the
 // placement it routes by may be old (a reshard may have moved documents
 // and deleted their sources meanwhile). It refuses reads, queries and
 // writes until a renewal and a state read succeed (the next poll, or
@@ -42,7 +43,7 @@ type LeaseError struct {
 
 // Error implements error.
 func (e *LeaseError) Error() string {
-	s := fmt.Sprintf("router: %s: %s refused: the lease of router %s lapsed %s ago (it has not renewed its lease), so the placement it routes by (version %d) may be old; reads and writes wait for a renewal and a state read",
+	s := fmt.Sprintf("router: %s: %s refused: the lease of router %s lapsed %s ago (it has not renewed its lease or read the state in time), so the placement it routes by (version %d) may be old; reads and writes wait for a renewal and a state read",
 		e.Database, e.Op, e.Router, e.Ago.Round(time.Millisecond), e.Version)
 	if e.Err != nil {
 		s += ": last renewal: " + e.Err.Error()
@@ -72,14 +73,22 @@ var ErrStateLost = errors.New("router: the shared state document is missing or w
 
 // FollowOptions configure Follow. A nil *FollowOptions means defaults.
 type FollowOptions struct {
-	// PollInterval is how often the state is read and the lease renewed;
-	// 0 means one second.
+	// PollInterval is how often the state is read; 0 means one second.
 	PollInterval time.Duration
-	// LeaseDuration is how long after a renewal the router may write; 0
-	// means five poll intervals. It must be longer than the poll interval.
-	// A change that every router must see first (shardstate.WaitForRouters)
-	// waits at most this long (plus a margin) for a router that stopped.
+	// LeaseDuration is how long after a read of the state the router may
+	// write by it (shardstate.Lease.ValidFor); 0 means five poll
+	// intervals. It must be longer than the poll interval. A change that
+	// every router must see first (shardstate.WaitForRouters) waits at
+	// most this long (plus a margin) for a router that stopped.
 	LeaseDuration time.Duration
+	// RenewInterval is how often the lease is renewed while the router
+	// reads the state it routes by (it renews on every poll while it
+	// cannot, or while writes by an older version are in flight, and once
+	// to acknowledge a new version); the lease stands for three of them
+	// (shardstate.Lease.HoldFor), and a router that could not renew it
+	// for that long refuses writes. 0 means four lease durations. It must
+	// be at least the poll interval.
+	RenewInterval time.Duration
 	// RouterID names this router's lease; it must be unique among the
 	// processes sharing the store. Empty means this process's "host/pid"
 	// and a random suffix.
@@ -150,11 +159,15 @@ type Follower struct {
 	decode  func(*shardstate.State) (resolver.Resolver, error)
 	pending *decoding
 
-	mu       sync.Mutex        // serialises polls
-	lease    *shardstate.Lease // as last written; nil: none held
-	acked    int64             // the version the lease acknowledges
-	draining []*dbEntry        // retired registrations with writes in flight
-	entry    *dbEntry          // the registration in force
+	mu        sync.Mutex        // serialises polls
+	lease     *shardstate.Lease // as last written; nil: none held
+	renewSent int64             // when the lease's last renewal was sent (now's clock)
+	// renewedHeld: the last renewal was on condition of the lease held.
+	renewedHeld bool
+	keep        bool       // renew on every poll (see poll)
+	acked       int64      // the version the lease acknowledges
+	draining    []*dbEntry // retired registrations with writes in flight
+	entry       *dbEntry   // the registration in force
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -168,7 +181,8 @@ type Follower struct {
 // registration), and polls from a goroutine until Close. ctx bounds the
 // first read and lease only.
 //
-// Cost: a lease write and a state read per poll interval; writes to the
+// Cost: a state read per poll interval and a lease write per renew
+// interval (and one per version acknowledged); writes to the
 // database pay a clock read and two atomic additions for the lease check
 // and the in-flight count; point reads and query pages, a clock read for
 // the lease check.
@@ -186,6 +200,12 @@ func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions)
 	}
 	if o.LeaseDuration <= o.PollInterval {
 		return nil, fmt.Errorf("router: Follow %s: LeaseDuration %s must be longer than PollInterval %s", key, o.LeaseDuration, o.PollInterval)
+	}
+	if o.RenewInterval == 0 {
+		o.RenewInterval = 4 * o.LeaseDuration
+	}
+	if o.RenewInterval < o.PollInterval {
+		return nil, fmt.Errorf("router: Follow %s: RenewInterval %s must be at least PollInterval %s", key, o.RenewInterval, o.PollInterval)
 	}
 	if e, err := c.entry(key); err == nil && e.follow != nil && !e.follow.closed() {
 		return nil, fmt.Errorf("router: Follow %s: the database is followed already (router %s); close that Follower first", key, e.follow.router)
@@ -236,9 +256,10 @@ func (f *Follower) State() *shardstate.State { return f.state.Load() }
 // Version returns the state version the router routes by.
 func (f *Follower) Version() int64 { return f.state.Load().Version }
 
-// Refresh renews the lease and reads the state now, switching to a new
-// version if there is one; the router calls it itself when the store
-// refuses a write as fenced. Cost: a lease write and a state read.
+// Refresh reads the state now (renewing the lease first when a renewal
+// is due), switching to a new version if there is one; the router calls it
+// itself when the store refuses a write as fenced. Cost: a state read, and
+// a lease write when due.
 func (f *Follower) Refresh(ctx context.Context) error {
 	if f.closed() {
 		return fmt.Errorf("router: %s: the follower is closed", f.db)
@@ -334,31 +355,17 @@ func (f *Follower) poll(ctx context.Context, wait bool) error {
 		}
 	}()
 	f.settle()
-	sent := f.now()
 	cur := f.state.Load()
-	l := shardstate.Lease{Router: f.router, Database: f.db, Version: f.acked, ValidFor: f.opts.LeaseDuration, RenewedAt: time.Now()}
-	if cur != nil {
-		l.Epoch = cur.Epoch
-	}
-	if f.lease != nil {
-		l.ETag = f.lease.ETag
-	}
 	held := f.lease != nil
-	lease, err := shardstate.RenewLease(ctx, f.st, l)
-	if errors.Is(err, shardstate.ErrLeaseLost) {
-		// A change found the lease lapsed and removed it: take a new one;
-		// the state read below then decides.
-		held = false
-		l.ETag = ""
-		lease, err = shardstate.RenewLease(ctx, f.st, l)
+	renewed := false
+	if f.lease == nil || f.keep || cur == nil || f.lease.Version != f.acked || f.now()-f.renewSent >= int64(f.opts.RenewInterval) {
+		if err := f.renew(ctx, cur); err != nil {
+			return err
+		}
+		held = held && f.lease.ETag != "" && f.renewedHeld
+		renewed = true
 	}
-	if err != nil {
-		f.lease = nil
-		f.lastErr.Store(&err)
-		return err
-	}
-	f.lease = lease
-	f.lastErr.Store(nil)
+	sent := f.now() // the state read's
 	s, err := shardstate.Peek(ctx, f.st, f.db)
 	switch {
 	case err == nil && cur != nil && s.Version < cur.Version:
@@ -369,12 +376,15 @@ func (f *Follower) poll(ctx context.Context, wait bool) error {
 	// keep: the lease was renewed without a break under the version in
 	// force, so a waiting change keeps waiting for it: writing (and
 	// reading) by the last good state stays safe while the new one is
-	// unusable or still being decoded.
+	// unusable or still being decoded, as long as the router renews on
+	// every poll (f.keep), which it does until it reads the version in
+	// force again.
 	keep := held && cur != nil
 	if err != nil {
-		if keep {
-			f.deadline.Store(sent + int64(f.opts.LeaseDuration))
+		if keep && renewed {
+			f.extend(f.renewSent)
 		}
+		f.keep = true
 		return err
 	}
 	if f.lost.Swap(nil) != nil {
@@ -391,9 +401,10 @@ func (f *Follower) poll(ctx context.Context, wait bool) error {
 		f.settle()
 	case changed:
 		d := f.decodeFor(s, sent)
-		if keep {
-			f.deadline.Store(sent + int64(f.opts.LeaseDuration))
+		if keep && renewed {
+			f.extend(f.renewSent)
 		}
+		f.keep = true
 		f.mu.Unlock()
 		locked = false
 		if !wait {
@@ -401,11 +412,56 @@ func (f *Follower) poll(ctx context.Context, wait bool) error {
 		}
 		return f.await(ctx, d)
 	}
-	f.deadline.Store(sent + int64(f.opts.LeaseDuration))
+	f.extend(sent)
 	if changed {
 		f.acknowledge(ctx, s, cur)
 	}
+	f.keep = f.pending != nil || f.acked != s.Version
 	return nil
+}
+
+// renew writes the lease naming the version acknowledged (taking it anew
+// when it was lost), and records when the renewal was sent; renewedHeld
+// says whether it was renewed on condition of the ETag held (unbroken).
+// Called with f.mu held.
+func (f *Follower) renew(ctx context.Context, cur *shardstate.State) error {
+	sent := f.now()
+	l := shardstate.Lease{Router: f.router, Database: f.db, Version: f.acked, ValidFor: f.opts.LeaseDuration,
+		HoldFor: 3 * f.opts.RenewInterval, RenewedAt: time.Now()}
+	if cur != nil {
+		l.Epoch = cur.Epoch
+	}
+	f.renewedHeld = f.lease != nil
+	if f.lease != nil {
+		l.ETag = f.lease.ETag
+	}
+	lease, err := shardstate.RenewLease(ctx, f.st, l)
+	if errors.Is(err, shardstate.ErrLeaseLost) {
+		// A change found the lease lapsed and removed it: take a new one;
+		// the state read after it then decides.
+		f.renewedHeld = false
+		l.ETag = ""
+		lease, err = shardstate.RenewLease(ctx, f.st, l)
+	}
+	if err != nil {
+		f.lease = nil
+		f.lastErr.Store(&err)
+		return err
+	}
+	f.lease, f.renewSent = lease, sent
+	f.lastErr.Store(nil)
+	return nil
+}
+
+// extend lets the router write until LeaseDuration after readSent (when
+// it sent a read of the state that found the version in force, or a
+// renewal made while it could not read it), but not past HoldFor after
+// its last renewal was sent. Called with f.mu held.
+func (f *Follower) extend(readSent int64) {
+	d := min(readSent+int64(f.opts.LeaseDuration), f.renewSent+3*int64(f.opts.RenewInterval))
+	if d > f.deadline.Load() {
+		f.deadline.Store(d)
+	}
 }
 
 // await waits until decode d ended (or the newer one that superseded it)
@@ -479,8 +535,8 @@ func (f *Follower) install(d *decoding, r resolver.Resolver, err error) (failed 
 	case cur != nil && cur.Version >= d.s.Version:
 	default:
 		f.switchTo(d.s, r)
-		// d.s was read after the renewal sent at d.sent.
-		f.deadline.Store(max(f.deadline.Load(), d.sent+int64(f.opts.LeaseDuration)))
+		// d.s was read at d.sent.
+		f.extend(d.sent)
 		ctx, cancel := context.WithTimeout(context.Background(), f.opts.LeaseDuration)
 		defer cancel()
 		f.acknowledge(ctx, d.s, cur)
@@ -496,10 +552,12 @@ func (f *Follower) acknowledge(ctx context.Context, s, cur *shardstate.State) {
 	if f.lease != nil && f.acked == s.Version {
 		l := *f.lease
 		l.Version, l.Epoch, l.RenewedAt = s.Version, s.Epoch, time.Now()
+		sent := f.now()
 		if lease, err := shardstate.RenewLease(ctx, f.st, l); err == nil {
-			f.lease = lease
+			f.lease, f.renewSent = lease, sent
 		}
 	}
+	f.keep = f.pending != nil || f.acked != s.Version
 	if cur != nil && f.opts.OnChange != nil {
 		f.opts.OnChange(cur, s)
 	}
