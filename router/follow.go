@@ -73,7 +73,9 @@ var ErrStateLost = errors.New("router: the shared state document is missing or w
 
 // FollowOptions configure Follow. A nil *FollowOptions means defaults.
 type FollowOptions struct {
-	// PollInterval is how often the state is read; 0 means one second.
+	// PollInterval is how often the state is read; 0 means two seconds
+	// (a change reaches every router within it; docs/design.md#leases-at-scale
+	// gives the cost).
 	PollInterval time.Duration
 	// LeaseDuration is how long after a read of the state the router may
 	// write by it (shardstate.Lease.ValidFor); 0 means five poll
@@ -115,6 +117,11 @@ type FollowOptions struct {
 	// 25 ms.
 	MovingWait time.Duration
 }
+
+// DefaultPollInterval is FollowOptions.PollInterval's default. With the
+// lease five of them and its renewal four leases, a router costs a state
+// read every 2 s and a lease write every 40 s.
+const DefaultPollInterval = 2 * time.Second
 
 // fastPoll is the poll interval while the state is frozen.
 const fastPoll = 25 * time.Millisecond
@@ -193,7 +200,7 @@ func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions)
 	}
 	o := store.OptionsOf(opts)
 	if o.PollInterval <= 0 {
-		o.PollInterval = time.Second
+		o.PollInterval = DefaultPollInterval
 	}
 	if o.LeaseDuration <= 0 {
 		o.LeaseDuration = 5 * o.PollInterval

@@ -390,15 +390,15 @@ func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version 
 	}
 	seen := map[string]sighting{}
 	kinds := allLeaseKinds()
-	var pending []*Lease // as of the last poll
+	var pending, last []*Lease // as of this poll, and the one before
 	for {
-		pending = pending[:0:0]
+		last, pending = pending, nil
 		var next []string // the partitions to read again
 		for _, kind := range kinds {
 			leases, err := leasesIn(ctx, st, db, coll, kind, version)
 			if err != nil {
-				if ctx.Err() != nil && len(pending) > 0 {
-					return &StaleRoutersError{Database: db, Version: version, Routers: pending, Err: ctx.Err()}
+				if ctx.Err() != nil && len(last) > 0 {
+					return &StaleRoutersError{Database: db, Version: version, Routers: last, Err: ctx.Err()}
 				}
 				return err
 			}
