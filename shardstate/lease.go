@@ -356,9 +356,9 @@ func (e *StaleRoutersError) Unwrap() error { return e.Err }
 // ends first, the error is a *StaleRoutersError naming the routers.
 //
 // Cost: a state read; then, per poll, one query per lease partition that
-// still holds a lease waited for (every partition on the first poll:
-// LeaseBuckets + 1), each returning only the leases naming an older
-// version. The wait is at most the longest ValidFor plus the margin after
+// still holds a lease waited for (every partition on the first poll, and
+// on every poll while version is not published: LeaseBuckets + 1), each
+// returning only the leases naming an older version. The wait is at most the longest ValidFor plus the margin after
 // version was read published.
 func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version int64, opts *WaitOptions) error {
 	st = retry.Ensure(st)
@@ -436,7 +436,12 @@ func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version 
 				next = append(next, kind)
 			}
 		}
-		kinds = next
+		if published {
+			// A lease written since is its router's first, and the state
+			// read after it finds version: only these can hold a lease
+			// still waited for.
+			kinds = next
+		}
 		sort.Slice(pending, func(i, j int) bool { return pending[i].Router < pending[j].Router })
 		if o.Pending != nil {
 			o.Pending(pending)
