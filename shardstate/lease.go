@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/retry"
 )
@@ -30,14 +32,14 @@ const LeaseFormat = "docshard.lease/2"
 // routers renewing every R seconds at W RU a write, a bucket takes about
 // N·W/(R·LeaseBuckets) RU/s in steady state, and N·W/LeaseBuckets RU
 // spread over a poll interval when a change is acknowledged.
-const LeaseBuckets = 64
+const LeaseBuckets = 32
 
 // leaseMarkerID is the id of the marker a router of LeaseFormat writes in
 // the earlier lease partition ("lease") before its first lease: a process
 // of the earlier version, whose waits read only that partition and refuse
 // a document of another format, then fails naming it, instead of taking
 // the routers it cannot see for none. It is never removed.
-const leaseMarkerID = "docshard.lease.2-routers-lease-in-partitions-lease-00-to-lease-63:upgrade-every-process-that-reshards"
+const leaseMarkerID = "docshard.lease.2-routers-lease-in-partitions-lease-00-to-lease-31:upgrade-every-process-that-reshards"
 
 // leaseKind is the partition (the "kind") of router's lease.
 func leaseKind(router string) string {
@@ -190,7 +192,7 @@ func RenewLease(ctx context.Context, st store.Store, l Lease) (*Lease, error) {
 // markLeases creates the marker document leaseMarkerID unless it exists.
 func markLeases(ctx context.Context, st store.Store, coll string) error {
 	body, err := json.Marshal(map[string]string{"id": leaseMarkerID, "kind": kindLease, "format": LeaseFormat,
-		"note": "routers of " + LeaseFormat + " hold their leases in the partitions lease-00 to lease-63; a process that reads only this partition cannot see them and must be upgraded"})
+		"note": "routers of " + LeaseFormat + " hold their leases in the partitions lease-00 to lease-31; a process that reads only this partition cannot see them and must be upgraded"})
 	if err != nil {
 		return err
 	}
@@ -231,23 +233,43 @@ func allLeaseKinds() []string {
 // Leases returns the leases held on a database, by router id: those of
 // LeaseFormat in every bucket and those of the earlier format. A broken
 // lease document is a *DocumentError naming it. Cost: one query per
-// partition (LeaseBuckets + 1), paged.
+// partition (LeaseBuckets + 1, leaseReaders at a time), paged.
 func Leases(ctx context.Context, st store.Store, dbLink string) ([]*Lease, error) {
 	st = retry.Ensure(st)
 	db, coll, err := names(dbLink)
 	if err != nil {
 		return nil, err
 	}
+	read, err := leasesOf(ctx, st, db, coll, allLeaseKinds(), 0)
+	if err != nil {
+		return nil, err
+	}
 	var out []*Lease
-	for _, kind := range allLeaseKinds() {
-		ls, err := leasesIn(ctx, st, db, coll, kind, 0)
-		if err != nil {
-			return nil, err
-		}
+	for _, ls := range read {
 		out = append(out, ls...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Router < out[j].Router })
 	return out, nil
+}
+
+// leaseReaders bounds how many lease partitions are read at once.
+const leaseReaders = 16
+
+// leasesOf is leasesIn for each partition of kinds, read leaseReaders at
+// a time: the leases of kinds[i] are at [i]. With an error, those read
+// before it are there too.
+func leasesOf(ctx context.Context, st store.Store, db, coll string, kinds []string, below int64) ([][]*Lease, error) {
+	out := make([][]*Lease, len(kinds))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(leaseReaders)
+	for i, kind := range kinds {
+		g.Go(func() error {
+			ls, err := leasesIn(gctx, st, db, coll, kind, below)
+			out[i] = ls
+			return err
+		})
+	}
+	return out, g.Wait()
 }
 
 // leasesIn returns the leases in partition kind, those naming a version
@@ -394,14 +416,33 @@ func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version 
 	for {
 		last, pending = pending, nil
 		var next []string // the partitions to read again
-		for _, kind := range kinds {
-			leases, err := leasesIn(ctx, st, db, coll, kind, version)
-			if err != nil {
-				if ctx.Err() != nil && len(last) > 0 {
-					return &StaleRoutersError{Database: db, Version: version, Routers: last, Err: ctx.Err()}
+		read, err := leasesOf(ctx, st, db, coll, kinds, version)
+		if err != nil {
+			if ctx.Err() != nil {
+				// Name the routers of the last poll, and those this one
+				// read before the context ended.
+				stale := map[string]*Lease{}
+				for _, l := range last {
+					stale[l.kind+"/"+l.docID] = l
 				}
-				return err
+				for _, ls := range read {
+					for _, l := range ls {
+						stale[l.kind+"/"+l.docID] = l
+					}
+				}
+				if len(stale) > 0 {
+					routers := make([]*Lease, 0, len(stale))
+					for _, l := range stale {
+						routers = append(routers, l)
+					}
+					sort.Slice(routers, func(i, j int) bool { return routers[i].Router < routers[j].Router })
+					return &StaleRoutersError{Database: db, Version: version, Routers: routers, Err: ctx.Err()}
+				}
 			}
+			return err
+		}
+		for i, kind := range kinds {
+			leases := read[i]
 			waits := false
 			for _, l := range leases {
 				key := l.kind + "/" + l.docID

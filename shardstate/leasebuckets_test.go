@@ -54,9 +54,9 @@ func testLeasesSpreadOverBuckets(t *testing.T, st store.Store) {
 		if count > 0 {
 			used++
 		}
-		assert.LessOrEqual(t, count, 6, "partition %s: the hash spreads the routers", kind)
+		assert.LessOrEqual(t, count, 8, "partition %s: the hash spreads the routers", kind)
 	}
-	assert.Greater(t, used, 20, "40 routers use many of the %d partitions", shardstate.LeaseBuckets)
+	assert.Greater(t, used, 16, "40 routers use many of the %d partitions", shardstate.LeaseBuckets)
 }
 
 // TestWaitLapsesReadPublished: a lease of the new format that does not
@@ -79,7 +79,7 @@ func testWaitLapsesReadPublished(t *testing.T, st store.Store) {
 
 	// Version 2 is not published: a router reading the state still finds
 	// version 1, and may write by it while its lease is held.
-	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	err = shardstate.WaitForRouters(wctx, st, db, 2, wo)
 	cancel()
 	var se *shardstate.StaleRoutersError
@@ -148,7 +148,7 @@ func testLegacyLeaseWaitedOut(t *testing.T, st store.Store) {
 	require.NoError(t, err)
 	old := func(n int) []byte {
 		return []byte(fmt.Sprintf(`{"id":"lease.b2xk","kind":"lease","format":%q,"router":"old","database":%q,"version":1,"epoch":1,"validFor":%d,"renewedAt":"2026-11-27T00:00:%02dZ"}`,
-			shardstate.Format, db, int64(40*time.Millisecond), n%60))
+			shardstate.Format, db, int64(500*time.Millisecond), n%60))
 	}
 	_, err = st.Upsert(ctx, coll, old(0), &store.WriteOptions{PartitionKey: "lease"})
 	require.NoError(t, err)
@@ -172,7 +172,7 @@ func testLegacyLeaseWaitedOut(t *testing.T, st store.Store) {
 		}
 	}()
 	wo := &shardstate.WaitOptions{Poll: 5 * time.Millisecond, Margin: 10 * time.Millisecond}
-	wctx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	err = shardstate.WaitForRouters(wctx, st, db, s2.Version, wo)
 	cancel()
 	close(stop)
@@ -216,7 +216,7 @@ func testOldWaitersRefused(t *testing.T, st store.Store) {
 	require.NoError(t, json.Unmarshal(page.Items[0], &d))
 	assert.NotEqual(t, shardstate.Format, d.Format, "an earlier version refuses it (format %q, want %q)", d.Format, shardstate.Format)
 	assert.Equal(t, shardstate.LeaseFormat, d.Format)
-	assert.True(t, strings.Contains(d.ID, "upgrade") && strings.Contains(d.ID, "lease-00-to-lease-63"), "its id, which the earlier version's error names, says what to do: %s", d.ID)
+	assert.True(t, strings.Contains(d.ID, "upgrade") && strings.Contains(d.ID, "lease-00-to-lease-31"), "its id, which the earlier version's error names, says what to do: %s", d.ID)
 
 	ls, err := shardstate.Leases(ctx, st, db)
 	require.NoError(t, err)
