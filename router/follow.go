@@ -83,6 +83,14 @@ type FollowOptions struct {
 	// every router must see first (shardstate.WaitForRouters) waits at
 	// most this long (plus a margin) for a router that stopped.
 	LeaseDuration time.Duration
+	// ShareLease makes the Followers of the database in this process over
+	// the same store (the same store.Store value given to router.New) that
+	// set it share one lease: it acknowledges the oldest version any of
+	// them routes by, and is renewed once per the shortest RenewInterval
+	// among them, whatever their number (each still reads the state every
+	// PollInterval). RouterID then names the shared lease when the first of
+	// them sets it; RouterID() returns the shared lease's id.
+	ShareLease bool
 	// RenewInterval is how often the lease is renewed while the router
 	// reads the state it routes by (it renews on every poll while it
 	// cannot, or while writes by an older version are in flight, and once
@@ -122,6 +130,14 @@ type FollowOptions struct {
 // lease five of them and its renewal four leases, a router costs a state
 // read every 2 s and a lease write every 40 s.
 const DefaultPollInterval = 2 * time.Second
+
+// newRouterID is a lease id for this process: its "host/pid" and a
+// random suffix.
+func newRouterID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return procid.Identity() + "/" + hex.EncodeToString(b[:])
+}
 
 // fastPoll is the poll interval while the state is frozen.
 const fastPoll = 25 * time.Millisecond
@@ -169,10 +185,12 @@ type Follower struct {
 	mu        sync.Mutex        // serialises polls
 	lease     *shardstate.Lease // as last written; nil: none held
 	renewSent int64             // when the lease's last renewal was sent (now's clock)
+	share     *sharedLease      // the process's lease it shares (ShareLease); nil: its own
+	gen       uint64            // share's take seen at its last renewal
 	// renewedHeld: the last renewal was on condition of the lease held.
 	renewedHeld bool
 	keep        bool       // renew on every poll (see poll)
-	acked       int64      // the version the lease acknowledges
+	acked       atomic.Int64 // the version the lease acknowledges (written under mu)
 	draining    []*dbEntry // retired registrations with writes in flight
 	entry       *dbEntry   // the registration in force
 
@@ -217,10 +235,9 @@ func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions)
 	if e, err := c.entry(key); err == nil && e.follow != nil && !e.follow.closed() {
 		return nil, fmt.Errorf("router: Follow %s: the database is followed already (router %s); close that Follower first", key, e.follow.router)
 	}
+	explicitID := o.RouterID
 	if o.RouterID == "" {
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		o.RouterID = procid.Identity() + "/" + hex.EncodeToString(b[:])
+		o.RouterID = newRouterID()
 	}
 	if o.MovingWait <= 0 {
 		o.MovingWait = 10 * time.Second
@@ -229,20 +246,38 @@ func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions)
 		stop: make(chan struct{}), done: make(chan struct{}), kick: make(chan struct{}, 1), decode: (*shardstate.State).DecodeDocument}
 	ch := make(chan struct{})
 	f.changed.Store(&ch)
+	if o.ShareLease {
+		if f.share = joinShared(c.raw, key, explicitID, f); f.share != nil {
+			f.router = f.share.router
+		}
+	}
+	if err := f.start(ctx); err != nil {
+		if f.share != nil {
+			f.share.leave(f)
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// start reads (or seeds) the state and polls it once, then polls from a
+// goroutine.
+func (f *Follower) start(ctx context.Context) error {
+	key, o := f.db, f.opts
 	if _, err := shardstate.Peek(ctx, f.st, key); err != nil {
 		// Seed it (the state is decoded when polled, just below).
 		if !errors.Is(err, shardstate.ErrNoState) || o.Seed == nil {
-			return nil, fmt.Errorf("router: Follow %s: %w", key, err)
+			return fmt.Errorf("router: Follow %s: %w", key, err)
 		}
 		if _, err := shardstate.LoadOrInit(ctx, f.st, key, o.Seed, nil); err != nil {
-			return nil, fmt.Errorf("router: Follow %s: %w", key, err)
+			return fmt.Errorf("router: Follow %s: %w", key, err)
 		}
 	}
 	if err := f.poll(ctx, true); err != nil {
-		return nil, fmt.Errorf("router: Follow %s: %w", key, err)
+		return fmt.Errorf("router: Follow %s: %w", key, err)
 	}
 	go f.run()
-	return f, nil
+	return nil
 }
 
 func (f *Follower) closed() bool {
@@ -297,7 +332,9 @@ func (f *Follower) Close() error {
 		f.deadline.Store(0)
 		ctx, cancel := context.WithTimeout(context.Background(), f.opts.PollInterval)
 		defer cancel()
-		err = shardstate.ReleaseLease(ctx, f.st, f.db, f.router)
+		if f.share == nil || f.share.leave(f) {
+			err = shardstate.ReleaseLease(ctx, f.st, f.db, f.router)
+		}
 	})
 	return err
 }
@@ -365,7 +402,7 @@ func (f *Follower) poll(ctx context.Context, wait bool) error {
 	cur := f.state.Load()
 	held := f.lease != nil
 	renewed := false
-	if f.lease == nil || f.keep || cur == nil || f.lease.Version != f.acked || f.now()-f.renewSent >= int64(f.opts.RenewInterval) {
+	if f.lease == nil || f.keep || cur == nil || f.lease.Version != f.acked.Load() || f.now()-f.renewSent >= int64(f.opts.RenewInterval) {
 		if err := f.renew(ctx, cur); err != nil {
 			return err
 		}
@@ -423,7 +460,7 @@ func (f *Follower) poll(ctx context.Context, wait bool) error {
 	if changed {
 		f.acknowledge(ctx, s, cur)
 	}
-	f.keep = f.pending != nil || f.acked != s.Version
+	f.keep = f.pending != nil || f.acked.Load() != s.Version
 	return nil
 }
 
@@ -432,8 +469,11 @@ func (f *Follower) poll(ctx context.Context, wait bool) error {
 // says whether it was renewed on condition of the ETag held (unbroken).
 // Called with f.mu held.
 func (f *Follower) renew(ctx context.Context, cur *shardstate.State) error {
+	if f.share != nil {
+		return f.renewShared(ctx)
+	}
 	sent := f.now()
-	l := shardstate.Lease{Router: f.router, Database: f.db, Version: f.acked, ValidFor: f.opts.LeaseDuration,
+	l := shardstate.Lease{Router: f.router, Database: f.db, Version: f.acked.Load(), ValidFor: f.opts.LeaseDuration,
 		HoldFor: 3 * f.opts.RenewInterval, RenewedAt: time.Now()}
 	if cur != nil {
 		l.Epoch = cur.Epoch
@@ -460,11 +500,19 @@ func (f *Follower) renew(ctx context.Context, cur *shardstate.State) error {
 	return nil
 }
 
+// renewShared is renew for a Follower that shares the process's lease.
+func (f *Follower) renewShared(ctx context.Context) error {
+	return f.share.renew(ctx, f, f.keep)
+}
+
 // extend lets the router write until LeaseDuration after readSent (when
 // it sent a read of the state that found the version in force, or a
 // renewal made while it could not read it), but not past HoldFor after
 // its last renewal was sent. Called with f.mu held.
 func (f *Follower) extend(readSent int64) {
+	if f.share != nil && !f.share.readAfterTake(f, readSent) {
+		return // read before the shared lease was (re)taken
+	}
 	d := min(readSent+int64(f.opts.LeaseDuration), f.renewSent+3*int64(f.opts.RenewInterval))
 	if d > f.deadline.Load() {
 		f.deadline.Store(d)
@@ -556,7 +604,9 @@ func (f *Follower) install(d *decoding, r resolver.Resolver, err error) (failed 
 // no write by an earlier version is in flight, and tells OnChange. Called
 // with f.mu held, after switching from cur to s.
 func (f *Follower) acknowledge(ctx context.Context, s, cur *shardstate.State) {
-	if f.lease != nil && f.acked == s.Version {
+	if f.share != nil && f.lease != nil && f.acked.Load() == s.Version {
+		_ = f.share.renew(ctx, f, false) // written once no member lags
+	} else if f.lease != nil && f.acked.Load() == s.Version {
 		l := *f.lease
 		l.Version, l.Epoch, l.RenewedAt = s.Version, s.Epoch, time.Now()
 		sent := f.now()
@@ -564,7 +614,7 @@ func (f *Follower) acknowledge(ctx context.Context, s, cur *shardstate.State) {
 			f.lease, f.renewSent = lease, sent
 		}
 	}
-	f.keep = f.pending != nil || f.acked != s.Version
+	f.keep = f.pending != nil || f.acked.Load() != s.Version
 	if cur != nil && f.opts.OnChange != nil {
 		f.opts.OnChange(cur, s)
 	}
@@ -634,7 +684,7 @@ func (f *Follower) settle() {
 	clear(f.draining[len(live):])
 	f.draining = live
 	if len(live) == 0 && f.entry != nil {
-		f.acked = f.entry.version.Load()
+		f.acked.Store(f.entry.version.Load())
 	}
 }
 
