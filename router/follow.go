@@ -189,10 +189,10 @@ type Follower struct {
 	gen       uint64            // share's take seen at its last renewal
 	// renewedHeld: the last renewal was on condition of the lease held.
 	renewedHeld bool
-	keep        bool       // renew on every poll (see poll)
+	keep        bool         // renew on every poll (see poll)
 	acked       atomic.Int64 // the version the lease acknowledges (written under mu)
-	draining    []*dbEntry // retired registrations with writes in flight
-	entry       *dbEntry   // the registration in force
+	draining    []*dbEntry   // retired registrations with writes in flight
+	entry       *dbEntry     // the registration in force
 
 	stop      chan struct{}
 	done      chan struct{}
