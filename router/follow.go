@@ -21,8 +21,9 @@ import (
 )
 
 // ErrLeaseExpired: the database's resolver comes from its shared state
-// (Follow), and the router's lease has lapsed: it has not renewed its lease
-// and read the state for longer than FollowOptions.LeaseDuration, so the
+// (Follow), and the router's lease has lapsed: it has not read the state
+// it routes by for longer than FollowOptions.LeaseDuration (or renewed its
+// lease for three RenewIntervals), so the
 // placement it routes by may be old (a reshard may have moved documents
 // and deleted their sources meanwhile). It refuses reads, queries and
 // writes until a renewal and a state read succeed (the next poll, or
@@ -43,7 +44,7 @@ type LeaseError struct {
 
 // Error implements error.
 func (e *LeaseError) Error() string {
-	s := fmt.Sprintf("router: %s: %s refused: the lease of router %s lapsed %s ago (it has not renewed its lease), so the placement it routes by (version %d) may be old; reads and writes wait for a renewal and a state read",
+	s := fmt.Sprintf("router: %s: %s refused: the lease of router %s lapsed %s ago (it has not renewed its lease or read the state in time), so the placement it routes by (version %d) may be old; reads and writes wait for a renewal and a state read",
 		e.Database, e.Op, e.Router, e.Ago.Round(time.Millisecond), e.Version)
 	if e.Err != nil {
 		s += ": last renewal: " + e.Err.Error()
@@ -73,14 +74,32 @@ var ErrStateLost = errors.New("router: the shared state document is missing or w
 
 // FollowOptions configure Follow. A nil *FollowOptions means defaults.
 type FollowOptions struct {
-	// PollInterval is how often the state is read and the lease renewed;
-	// 0 means one second.
+	// PollInterval is how often the state is read; 0 means two seconds
+	// (a change reaches every router within it; docs/design.md#leases-at-scale
+	// gives the cost).
 	PollInterval time.Duration
-	// LeaseDuration is how long after a renewal the router may write; 0
-	// means five poll intervals. It must be longer than the poll interval.
-	// A change that every router must see first (shardstate.WaitForRouters)
-	// waits at most this long (plus a margin) for a router that stopped.
+	// LeaseDuration is how long after a read of the state the router may
+	// write by it (shardstate.Lease.ValidFor); 0 means five poll
+	// intervals. It must be longer than the poll interval. A change that
+	// every router must see first (shardstate.WaitForRouters) waits at
+	// most this long (plus a margin) for a router that stopped.
 	LeaseDuration time.Duration
+	// ShareLease makes the Followers of the database in this process over
+	// the same store (the same store.Store value given to router.New) that
+	// set it share one lease: it acknowledges the oldest version any of
+	// them routes by, and is renewed once per the shortest RenewInterval
+	// among them, whatever their number (each still reads the state every
+	// PollInterval). RouterID then names the shared lease when the first of
+	// them sets it; RouterID() returns the shared lease's id.
+	ShareLease bool
+	// RenewInterval is how often the lease is renewed while the router
+	// reads the state it routes by (it renews on every poll while it
+	// cannot, or while writes by an older version are in flight, and once
+	// to acknowledge a new version); the lease stands for three of them
+	// (shardstate.Lease.HoldFor), and a router that could not renew it
+	// for that long refuses writes. 0 means four lease durations. It must
+	// be at least the poll interval.
+	RenewInterval time.Duration
 	// RouterID names this router's lease; it must be unique among the
 	// processes sharing the store. Empty means this process's "host/pid"
 	// and a random suffix.
@@ -106,6 +125,19 @@ type FollowOptions struct {
 	// While the state says keys are being switched, the router polls every
 	// 25 ms.
 	MovingWait time.Duration
+}
+
+// DefaultPollInterval is FollowOptions.PollInterval's default. With the
+// lease five of them and its renewal four leases, a router costs a state
+// read every 2 s and a lease write every 40 s.
+const DefaultPollInterval = 2 * time.Second
+
+// newRouterID is a lease id for this process: its "host/pid" and a
+// random suffix.
+func newRouterID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return procid.Identity() + "/" + hex.EncodeToString(b[:])
 }
 
 // fastPoll is the poll interval while the state is frozen.
@@ -151,11 +183,17 @@ type Follower struct {
 	decode  func(*shardstate.State) (resolver.Resolver, error)
 	pending *decoding
 
-	mu       sync.Mutex        // serialises polls
-	lease    *shardstate.Lease // as last written; nil: none held
-	acked    int64             // the version the lease acknowledges
-	draining []*dbEntry        // retired registrations with writes in flight
-	entry    *dbEntry          // the registration in force
+	mu        sync.Mutex        // serialises polls
+	lease     *shardstate.Lease // as last written; nil: none held
+	renewSent int64             // when the lease's last renewal was sent (now's clock)
+	share     *sharedLease      // the process's lease it shares (ShareLease); nil: its own
+	gen       uint64            // share's take seen at its last renewal
+	// renewedHeld: the last renewal was on condition of the lease held.
+	renewedHeld bool
+	keep        bool         // renew on every poll (see poll)
+	acked       atomic.Int64 // the version the lease acknowledges (written under mu)
+	draining    []*dbEntry   // retired registrations with writes in flight
+	entry       *dbEntry     // the registration in force
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -169,7 +207,8 @@ type Follower struct {
 // registration), and polls from a goroutine until Close. ctx bounds the
 // first read and lease only.
 //
-// Cost: a lease write and a state read per poll interval; writes to the
+// Cost: a state read per poll interval and a lease write per renew
+// interval (and one per version acknowledged); writes to the
 // database pay a clock read and two atomic additions for the lease check
 // and the in-flight count; point reads and query pages, a clock read for
 // the lease check.
@@ -180,7 +219,7 @@ func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions)
 	}
 	o := opt.Of(opts)
 	if o.PollInterval <= 0 {
-		o.PollInterval = time.Second
+		o.PollInterval = DefaultPollInterval
 	}
 	if o.LeaseDuration <= 0 {
 		o.LeaseDuration = 5 * o.PollInterval
@@ -188,13 +227,18 @@ func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions)
 	if o.LeaseDuration <= o.PollInterval {
 		return nil, fmt.Errorf("router: Follow %s: LeaseDuration %s must be longer than PollInterval %s", key, o.LeaseDuration, o.PollInterval)
 	}
+	if o.RenewInterval == 0 {
+		o.RenewInterval = 4 * o.LeaseDuration
+	}
+	if o.RenewInterval < o.PollInterval {
+		return nil, fmt.Errorf("router: Follow %s: RenewInterval %s must be at least PollInterval %s", key, o.RenewInterval, o.PollInterval)
+	}
 	if e, err := c.entry(key); err == nil && e.follow != nil && !e.follow.closed() {
 		return nil, fmt.Errorf("router: Follow %s: the database is followed already (router %s); close that Follower first", key, e.follow.router)
 	}
+	explicitID := o.RouterID
 	if o.RouterID == "" {
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		o.RouterID = procid.Identity() + "/" + hex.EncodeToString(b[:])
+		o.RouterID = newRouterID()
 	}
 	if o.MovingWait <= 0 {
 		o.MovingWait = 10 * time.Second
@@ -203,20 +247,38 @@ func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions)
 		stop: make(chan struct{}), done: make(chan struct{}), kick: make(chan struct{}, 1), decode: (*shardstate.State).DecodeDocument}
 	ch := make(chan struct{})
 	f.changed.Store(&ch)
+	if o.ShareLease {
+		if f.share = joinShared(c.raw, key, explicitID, f); f.share != nil {
+			f.router = f.share.router
+		}
+	}
+	if err := f.start(ctx); err != nil {
+		if f.share != nil {
+			f.share.leave(f)
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// start reads (or seeds) the state and polls it once, then polls from a
+// goroutine.
+func (f *Follower) start(ctx context.Context) error {
+	key, o := f.db, f.opts
 	if _, err := shardstate.Peek(ctx, f.st, key); err != nil {
 		// Seed it (the state is decoded when polled, just below).
 		if !errors.Is(err, shardstate.ErrNoState) || o.Seed == nil {
-			return nil, fmt.Errorf("router: Follow %s: %w", key, err)
+			return fmt.Errorf("router: Follow %s: %w", key, err)
 		}
 		if _, err := shardstate.LoadOrInit(ctx, f.st, key, o.Seed, nil); err != nil {
-			return nil, fmt.Errorf("router: Follow %s: %w", key, err)
+			return fmt.Errorf("router: Follow %s: %w", key, err)
 		}
 	}
 	if err := f.poll(ctx, true); err != nil {
-		return nil, fmt.Errorf("router: Follow %s: %w", key, err)
+		return fmt.Errorf("router: Follow %s: %w", key, err)
 	}
 	go f.run()
-	return f, nil
+	return nil
 }
 
 func (f *Follower) closed() bool {
@@ -237,9 +299,10 @@ func (f *Follower) State() *shardstate.State { return f.state.Load() }
 // Version returns the state version the router routes by.
 func (f *Follower) Version() int64 { return f.state.Load().Version }
 
-// Refresh renews the lease and reads the state now, switching to a new
-// version if there is one; the router calls it itself when the store
-// refuses a write as fenced. Cost: a lease write and a state read.
+// Refresh reads the state now (renewing the lease first when a renewal
+// is due), switching to a new version if there is one; the router calls it
+// itself when the store refuses a write as fenced. Cost: a state read, and
+// a lease write when due.
 func (f *Follower) Refresh(ctx context.Context) error {
 	if f.closed() {
 		return fmt.Errorf("router: %s: the follower is closed", f.db)
@@ -270,7 +333,9 @@ func (f *Follower) Close() error {
 		f.deadline.Store(0)
 		ctx, cancel := context.WithTimeout(context.Background(), f.opts.PollInterval)
 		defer cancel()
-		err = shardstate.ReleaseLease(ctx, f.st, f.db, f.router)
+		if f.share == nil || f.share.leave(f) {
+			err = shardstate.ReleaseLease(ctx, f.st, f.db, f.router)
+		}
 	})
 	return err
 }
@@ -335,31 +400,17 @@ func (f *Follower) poll(ctx context.Context, wait bool) error {
 		}
 	}()
 	f.settle()
-	sent := f.now()
 	cur := f.state.Load()
-	l := shardstate.Lease{Router: f.router, Database: f.db, Version: f.acked, ValidFor: f.opts.LeaseDuration, RenewedAt: time.Now()}
-	if cur != nil {
-		l.Epoch = cur.Epoch
-	}
-	if f.lease != nil {
-		l.ETag = f.lease.ETag
-	}
 	held := f.lease != nil
-	lease, err := shardstate.RenewLease(ctx, f.st, l)
-	if errors.Is(err, shardstate.ErrLeaseLost) {
-		// A change found the lease lapsed and removed it: take a new one;
-		// the state read below then decides.
-		held = false
-		l.ETag = ""
-		lease, err = shardstate.RenewLease(ctx, f.st, l)
+	renewed := false
+	if f.lease == nil || f.keep || cur == nil || f.lease.Version != f.acked.Load() || f.now()-f.renewSent >= int64(f.opts.RenewInterval) {
+		if err := f.renew(ctx, cur); err != nil {
+			return err
+		}
+		held = held && f.lease.ETag != "" && f.renewedHeld
+		renewed = true
 	}
-	if err != nil {
-		f.lease = nil
-		f.lastErr.Store(&err)
-		return err
-	}
-	f.lease = lease
-	f.lastErr.Store(nil)
+	sent := f.now() // the state read's
 	s, err := shardstate.Peek(ctx, f.st, f.db)
 	switch {
 	case err == nil && cur != nil && s.Version < cur.Version:
@@ -370,12 +421,15 @@ func (f *Follower) poll(ctx context.Context, wait bool) error {
 	// keep: the lease was renewed without a break under the version in
 	// force, so a waiting change keeps waiting for it: writing (and
 	// reading) by the last good state stays safe while the new one is
-	// unusable or still being decoded.
+	// unusable or still being decoded, as long as the router renews on
+	// every poll (f.keep), which it does until it reads the version in
+	// force again.
 	keep := held && cur != nil
 	if err != nil {
-		if keep {
-			f.deadline.Store(sent + int64(f.opts.LeaseDuration))
+		if keep && renewed {
+			f.extend(f.renewSent)
 		}
+		f.keep = true
 		return err
 	}
 	if f.lost.Swap(nil) != nil {
@@ -392,9 +446,10 @@ func (f *Follower) poll(ctx context.Context, wait bool) error {
 		f.settle()
 	case changed:
 		d := f.decodeFor(s, sent)
-		if keep {
-			f.deadline.Store(sent + int64(f.opts.LeaseDuration))
+		if keep && renewed {
+			f.extend(f.renewSent)
 		}
+		f.keep = true
 		f.mu.Unlock()
 		locked = false
 		if !wait {
@@ -402,11 +457,67 @@ func (f *Follower) poll(ctx context.Context, wait bool) error {
 		}
 		return f.await(ctx, d)
 	}
-	f.deadline.Store(sent + int64(f.opts.LeaseDuration))
+	f.extend(sent)
 	if changed {
 		f.acknowledge(ctx, s, cur)
 	}
+	f.keep = f.pending != nil || f.acked.Load() != s.Version
 	return nil
+}
+
+// renew writes the lease naming the version acknowledged (taking it anew
+// when it was lost), and records when the renewal was sent; renewedHeld
+// says whether it was renewed on condition of the ETag held (unbroken).
+// Called with f.mu held.
+func (f *Follower) renew(ctx context.Context, cur *shardstate.State) error {
+	if f.share != nil {
+		return f.renewShared(ctx)
+	}
+	sent := f.now()
+	l := shardstate.Lease{Router: f.router, Database: f.db, Version: f.acked.Load(), ValidFor: f.opts.LeaseDuration,
+		HoldFor: 3 * f.opts.RenewInterval, RenewedAt: time.Now()}
+	if cur != nil {
+		l.Epoch = cur.Epoch
+	}
+	f.renewedHeld = f.lease != nil
+	if f.lease != nil {
+		l.ETag = f.lease.ETag
+	}
+	lease, err := shardstate.RenewLease(ctx, f.st, l)
+	if errors.Is(err, shardstate.ErrLeaseLost) {
+		// A change found the lease lapsed and removed it: take a new one;
+		// the state read after it then decides.
+		f.renewedHeld = false
+		l.ETag = ""
+		lease, err = shardstate.RenewLease(ctx, f.st, l)
+	}
+	if err != nil {
+		f.lease = nil
+		f.lastErr.Store(&err)
+		return err
+	}
+	f.lease, f.renewSent = lease, sent
+	f.lastErr.Store(nil)
+	return nil
+}
+
+// renewShared is renew for a Follower that shares the process's lease.
+func (f *Follower) renewShared(ctx context.Context) error {
+	return f.share.renew(ctx, f, f.keep)
+}
+
+// extend lets the router write until LeaseDuration after readSent (when
+// it sent a read of the state that found the version in force, or a
+// renewal made while it could not read it), but not past HoldFor after
+// its last renewal was sent. Called with f.mu held.
+func (f *Follower) extend(readSent int64) {
+	if f.share != nil && !f.share.readAfterTake(f, readSent) {
+		return // read before the shared lease was (re)taken
+	}
+	d := min(readSent+int64(f.opts.LeaseDuration), f.renewSent+3*int64(f.opts.RenewInterval))
+	if d > f.deadline.Load() {
+		f.deadline.Store(d)
+	}
 }
 
 // await waits until decode d ended (or the newer one that superseded it)
@@ -480,8 +591,8 @@ func (f *Follower) install(d *decoding, r resolver.Resolver, err error) (failed 
 	case cur != nil && cur.Version >= d.s.Version:
 	default:
 		f.switchTo(d.s, r)
-		// d.s was read after the renewal sent at d.sent.
-		f.deadline.Store(max(f.deadline.Load(), d.sent+int64(f.opts.LeaseDuration)))
+		// d.s was read at d.sent.
+		f.extend(d.sent)
 		ctx, cancel := context.WithTimeout(context.Background(), f.opts.LeaseDuration)
 		defer cancel()
 		f.acknowledge(ctx, d.s, cur)
@@ -494,13 +605,17 @@ func (f *Follower) install(d *decoding, r resolver.Resolver, err error) (failed 
 // no write by an earlier version is in flight, and tells OnChange. Called
 // with f.mu held, after switching from cur to s.
 func (f *Follower) acknowledge(ctx context.Context, s, cur *shardstate.State) {
-	if f.lease != nil && f.acked == s.Version {
+	if f.share != nil && f.lease != nil && f.acked.Load() == s.Version {
+		_ = f.share.renew(ctx, f, false) // written once no member lags
+	} else if f.lease != nil && f.acked.Load() == s.Version {
 		l := *f.lease
 		l.Version, l.Epoch, l.RenewedAt = s.Version, s.Epoch, time.Now()
+		sent := f.now()
 		if lease, err := shardstate.RenewLease(ctx, f.st, l); err == nil {
-			f.lease = lease
+			f.lease, f.renewSent = lease, sent
 		}
 	}
+	f.keep = f.pending != nil || f.acked.Load() != s.Version
 	if cur != nil && f.opts.OnChange != nil {
 		f.opts.OnChange(cur, s)
 	}
@@ -570,7 +685,7 @@ func (f *Follower) settle() {
 	clear(f.draining[len(live):])
 	f.draining = live
 	if len(live) == 0 && f.entry != nil {
-		f.acked = f.entry.version.Load()
+		f.acked.Store(f.entry.version.Load())
 	}
 }
 

@@ -56,7 +56,7 @@ func (s *fenceStore) Fence(_ context.Context, dbLink string) (int64, error) {
 
 // write runs fn under the fence check of l's database.
 func (s *fenceStore) write(l, id string, doc []byte, o *store.WriteOptions, fn func() error) error {
-	if strings.HasSuffix(l, "/"+shardstate.CollectionID) && (strings.HasPrefix(id, "lease.") || bytes.Contains(doc, []byte(`"kind":"lease"`))) {
+	if strings.HasSuffix(l, "/"+shardstate.CollectionID) && (strings.HasPrefix(id, "lease.") || bytes.Contains(doc, []byte(`"kind":"lease`))) {
 		if s.hold.Load() {
 			return &store.Error{Kind: store.ErrUnavailable, Op: "write", Link: l, Message: "renewals held back by the test"}
 		}
@@ -159,8 +159,9 @@ func TestLeaseLapses(t *testing.T) {
 	st := newFenceStore(t)
 	c := router.New(st, nil)
 	var errs atomic.Int32
+	// RenewInterval: every poll, so held-back renewals fail at once.
 	f := follow(t, c, &router.FollowOptions{Seed: ring(t, 2), PollInterval: 20 * time.Millisecond, LeaseDuration: 150 * time.Millisecond,
-		OnError: func(error) { errs.Add(1) }})
+		RenewInterval: 20 * time.Millisecond, OnError: func(error) { errs.Add(1) }})
 	_, err := c.EnsureCollections(ctx, db, nil)
 	require.NoError(t, err)
 	_, err = c.Create(ctx, db, user{ID: "a", UserID: "alice"}, nil)

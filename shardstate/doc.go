@@ -18,11 +18,13 @@
 // documents in the same collection, each written before the change that
 // supersedes it, so the history holds exactly the winners.
 //
-// Routers hold leases in the same collection: a lease document each router
-// renews on every poll, naming the version it routes by. WaitForRouters lets
-// a change wait until every router has acknowledged it or its lease has
-// lapsed, judged by how long the lease document has gone unchanged on the
-// waiter's own clock, so no two clocks need to agree. On a store that is a
+// Routers hold leases in the same collection, spread over LeaseBuckets
+// logical partitions: a lease document each router renews at a fraction of
+// its HoldFor (and at once to acknowledge a new version), naming the version
+// it routes by. WaitForRouters lets a change wait until every router has
+// acknowledged it or its lease has lapsed, judged by how long the lease
+// document has gone unchanged on the waiter's own clock, so no two clocks
+// need to agree (docs/design.md#leases-at-scale). On a store that is a
 // store.Fencer (the embedded store, in process or through docshard serve), a
 // change with a new epoch also raises the store's fence, and the store
 // refuses writes stamped with an older epoch atomically with the write;

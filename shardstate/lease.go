@@ -6,23 +6,62 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/retry"
 )
 
+// LeaseFormat names the layout of the lease documents this package writes
+// (docs/design.md#leases-at-scale): each in one of LeaseBuckets logical
+// partitions, renewed at a fraction of its HoldFor rather than on every
+// poll. Leases of the earlier format (Format, in the one partition
+// "lease", renewed on every poll) are still read, and judged by their own
+// rule; a process of the earlier version, which reads only that partition,
+// is refused by the marker document leaseMarkerID with an error naming it.
+const LeaseFormat = "docshard.lease/2"
+
+// LeaseBuckets is how many logical partitions the leases are spread over:
+// a lease's partition-key value is "lease-NN", NN the FNV-1a hash of its
+// router id modulo LeaseBuckets. Fixed, so every process agrees. With N
+// routers renewing every R seconds at W RU a write, a bucket takes about
+// N·W/(R·LeaseBuckets) RU/s in steady state, and N·W/LeaseBuckets RU
+// spread over a poll interval when a change is acknowledged.
+const LeaseBuckets = 32
+
+// leaseMarkerID is the id of the marker a router of LeaseFormat writes in
+// the earlier lease partition ("lease") before its first lease: a process
+// of the earlier version, whose waits read only that partition and refuse
+// a document of another format, then fails naming it, instead of taking
+// the routers it cannot see for none. It is never removed.
+const leaseMarkerID = "docshard.lease.2-routers-lease-in-partitions-lease-00-to-lease-31:upgrade-every-process-that-reshards"
+
+// leaseKind is the partition (the "kind") of router's lease.
+func leaseKind(router string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(router))
+	return leaseBucket(int(h.Sum32() % LeaseBuckets))
+}
+
+func leaseBucket(b int) string { return fmt.Sprintf("%s-%02d", kindLease, b) }
+
 // Lease is a router's claim to write to a database: the state version it
-// routes by, renewed on every poll. A router may write for ValidFor after
-// it sent its last successful renewal (by its own clock), and only with the
-// state it read after that renewal: so a change that waits until every lease
-// under an older version has been acknowledged or has gone unrenewed for
-// ValidFor (WaitForRouters) knows that no router writes by the older
-// version any more, save the writes already on their way to the store
-// (docs/design.md#shared-state bounds them).
+// routes by. A router may write, by the state it routes by, until the
+// earlier of HoldFor after it sent its last renewal and ValidFor after it
+// sent its last read of the state that found that version in force (or,
+// while it cannot read the state, or has writes in flight by an older
+// version, the renewals it then makes every poll), all by its own clock. So
+// a change that waits until every lease names its version or has gone
+// unchanged for ValidFor (WaitForRouters, after it read the change
+// published) knows that no router writes by an older version any more,
+// save the writes already on their way to the store (docs/design.md#shared-state
+// bounds them). Only a lease unchanged for HoldFor is removed.
 type Lease struct {
 	// Router is the router's id, unique among the processes sharing the
 	// store (router.FollowOptions.RouterID).
@@ -32,17 +71,32 @@ type Lease struct {
 	// Version and Epoch are those of the state the router routes by.
 	Version int64 `json:"version"`
 	Epoch   int64 `json:"epoch"`
-	// ValidFor is how long after a renewal the router may write.
+	// ValidFor is how long after a read of the state (or a renewal made
+	// while it could not read it) the router may write by it.
 	ValidFor time.Duration `json:"validFor"`
+	// HoldFor is how long after a renewal the lease stands for the router,
+	// which renews it before that (router.FollowOptions.RenewInterval); 0
+	// means ValidFor. At least ValidFor.
+	HoldFor time.Duration `json:"holdFor,omitempty"`
 	// RenewedAt is when the router sent the renewal, by its own clock:
 	// for people reading the lease; WaitForRouters does not trust it.
 	RenewedAt time.Time `json:"renewedAt"`
 	// ETag is the lease document's ETag as last read or written.
 	ETag string `json:"-"`
-	// docID is the lease document's id as Leases read it (leaseID, or an
-	// earlier version's form).
-	docID string
+	// docID and kind are the lease document's id and partition as Leases
+	// read it (an earlier version's id, or its partition "lease"); legacy,
+	// whether it is of the earlier format (Format), renewed every poll.
+	docID, kind string
+	legacy      bool
 }
+
+// Legacy reports whether the lease is of the earlier format (a router of
+// an earlier docshard version): renewed on every poll, and lapsed when it
+// has gone unrenewed for ValidFor.
+func (l *Lease) Legacy() bool { return l.legacy }
+
+// hold is how long the lease stands after a renewal.
+func (l *Lease) hold() time.Duration { return max(l.HoldFor, l.ValidFor) }
 
 type leaseDocument struct {
 	ID     string `json:"id"`
@@ -62,20 +116,24 @@ func leaseID(router string) string {
 }
 
 // removeLease deletes a lapsed lease on condition of its ETag, by the id
-// it was read under. An earlier version's id (percent escapes, which Cosmos
-// DB's gateway decodes in a request path before checking its signature,
-// so a point delete of it is refused) is deleted in a transactional batch,
-// whose operations name the id in the body, when the store has them.
+// and partition it was read under. An earlier version's id (percent
+// escapes, which Cosmos DB's gateway decodes in a request path before
+// checking its signature, so a point delete of it is refused) is deleted in
+// a transactional batch, whose operations name the id in the body, when
+// the store has them.
 func removeLease(ctx context.Context, st store.Store, coll string, l *Lease) error {
-	id := l.docID
+	id, kind := l.docID, l.kind
 	if id == "" {
 		id = leaseID(l.Router)
 	}
+	if kind == "" {
+		kind = leaseKind(l.Router)
+	}
 	if b, ok := st.(store.Batcher); ok && id != leaseID(l.Router) {
-		_, err := b.ExecuteBatch(ctx, coll, kindLease, []store.BatchOp{{Kind: store.BatchDelete, ID: id, IfMatch: l.ETag}}, nil)
+		_, err := b.ExecuteBatch(ctx, coll, kind, []store.BatchOp{{Kind: store.BatchDelete, ID: id, IfMatch: l.ETag}}, nil)
 		return err
 	}
-	return st.Delete(ctx, coll, id, &store.WriteOptions{PartitionKey: kindLease, IfMatch: l.ETag})
+	return st.Delete(ctx, coll, id, &store.WriteOptions{PartitionKey: kind, IfMatch: l.ETag})
 }
 
 // ErrLeaseLost: a lease renewed on condition of its ETag was removed (a
@@ -83,13 +141,15 @@ func removeLease(ctx context.Context, st store.Store, coll string, l *Lease) err
 // lease and read the state again before it writes.
 var ErrLeaseLost = errors.New("shardstate: the lease was lost")
 
-// RenewLease writes a router's lease and returns it with its new ETag.
-// With l.ETag set it renews on condition of it, and fails with an error
-// wrapping ErrLeaseLost when the lease was removed or rewritten meanwhile;
-// without, it takes the lease (creating or overwriting it). A router takes
-// or renews its lease before it reads the state it will route by, so a
-// change published before the lease was written is seen (see Lease). Cost:
-// one write.
+// RenewLease writes a router's lease, in its bucket's partition, and
+// returns it with its new ETag. With l.ETag set it renews on condition of
+// it, and fails with an error wrapping ErrLeaseLost when the lease was
+// removed or rewritten meanwhile; without, it takes the lease (creating or
+// overwriting it), after making sure the marker that refuses earlier
+// versions' waits is there. A router takes its lease before it reads the
+// state it will route by, so a change published before the lease was
+// written is seen (see Lease). Cost: one write; taking, a second (the
+// marker's create, refused as a conflict once it exists).
 func RenewLease(ctx context.Context, st store.Store, l Lease) (*Lease, error) {
 	st = retry.Ensure(st)
 	db, coll, err := names(l.Database)
@@ -102,16 +162,23 @@ func RenewLease(ctx context.Context, st store.Store, l Lease) (*Lease, error) {
 	if l.ValidFor <= 0 {
 		return nil, fmt.Errorf("shardstate: lease of %s: ValidFor %s must be positive", l.Router, l.ValidFor)
 	}
+	if l.HoldFor < 0 {
+		return nil, fmt.Errorf("shardstate: lease of %s: HoldFor %s must not be negative", l.Router, l.HoldFor)
+	}
 	l.Database = db
-	body, err := json.Marshal(leaseDocument{ID: leaseID(l.Router), Kind: kindLease, Format: Format, Lease: l})
+	kind := leaseKind(l.Router)
+	body, err := json.Marshal(leaseDocument{ID: leaseID(l.Router), Kind: kind, Format: LeaseFormat, Lease: l})
 	if err != nil {
 		return nil, fmt.Errorf("shardstate: encoding the lease of %s: %w", l.Router, err)
 	}
 	var d *store.Document
 	if l.ETag == "" {
-		d, err = st.Upsert(ctx, coll, body, &store.WriteOptions{PartitionKey: kindLease})
+		if err := markLeases(ctx, st, coll); err != nil {
+			return nil, fmt.Errorf("shardstate: taking the lease of router %s on %s: %w", l.Router, db, err)
+		}
+		d, err = st.Upsert(ctx, coll, body, &store.WriteOptions{PartitionKey: kind})
 	} else {
-		d, err = st.Replace(ctx, coll, leaseID(l.Router), body, &store.WriteOptions{PartitionKey: kindLease, IfMatch: l.ETag})
+		d, err = st.Replace(ctx, coll, leaseID(l.Router), body, &store.WriteOptions{PartitionKey: kind, IfMatch: l.ETag})
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrPreconditionFailed) {
 			return nil, fmt.Errorf("%w: router %s on %s: %w", ErrLeaseLost, l.Router, db, err)
 		}
@@ -119,8 +186,22 @@ func RenewLease(ctx context.Context, st store.Store, l Lease) (*Lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shardstate: renewing the lease of router %s on %s: %w", l.Router, db, err)
 	}
-	l.ETag = d.ETag
+	l.ETag, l.docID, l.kind = d.ETag, leaseID(l.Router), kind
 	return &l, nil
+}
+
+// markLeases creates the marker document leaseMarkerID unless it exists.
+func markLeases(ctx context.Context, st store.Store, coll string) error {
+	body, err := json.Marshal(map[string]string{"id": leaseMarkerID, "kind": kindLease, "format": LeaseFormat,
+		"note": "routers of " + LeaseFormat + " hold their leases in the partitions lease-00 to lease-31; a process that reads only this partition cannot see them and must be upgraded"})
+	if err != nil {
+		return err
+	}
+	_, err = st.Create(retry.Repeatable(ctx), coll, body, &store.WriteOptions{PartitionKey: kindLease})
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("writing the lease format's marker: %w", err)
+	}
+	return nil
 }
 
 // ReleaseLease deletes a router's lease, as a router does when it stops
@@ -132,24 +213,75 @@ func ReleaseLease(ctx context.Context, st store.Store, dbLink, router string) er
 	if err != nil {
 		return err
 	}
-	err = st.Delete(ctx, coll, leaseID(router), &store.WriteOptions{PartitionKey: kindLease})
+	err = st.Delete(ctx, coll, leaseID(router), &store.WriteOptions{PartitionKey: leaseKind(router)})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("shardstate: releasing the lease of router %s on %s: %w", router, db, err)
 	}
 	return nil
 }
 
-// Leases returns the leases held on a database, by router id. A broken
-// lease document is a *DocumentError naming it. Cost: one query over the
-// lease partition, paged.
+// allLeaseKinds are the partitions leases live in: the earlier format's
+// "lease" and every bucket.
+func allLeaseKinds() []string {
+	kinds := make([]string, 0, LeaseBuckets+1)
+	kinds = append(kinds, kindLease)
+	for b := range LeaseBuckets {
+		kinds = append(kinds, leaseBucket(b))
+	}
+	return kinds
+}
+
+// Leases returns the leases held on a database, by router id: those of
+// LeaseFormat in every bucket and those of the earlier format. A broken
+// lease document is a *DocumentError naming it. Cost: one query per
+// partition (LeaseBuckets + 1, leaseReaders at a time), paged.
 func Leases(ctx context.Context, st store.Store, dbLink string) ([]*Lease, error) {
 	st = retry.Ensure(st)
 	db, coll, err := names(dbLink)
 	if err != nil {
 		return nil, err
 	}
-	q := store.Query{Text: "SELECT * FROM c WHERE c.kind = @kind", Parameters: []store.Param{{Name: "@kind", Value: kindLease}}}
-	opts := &store.QueryOptions{PartitionKey: kindLease}
+	read, err := leasesOf(ctx, st, db, coll, allLeaseKinds(), 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Lease
+	for _, ls := range read {
+		out = append(out, ls...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Router < out[j].Router })
+	return out, nil
+}
+
+// leaseReaders bounds how many lease partitions are read at once.
+const leaseReaders = 16
+
+// leasesOf is leasesIn for each partition of kinds, read leaseReaders at
+// a time: the leases of kinds[i] are at [i]. With an error, those read
+// before it are there too.
+func leasesOf(ctx context.Context, st store.Store, db, coll string, kinds []string, below int64) ([][]*Lease, error) {
+	out := make([][]*Lease, len(kinds))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(leaseReaders)
+	for i, kind := range kinds {
+		g.Go(func() error {
+			ls, err := leasesIn(gctx, st, db, coll, kind, below)
+			out[i] = ls
+			return err
+		})
+	}
+	return out, g.Wait()
+}
+
+// leasesIn returns the leases in partition kind, those naming a version
+// below below only when it is positive. Cost: one query, paged.
+func leasesIn(ctx context.Context, st store.Store, db, coll, kind string, below int64) ([]*Lease, error) {
+	q := store.Query{Text: "SELECT * FROM c WHERE c.kind = @kind", Parameters: []store.Param{{Name: "@kind", Value: kind}}}
+	if below > 0 {
+		q.Text += " AND c.version < @v"
+		q.Parameters = append(q.Parameters, store.Param{Name: "@v", Value: below})
+	}
+	opts := &store.QueryOptions{PartitionKey: kind}
 	var out []*Lease
 	for {
 		page, err := st.Query(ctx, coll, q, opts)
@@ -168,19 +300,25 @@ func Leases(ctx context.Context, st store.Store, dbLink string) ([]*Lease, error
 			if err == nil {
 				err = json.Unmarshal(item, &sys)
 			}
+			want := LeaseFormat
+			if kind == kindLease {
+				want = Format
+			}
 			switch {
 			case err != nil:
-			case d.Format != Format:
-				err = fmt.Errorf("format %q, want %q", d.Format, Format)
-			case d.Router == "" || d.ValidFor <= 0:
-				err = fmt.Errorf("router %q, validFor %s: want a router id and a positive duration", d.Router, d.ValidFor)
+			case kind == kindLease && d.ID == leaseMarkerID:
+				continue
+			case d.Format != want:
+				err = fmt.Errorf("format %q, want %q (a lease in partition %q)", d.Format, want, kind)
+			case d.Router == "" || d.ValidFor <= 0 || d.HoldFor < 0:
+				err = fmt.Errorf("router %q, validFor %s, holdFor %s: want a router id and positive durations", d.Router, d.ValidFor, d.HoldFor)
 			case d.Database != db:
 				err = fmt.Errorf("database %q, want %q", d.Database, db)
 			}
 			if err != nil {
 				return nil, &DocumentError{Link: coll, ID: idOf(item), Err: err}
 			}
-			d.Lease.ETag, d.Lease.docID = sys.ETag, d.ID
+			d.Lease.ETag, d.Lease.docID, d.Lease.kind, d.Lease.legacy = sys.ETag, d.ID, kind, kind == kindLease
 			out = append(out, &d.Lease)
 		}
 		if page.Continuation == "" {
@@ -188,17 +326,18 @@ func Leases(ctx context.Context, st store.Store, dbLink string) ([]*Lease, error
 		}
 		opts.Continuation = page.Continuation
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Router < out[j].Router })
 	return out, nil
 }
 
 // WaitOptions qualify WaitForRouters. A nil *WaitOptions means defaults.
 type WaitOptions struct {
-	// Poll is how often the leases are read; 0 means 250 ms.
+	// Poll is how often the leases still waited for are read; 0 means
+	// 250 ms.
 	Poll time.Duration
-	// Margin is added to a lease's ValidFor before it counts as lapsed,
-	// for the drift between clocks' rates and for writes on their way to
-	// the store; 0 means a tenth of ValidFor, at least 500 ms.
+	// Margin is added to a lease's ValidFor (and HoldFor) before it counts
+	// as lapsed, for the drift between clocks' rates and for writes on
+	// their way to the store; 0 means a tenth of the duration, at least
+	// 500 ms.
 	Margin time.Duration
 	// Pending, when set, is called after each poll with the leases still
 	// waited for.
@@ -228,13 +367,22 @@ func (e *StaleRoutersError) Error() string {
 func (e *StaleRoutersError) Unwrap() error { return e.Err }
 
 // WaitForRouters waits until no router may write by a state older than
-// version: every lease names version or later, or has gone unrenewed for
-// its ValidFor plus the margin, timed on this process's clock from when
-// this call first saw the lease as it is (so no two clocks need agree). It
-// deletes the leases it finds lapsed (If-Match, so a renewal that lands
-// meanwhile keeps its lease). When ctx ends first, the error is a
-// *StaleRoutersError naming the routers. Cost: one lease query per poll;
-// the wait is at most the longest ValidFor plus the margin.
+// version: every lease names version or later, or has gone unchanged long
+// enough, timed on this process's clock from when this call first saw the
+// lease as it is (so no two clocks need agree): ValidFor plus the margin
+// when the state read at the start of the call is at version or later (a
+// router reads the state at least every ValidFor to go on writing, and
+// every read sent after that one finds version), else the lease's HoldFor
+// plus the margin; an earlier version's lease (Lease.Legacy), ValidFor plus
+// the margin. It deletes the leases unchanged for HoldFor plus the margin
+// (If-Match, so a renewal that lands meanwhile keeps its lease). When ctx
+// ends first, the error is a *StaleRoutersError naming the routers.
+//
+// Cost: a state read; then, per poll, one query per lease partition that
+// still holds a lease waited for (every partition on the first poll, and
+// on every poll while version is not published: LeaseBuckets + 1), each
+// returning only the leases naming an older version. The wait is at most the longest ValidFor plus the margin after
+// version was read published.
 func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version int64, opts *WaitOptions) error {
 	st = retry.Ensure(st)
 	o := opt.Of(opts)
@@ -245,49 +393,98 @@ func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version 
 	if err != nil {
 		return err
 	}
+	// A router goes on reading the state to go on writing: once version
+	// is read published, every read sent later finds it.
+	published := false
+	if s, err := Peek(ctx, st, db); err == nil {
+		published = s.Version >= version
+	} else if !errors.Is(err, ErrNoState) && !errors.Is(err, ErrInvalidState) {
+		return err
+	}
+	margin := func(d time.Duration) time.Duration {
+		if o.Margin > 0 {
+			return o.Margin
+		}
+		return max(d/10, 500*time.Millisecond)
+	}
 	type sighting struct {
 		etag  string
 		since time.Time
 	}
 	seen := map[string]sighting{}
-	var pending []*Lease // as of the last poll
+	kinds := allLeaseKinds()
+	var pending, last []*Lease // as of this poll, and the one before
 	for {
-		leases, err := Leases(ctx, st, db)
+		last, pending = pending, nil
+		var next []string // the partitions to read again
+		read, err := leasesOf(ctx, st, db, coll, kinds, version)
 		if err != nil {
-			if ctx.Err() != nil && len(pending) > 0 {
-				return &StaleRoutersError{Database: db, Version: version, Routers: pending, Err: ctx.Err()}
+			if ctx.Err() != nil {
+				// Name the routers of the last poll, and those this one
+				// read before the context ended.
+				stale := map[string]*Lease{}
+				for _, l := range last {
+					stale[l.kind+"/"+l.docID] = l
+				}
+				for _, ls := range read {
+					for _, l := range ls {
+						stale[l.kind+"/"+l.docID] = l
+					}
+				}
+				if len(stale) > 0 {
+					routers := make([]*Lease, 0, len(stale))
+					for _, l := range stale {
+						routers = append(routers, l)
+					}
+					sort.Slice(routers, func(i, j int) bool { return routers[i].Router < routers[j].Router })
+					return &StaleRoutersError{Database: db, Version: version, Routers: routers, Err: ctx.Err()}
+				}
 			}
 			return err
 		}
-		pending = pending[:0:0]
-		for _, l := range leases {
-			if l.Version >= version {
-				continue
-			}
-			s, ok := seen[l.Router]
-			if !ok || s.etag != l.ETag {
-				seen[l.Router] = sighting{etag: l.ETag, since: time.Now()}
-				pending = append(pending, l)
-				continue
-			}
-			margin := o.Margin
-			if margin <= 0 {
-				margin = max(l.ValidFor/10, 500*time.Millisecond)
-			}
-			if time.Since(s.since) <= l.ValidFor+margin {
-				pending = append(pending, l)
-				continue
-			}
-			// Lapsed. Remove it unless it was renewed meanwhile.
-			err := removeLease(ctx, st, coll, l)
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				if errors.Is(err, store.ErrPreconditionFailed) {
+		for i, kind := range kinds {
+			leases := read[i]
+			waits := false
+			for _, l := range leases {
+				key := l.kind + "/" + l.docID
+				s, ok := seen[key]
+				if !ok || s.etag != l.ETag {
+					seen[key] = sighting{etag: l.ETag, since: time.Now()}
 					pending = append(pending, l)
+					waits = true
 					continue
 				}
-				return fmt.Errorf("shardstate: removing the lapsed lease of router %s on %s: %w", l.Router, db, err)
+				quiet := time.Since(s.since)
+				if quiet <= l.hold()+margin(l.hold()) && (l.legacy || !published || quiet <= l.ValidFor+margin(l.ValidFor)) {
+					pending = append(pending, l)
+					waits = true
+					continue
+				}
+				if quiet <= l.hold()+margin(l.hold()) {
+					continue // lapsed for this change, still held: it may be read again
+				}
+				// Lapsed. Remove it unless it was renewed meanwhile.
+				err := removeLease(ctx, st, coll, l)
+				if err != nil && !errors.Is(err, store.ErrNotFound) {
+					if errors.Is(err, store.ErrPreconditionFailed) {
+						pending = append(pending, l)
+						waits = true
+						continue
+					}
+					return fmt.Errorf("shardstate: removing the lapsed lease of router %s on %s: %w", l.Router, db, err)
+				}
+			}
+			if waits {
+				next = append(next, kind)
 			}
 		}
+		if published {
+			// A lease written since is its router's first, and the state
+			// read after it finds version: only these can hold a lease
+			// still waited for.
+			kinds = next
+		}
+		sort.Slice(pending, func(i, j int) bool { return pending[i].Router < pending[j].Router })
 		if o.Pending != nil {
 			o.Pending(pending)
 		}

@@ -83,7 +83,9 @@ func TestFollowerProcess(t *testing.T) {
 	poll, _ := time.ParseDuration(os.Getenv("POLL"))
 	lease, _ := time.ParseDuration(os.Getenv("LEASE"))
 	c := router.New(st, nil)
-	f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: poll, LeaseDuration: lease, RouterID: os.Getenv("ROUTER"),
+	// RenewInterval: poll, so a router whose renewals are held back
+	// refuses writes once they lapse (3 polls), reads or not.
+	f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: poll, LeaseDuration: lease, RenewInterval: poll, RouterID: os.Getenv("ROUTER"),
 		OnChange: func(_, cur *shardstate.State) { say("version %d", cur.Version) }})
 	if err != nil {
 		say("fatal %v", err)

@@ -497,9 +497,17 @@ func newEpoch(ctx context.Context, st store.Store, cur *State) (int64, error) {
 	return e, nil
 }
 
+// HistoryKept is how many versions the history keeps: recording version v
+// deletes version v-HistoryKept, so the history partition holds at most
+// HistoryKept documents (and any a publish that crashed between the two
+// left), each at most a state document's size. The last version recorded,
+// which InUse and Restore read, is always kept.
+const HistoryKept = 1000
+
 // record writes s to the history, unless it is there already (a writer
 // that lost the swap, or crashed after recording, wrote the same content:
-// one version has one content).
+// one version has one content), and deletes the version HistoryKept
+// below it.
 func record(ctx context.Context, st store.Store, coll string, s *State) error {
 	body, err := json.Marshal(s.document(historyID(s.Version), kindHistory))
 	if err != nil {
@@ -509,6 +517,12 @@ func record(ctx context.Context, st store.Store, coll string, s *State) error {
 	_, err = st.Create(retry.Repeatable(ctx), coll, body, &store.WriteOptions{PartitionKey: kindHistory})
 	if err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("shardstate: recording version %d of %s in its history: %w", s.Version, s.Database, err)
+	}
+	if old := s.Version - HistoryKept; old >= 1 {
+		err = st.Delete(retry.Repeatable(ctx), coll, historyID(old), &store.WriteOptions{PartitionKey: kindHistory})
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("shardstate: deleting version %d of %s from its history (it keeps %d): %w", old, s.Database, HistoryKept, err)
+		}
 	}
 	return nil
 }
@@ -541,7 +555,8 @@ func RaiseFence(ctx context.Context, st store.Store, s *State) error {
 	return nil
 }
 
-// History returns every version of a database's state, oldest first, the
+// History returns the versions of a database's state its history keeps
+// (the last HistoryKept before the current one), oldest first, the
 // current one last (with its ETag). A broken history document is a
 // *DocumentError naming it. Cost: one query over the history partition,
 // paged, and a point read.
