@@ -23,9 +23,10 @@ import (
 type Options struct {
 	// N is the number of followers; 0 means 1.
 	N int
-	// Follow is each follower's options; its PollInterval and
-	// LeaseDuration (zero: the router's defaults, 1 s and five polls) also
-	// pace the run. RouterID, Seed and OnChange are set by Run.
+	// Follow is each follower's options; its PollInterval, LeaseDuration
+	// and RenewInterval (zero: the router's defaults, DefaultPollInterval,
+	// five polls and four lease durations) also pace the run. RouterID,
+	// Seed and OnChange are set by Run.
 	Follow router.FollowOptions
 	// Client is each follower's router.Client options. Its RouteCacheSize
 	// 0 means none (-1) here: the followers route no documents, and a
@@ -39,8 +40,9 @@ type Options struct {
 	// Settle is how long the fleet runs, once every follower started,
 	// before the steady state is measured; 0 means two poll intervals.
 	Settle time.Duration
-	// Window is how long the steady state is measured; 0 means five poll
-	// intervals (one lease duration at the defaults).
+	// Window is how long the steady state is measured; 0 means one
+	// RenewInterval plus five poll intervals, so every router renews its
+	// lease in it at least once.
 	Window time.Duration
 	// Wait qualifies the change's shardstate.WaitForRouters (nil: its
 	// defaults).
@@ -150,17 +152,21 @@ func Run(ctx context.Context, st store.Store, dbLink string, opts Options) (*Res
 	if o.N <= 0 {
 		o.N = 1
 	}
+	// The router's own defaults, spelled out here because they pace the run.
 	if o.Follow.PollInterval <= 0 {
-		o.Follow.PollInterval = time.Second
+		o.Follow.PollInterval = router.DefaultPollInterval
 	}
 	if o.Follow.LeaseDuration <= 0 {
 		o.Follow.LeaseDuration = 5 * o.Follow.PollInterval
+	}
+	if o.Follow.RenewInterval == 0 {
+		o.Follow.RenewInterval = 4 * o.Follow.LeaseDuration
 	}
 	if o.Settle <= 0 {
 		o.Settle = 2 * o.Follow.PollInterval
 	}
 	if o.Window <= 0 {
-		o.Window = 5 * o.Follow.PollInterval
+		o.Window = o.Follow.RenewInterval + 5*o.Follow.PollInterval
 	}
 	if o.Client.RouteCacheSize == 0 {
 		o.Client.RouteCacheSize = -1
