@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -120,7 +121,7 @@ func (c *Client) Changes(ctx context.Context, dbLink string, opts *ChangeOptions
 		start = *t
 	}
 	for range maxViewRetries {
-		v, err := c.feedView(ctx, e)
+		v, err := c.feedView(ctx, e, start.ver)
 		if err != nil {
 			return nil, err
 		}
@@ -134,13 +135,14 @@ func (c *Client) Changes(ctx context.Context, dbLink string, opts *ChangeOptions
 		if err != nil {
 			return nil, fmt.Errorf("router: change feed of %s: %w", e.link, err)
 		}
-		after, err := c.feedView(ctx, e)
+		after, err := c.feedView(ctx, e, math.MaxInt64)
 		if err != nil {
 			return nil, err
 		}
 		if after.epoch != v.epoch || !slices.Equal(after.links, v.links) {
 			continue // the placement changed under the reads: read again by the new one
 		}
+		tok.ver = v.version
 		fr.page.Continuation = tok.encode(bind)
 		return &fr.page, nil
 	}
@@ -157,9 +159,11 @@ func (c *Client) Changes(ctx context.Context, dbLink string, opts *ChangeOptions
 // resolver names, sorted, each with its rank in the order collections
 // are caught up after a change of placement.
 type feedView struct {
-	epoch int64
-	links []string
-	rank  map[string]int
+	epoch   int64
+	version int64 // the shared state's version (0: none)
+	links   []string
+	extra   []string // named since the token's version, no longer
+	rank    map[string]int
 }
 
 // Ranks of collections in catching up after a change of placement: keys
@@ -178,48 +182,82 @@ type transitional interface {
 	Next() resolver.Target
 }
 
-func (c *Client) feedView(ctx context.Context, e *dbEntry) (*feedView, error) {
-	r, epoch := e.r, int64(0)
-	s, err := shardstate.Load(ctx, c.st, e.link)
+// feedView loads the view a read goes by. Collections that versions of
+// the shared state after since named (a reshard's or spillover's that came
+// and went since the token's last read) and the current one does not are
+// in extra, to be read to their end as left ones; since = math.MaxInt64
+// loads the current version alone (one point read).
+func (c *Client) feedView(ctx context.Context, e *dbEntry, since int64) (*feedView, error) {
+	r, epoch, version := e.r, int64(0), int64(0)
+	var past []resolver.Resolver
+	hist, err := shardstate.HistorySince(ctx, c.st, e.link, since)
 	switch {
 	case errors.Is(err, shardstate.ErrNoState):
 	case err != nil:
 		return nil, fmt.Errorf("router: change feed of %s: %w", e.link, err)
 	default:
-		epoch = s.Epoch
+		s := hist[len(hist)-1]
+		epoch, version = s.Epoch, s.Version
 		if e.follow == nil || s.Version != e.version.Load() {
 			if r, err = s.Decode(); err != nil {
 				return nil, fmt.Errorf("router: change feed of %s: %w", e.link, err)
 			}
 		}
-	}
-	v := &feedView{epoch: epoch, rank: map[string]int{}}
-	if t, ok := r.(transitional); ok {
-		cur, next := t.Current().Links(), t.Next().Links()
-		for _, l := range cur {
-			v.rank[l] = rankCurrent
-		}
-		for _, l := range next {
-			if v.rank[l] == rankCurrent {
-				v.rank[l] = rankBoth
-			} else {
-				v.rank[l] = rankNext
+		for _, h := range hist[:len(hist)-1] {
+			pr, err := h.Decode()
+			if err != nil {
+				return nil, fmt.Errorf("router: change feed of %s: version %d: %w", e.link, h.Version, err)
 			}
+			past = append(past, pr)
 		}
-	} else {
-		links, err := r.ResolveForRead(nil)
-		if err != nil {
-			return nil, fmt.Errorf("router: change feed of %s: %w", e.link, err)
-		}
-		for _, l := range links {
-			v.rank[l] = rankBoth
-		}
+	}
+	v := &feedView{epoch: epoch, version: version, rank: map[string]int{}}
+	if err := rankLinks(v.rank, r); err != nil {
+		return nil, fmt.Errorf("router: change feed of %s: %w", e.link, err)
 	}
 	for l := range v.rank {
 		v.links = append(v.links, l)
 	}
 	slices.Sort(v.links)
+	gone := map[string]int{}
+	for _, pr := range past {
+		if err := rankLinks(gone, pr); err != nil {
+			return nil, fmt.Errorf("router: change feed of %s: %w", e.link, err)
+		}
+	}
+	for l := range gone {
+		if _, ok := v.rank[l]; !ok {
+			v.extra = append(v.extra, l)
+		}
+	}
+	slices.Sort(v.extra)
 	return v, nil
+}
+
+// rankLinks puts the collections r names in rank, each with its rank in
+// catching up (rankCurrent, rankBoth, rankNext).
+func rankLinks(rank map[string]int, r resolver.Resolver) error {
+	if t, ok := r.(transitional); ok {
+		for _, l := range t.Current().Links() {
+			rank[l] = rankCurrent
+		}
+		for _, l := range t.Next().Links() {
+			if rank[l] == rankCurrent {
+				rank[l] = rankBoth
+			} else {
+				rank[l] = rankNext
+			}
+		}
+		return nil
+	}
+	links, err := r.ResolveForRead(nil)
+	if err != nil {
+		return err
+	}
+	for _, l := range links {
+		rank[l] = rankBoth
+	}
+	return nil
 }
 
 // feedRead is one call of Changes: the view it reads by, the token it
@@ -236,7 +274,7 @@ type feedRead struct {
 // join adds the collections the view names and the token lacks, from
 // their beginning.
 func (fr *feedRead) join() {
-	for _, l := range fr.v.links {
+	for _, l := range slices.Concat(fr.v.links, fr.v.extra) {
 		if fr.tok.find(l) < 0 {
 			fr.tok.colls = append(fr.tok.colls, feedPos{link: l, joined: fr.v.epoch})
 		}
@@ -392,6 +430,7 @@ func (fr *feedRead) readAll(ctx context.Context) error {
 // epoch it joined the feed at.
 type feedToken struct {
 	colls []feedPos
+	ver   int64 // the shared state's version the token was taken at
 }
 
 type feedPos struct {
@@ -401,7 +440,7 @@ type feedPos struct {
 	joined int64
 }
 
-func (t feedToken) clone() feedToken { return feedToken{colls: slices.Clone(t.colls)} }
+func (t feedToken) clone() feedToken { return feedToken{colls: slices.Clone(t.colls), ver: t.ver} }
 
 func (t *feedToken) find(l string) int {
 	i, ok := slices.BinarySearchFunc(t.colls, l, func(p feedPos, l string) int { return cmp.Compare(p.link, l) })
@@ -422,7 +461,8 @@ func changeBinding(dbLink string) [8]byte {
 // encode writes the token in the router's envelope (seal): a body of the
 // number of collections, then per collection its link and store
 // continuation (length, bytes) and its caught and joined epochs
-// (uvarints). The envelope's links hash is 0: the links are in the body.
+// (uvarints); then the shared state's version (uvarint). The envelope's
+// links hash is 0: the links are in the body.
 func (t *feedToken) encode(bind [8]byte) string {
 	var body []byte
 	body = binary.AppendUvarint(body, uint64(len(t.colls)))
@@ -434,6 +474,7 @@ func (t *feedToken) encode(bind [8]byte) string {
 		body = binary.AppendUvarint(body, uint64(p.caught))
 		body = binary.AppendUvarint(body, uint64(p.joined))
 	}
+	body = binary.AppendUvarint(body, uint64(t.ver))
 	body, flags := compress(body)
 	return seal(bind, 0, flags, body)
 }
@@ -461,6 +502,7 @@ func decodeFeedToken(s string, bind [8]byte) (*feedToken, error) {
 		}
 		t.colls = append(t.colls, p)
 	}
+	t.ver = int64(d.uint())
 	if d.err != nil || len(d.b) != 0 {
 		return nil, badToken("malformed change-feed state")
 	}

@@ -538,15 +538,26 @@ func RaiseFence(ctx context.Context, st store.Store, s *State) error {
 // *DocumentError naming it. Cost: one query over the history partition,
 // paged, and a point read.
 func History(ctx context.Context, st store.Store, dbLink string) ([]*State, error) {
+	return HistorySince(ctx, st, dbLink, 0)
+}
+
+// HistorySince is History from the version after the given one: every
+// version above after, oldest first, the current one last (with its ETag;
+// alone when after is the current version or above). Cost: as History,
+// for the versions it returns.
+func HistorySince(ctx context.Context, st store.Store, dbLink string, after int64) ([]*State, error) {
 	st = retry.Ensure(st)
 	cur, err := Load(ctx, st, dbLink)
 	if err != nil {
 		return nil, err
 	}
+	if after >= cur.Version-1 {
+		return []*State{cur}, nil
+	}
 	coll, _ := CollectionLink(cur.Database)
 	var out []*State
-	q := store.Query{Text: "SELECT * FROM c WHERE c.kind = @kind AND c.version < @v ORDER BY c.version",
-		Parameters: []store.Param{{Name: "@kind", Value: kindHistory}, {Name: "@v", Value: cur.Version}}}
+	q := store.Query{Text: "SELECT * FROM c WHERE c.kind = @kind AND c.version > @after AND c.version < @v ORDER BY c.version",
+		Parameters: []store.Param{{Name: "@kind", Value: kindHistory}, {Name: "@after", Value: after}, {Name: "@v", Value: cur.Version}}}
 	opts := &store.QueryOptions{PartitionKey: kindHistory}
 	for {
 		page, err := st.Query(ctx, coll, q, opts)

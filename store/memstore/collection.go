@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"bytes"
 	"container/heap"
 	"fmt"
 	"hash/maphash"
@@ -207,8 +208,12 @@ func (c *collection) publish(e *entry) {
 		}
 		c.uniq.add(e)
 	}
-	if g := c.ghosts[ghostKey(e.id, e.pk)]; g != nil {
-		c.changes.remove(g) // the identity is here again: its newer version stands for it
+	if g := c.ghosts[ghostKey(e.id, e.pk)]; g != nil && !(e.quiet && sameContent(g.body, e.body)) {
+		// The identity is written here again with another version: that
+		// version stands for it in the feed (visibly, or, for a copy, where
+		// it was copied from). A copy of the ghost's own version (the
+		// document moved back) leaves the ghost its one visible place.
+		c.changes.remove(g)
 		delete(c.ghosts, ghostKey(e.id, e.pk))
 	}
 	if old == nil {
@@ -278,6 +283,22 @@ func (c *collection) moveOut(e *entry) {
 		c.ghosts = map[string]*entry{}
 	}
 	c.ghosts[ghostKey(e.id, e.pk)] = e
+}
+
+// sameContent reports whether two stored bodies hold the same document:
+// the same text before the system properties a write appends (see
+// incoming.body).
+func sameContent(a, b []byte) bool {
+	return bytes.Equal(userText(a), userText(b))
+}
+
+// userText is a stored body without the system properties a write
+// appends at its end.
+func userText(body []byte) []byte {
+	if i := bytes.LastIndex(body, []byte(`,"_etag":"`)); i >= 0 {
+		return body[:i]
+	}
+	return body
 }
 
 // ghostKey is a document identity (id within a partition-key value) as a

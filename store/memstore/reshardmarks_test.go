@@ -84,3 +84,32 @@ func TestReshardMarks(t *testing.T) {
 	plain, _ = feedIDs(t, s, dst, "")
 	assert.Equal(t, []string{"a"}, plain)
 }
+
+// TestReshardMarksMoveBack: a document moved away and back (a copy of its
+// ghost's own version lands where the ghost is) keeps the ghost, its one
+// visible version; a copy of another version replaces it.
+func TestReshardMarksMoveBack(t *testing.T) {
+	s := New(nil)
+	t.Cleanup(func() { _ = s.Close() })
+	const a, b = "dbs/app/colls/a", "dbs/app/colls/b"
+	for _, l := range []string{a, b} {
+		require.NoError(t, s.CreateCollection(ctx, l, nil))
+	}
+	mark := &store.WriteOptions{Reshard: true}
+	create(t, s, a, `{"id":"x","v":1}`)
+	_, err := s.Upsert(ctx, b, []byte(`{"id":"x","v":1}`), mark) // moved a → b
+	require.NoError(t, err)
+	require.NoError(t, s.Delete(ctx, a, "x", mark))
+	_, err = s.Upsert(ctx, a, []byte(`{"id":"x","v":1}`), mark) // and back
+	require.NoError(t, err)
+	require.NoError(t, s.Delete(ctx, b, "x", mark))
+	ids, _ := hiddenIDs(t, s, a, "")
+	assert.Equal(t, []string{"x"}, ids, "the ghost stays: no other place shows the version")
+	ids, _ = hiddenIDs(t, s, b, "")
+	assert.Empty(t, ids)
+
+	_, err = s.Upsert(ctx, a, []byte(`{"id":"x","v":2}`), mark) // a copy of another version
+	require.NoError(t, err)
+	ids, _ = hiddenIDs(t, s, a, "")
+	assert.Empty(t, ids, "the stale ghost gives way; the copy's version shows where it was written")
+}
