@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/shardstate"
@@ -199,7 +200,7 @@ func (c *Client) feedView(ctx context.Context, e *dbEntry, since int64) (*feedVi
 		s := hist[len(hist)-1]
 		epoch, version = s.Epoch, s.Version
 		if e.follow == nil || s.Version != e.version.Load() {
-			if r, err = s.Decode(); err != nil {
+			if r, err = s.DecodeDocument(); err != nil {
 				return nil, fmt.Errorf("router: change feed of %s: %w", e.link, err)
 			}
 		}
@@ -346,8 +347,12 @@ func (fr *feedRead) rankOf(l string) int {
 // drain reads collection i until it has caught up or the page is full
 // (full: the caller stops there).
 func (fr *feedRead) drain(ctx context.Context, i int) (full bool, err error) {
+	budget := fr.o.PageSize * len(fr.tok.colls) // as much as a page reading every collection holds
 	for {
-		got, err := fr.readOne(ctx, i, fr.o.PageSize)
+		// One store page of what the budget has left: the store's page is
+		// the answer's, uncopied, when it is the first; a page of PageSize
+		// or more ends the call, so pages are seldom copied together.
+		got, err := fr.readOne(ctx, i, budget-len(fr.page.Items))
 		if err != nil {
 			return false, err
 		}
@@ -375,8 +380,12 @@ func (fr *feedRead) readOne(ctx context.Context, i, size int) (int, error) {
 		return 0, err
 	}
 	fr.page.RequestCharge += pg.RequestCharge
-	fr.page.Items = append(fr.page.Items, pg.Items...)
 	p.tok = pg.Continuation
+	if fr.page.Items == nil {
+		fr.page.Items = pg.Items // the store's page, as it is: no copy for the commonest case
+	} else {
+		fr.page.Items = append(fr.page.Items, pg.Items...)
+	}
 	if len(pg.Items) == 0 {
 		p.caught = fr.v.epoch
 	}
@@ -391,28 +400,49 @@ func (fr *feedRead) dropLeft() {
 	})
 }
 
-// readAll reads one page of every collection, several at once, and
-// appends them in link order.
+// readAll reads one page of every collection and appends them in link
+// order. The first is read on the calling goroutine; when that took long
+// enough to be a round trip (a remote store), the rest are read several
+// at once, else one after another (an in-process store answers faster than
+// goroutines start).
 func (fr *feedRead) readAll(ctx context.Context) error {
 	n := len(fr.tok.colls)
 	subs := make([]feedRead, n)
 	errs := make([]error, n)
-	par := parallelism(fr.c.opts.MaxDegreeOfParallelism, n)
-	sem := make(chan struct{}, par)
-	var wg sync.WaitGroup
-	caught := true
-	for i := range n {
+	one := func(i int) {
 		subs[i] = feedRead{cf: fr.cf, v: fr.v, tok: &feedToken{colls: []feedPos{fr.tok.colls[i]}}}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			_, errs[i] = subs[i].readOne(ctx, 0, fr.o.PageSize)
-		}()
+		_, errs[i] = subs[i].readOne(ctx, 0, fr.o.PageSize)
 	}
-	wg.Wait()
+	start := time.Now()
+	if n > 0 {
+		one(0)
+	}
+	if par := parallelism(fr.c.opts.MaxDegreeOfParallelism, n-1); n > 1 && par > 1 && time.Since(start) >= remoteRead {
+		sem := make(chan struct{}, par)
+		var wg sync.WaitGroup
+		for i := 1; i < n; i++ {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				one(i)
+			}()
+		}
+		wg.Wait()
+	} else {
+		for i := 1; i < n && errs[i-1] == nil; i++ {
+			one(i)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
+	}
+	total, caught := 0, true
+	for i := range subs {
+		total += len(subs[i].page.Items)
+	}
+	if fr.page.Items == nil && total > 0 {
+		fr.page.Items = make([]json.RawMessage, 0, total)
 	}
 	for i := range subs {
 		fr.tok.colls[i] = subs[i].tok.colls[0]
@@ -423,6 +453,10 @@ func (fr *feedRead) readAll(ctx context.Context) error {
 	fr.page.CaughtUp = caught
 	return nil
 }
+
+// remoteRead is how long a change-feed read takes for readAll to take the
+// store for a remote one and read the other collections at once.
+const remoteRead = 500 * time.Microsecond
 
 // feedToken is a database change feed's position: per collection (by
 // link, sorted) the store's continuation (empty: the beginning), the
@@ -475,7 +509,10 @@ func (t *feedToken) encode(bind [8]byte) string {
 		body = binary.AppendUvarint(body, uint64(p.joined))
 	}
 	body = binary.AppendUvarint(body, uint64(t.ver))
-	body, flags := compress(body)
+	flags := byte(0)
+	if len(body) > 2048 { // many collections: a token costs a compression then
+		body, flags = compress(body)
+	}
 	return seal(bind, 0, flags, body)
 }
 

@@ -84,6 +84,10 @@ var flaters = sync.Pool{New: func() any {
 	return w
 }}
 
+// inflaters keeps DEFLATE readers (flate.Resetter), each holding a
+// 32-kilobyte window: a token decoded every page should not allocate one.
+var inflaters = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
+
 // binding is what a token is bound to: the first 8 bytes of the one
 // query-binding hash (localquery.Hash) of the database, the query text, its
 // parameters and the key.
@@ -239,8 +243,10 @@ func unseal(s string, bind [8]byte, what string, links func(uint32) error) ([]by
 	}
 	body := raw[14:n]
 	if raw[1]&1 != 0 {
-		r := flate.NewReader(bytes.NewReader(body))
+		r := inflaters.Get().(io.ReadCloser)
+		_ = r.(flate.Resetter).Reset(bytes.NewReader(body), nil)
 		body, err = io.ReadAll(io.LimitReader(r, maxTokenBody+1))
+		inflaters.Put(r)
 		if err != nil || len(body) > maxTokenBody {
 			return nil, badToken("compressed state does not decompress")
 		}

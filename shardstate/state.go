@@ -538,16 +538,24 @@ func RaiseFence(ctx context.Context, st store.Store, s *State) error {
 // *DocumentError naming it. Cost: one query over the history partition,
 // paged, and a point read.
 func History(ctx context.Context, st store.Store, dbLink string) ([]*State, error) {
-	return HistorySince(ctx, st, dbLink, 0)
+	h, err := HistorySince(ctx, st, dbLink, 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := h[len(h)-1].DecodeDocument(); err != nil {
+		return nil, err // as Load reports it
+	}
+	return h, nil
 }
 
 // HistorySince is History from the version after the given one: every
 // version above after, oldest first, the current one last (with its ETag;
-// alone when after is the current version or above). Cost: as History,
-// for the versions it returns.
+// alone when after is the current version or above). The current version
+// is read as Peek reads it: its resolver is not decoded (State.Decode, or
+// DecodeDocument, does). Cost: as History, for the versions it returns.
 func HistorySince(ctx context.Context, st store.Store, dbLink string, after int64) ([]*State, error) {
 	st = retry.Ensure(st)
-	cur, err := Load(ctx, st, dbLink)
+	cur, err := Peek(ctx, st, dbLink)
 	if err != nil {
 		return nil, err
 	}
