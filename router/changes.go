@@ -161,7 +161,8 @@ func (c *Client) Changes(ctx context.Context, dbLink string, opts *ChangeOptions
 // are caught up after a change of placement.
 type feedView struct {
 	epoch   int64
-	version int64 // the shared state's version (0: none)
+	version int64  // the shared state's version (0: none)
+	etag    string // the state document's ETag ("": none)
 	links   []string
 	extra   []string // named since the token's version, no longer
 	rank    map[string]int
@@ -187,9 +188,33 @@ type transitional interface {
 // the shared state after since named (a reshard's or spillover's that came
 // and went since the token's last read) and the current one does not are
 // in extra, to be read to their end as left ones; since = math.MaxInt64
-// loads the current version alone (one point read).
+// loads the current version alone. A view is immutable once made: the
+// client keeps the last one per database (Client.feedViews) and, while
+// the state document's ETag is unchanged, a call costs one point read.
 func (c *Client) feedView(ctx context.Context, e *dbEntry, since int64) (*feedView, error) {
-	r, epoch, version := e.r, int64(0), int64(0)
+	etag, err := shardstate.ETag(ctx, c.st, e.link)
+	switch {
+	case errors.Is(err, shardstate.ErrNoState):
+		return c.loadView(ctx, e, since)
+	case err != nil:
+		return nil, fmt.Errorf("router: change feed of %s: %w", e.link, err)
+	}
+	if v, ok := c.feedViews.Load(e.link); ok {
+		if v := v.(*feedView); v.etag == etag && since >= v.version-1 {
+			return v, nil // the state is unchanged, and nothing came and went since the token
+		}
+	}
+	v, err := c.loadView(ctx, e, since)
+	if err == nil && v.etag != "" && len(v.extra) == 0 {
+		c.feedViews.Store(e.link, v)
+	}
+	return v, err
+}
+
+// loadView is feedView past its cache: the state and its history since,
+// read and decoded.
+func (c *Client) loadView(ctx context.Context, e *dbEntry, since int64) (*feedView, error) {
+	r, epoch, version, etag := e.r, int64(0), int64(0), ""
 	var past []resolver.Resolver
 	hist, err := shardstate.HistorySince(ctx, c.st, e.link, since)
 	switch {
@@ -198,7 +223,7 @@ func (c *Client) feedView(ctx context.Context, e *dbEntry, since int64) (*feedVi
 		return nil, fmt.Errorf("router: change feed of %s: %w", e.link, err)
 	default:
 		s := hist[len(hist)-1]
-		epoch, version = s.Epoch, s.Version
+		epoch, version, etag = s.Epoch, s.Version, s.ETag
 		if e.follow == nil || s.Version != e.version.Load() {
 			if r, err = s.DecodeDocument(); err != nil {
 				return nil, fmt.Errorf("router: change feed of %s: %w", e.link, err)
@@ -212,7 +237,7 @@ func (c *Client) feedView(ctx context.Context, e *dbEntry, since int64) (*feedVi
 			past = append(past, pr)
 		}
 	}
-	v := &feedView{epoch: epoch, version: version, rank: map[string]int{}}
+	v := &feedView{epoch: epoch, version: version, etag: etag, rank: map[string]int{}}
 	if err := rankLinks(v.rank, r); err != nil {
 		return nil, fmt.Errorf("router: change feed of %s: %w", e.link, err)
 	}

@@ -215,6 +215,26 @@ func load(ctx context.Context, st store.Store, dbLink string, decode bool) (*Sta
 	return s, nil
 }
 
+// ETag returns the ETag of a database's state document, read without
+// parsing it: a cheap test of whether the state changed since a Load or
+// Peek (State.ETag). A missing document is ErrNoState. Cost: one point
+// read.
+func ETag(ctx context.Context, st store.Store, dbLink string) (string, error) {
+	st = retry.Ensure(st)
+	db, coll, err := names(dbLink)
+	if err != nil {
+		return "", err
+	}
+	d, err := st.Read(ctx, coll, stateID, &store.ReadOptions{PartitionKey: kindState})
+	if errors.Is(err, store.ErrNotFound) {
+		return "", fmt.Errorf("%w: %s (no document %q in %s)", ErrNoState, db, stateID, coll)
+	}
+	if err != nil {
+		return "", fmt.Errorf("shardstate: reading the state of %s: %w", db, err)
+	}
+	return d.ETag, nil
+}
+
 // parse decodes and validates one stored state or history document, its
 // resolver too when decode is set.
 func parse(body []byte, db, kind string, decode bool) (*State, error) {
