@@ -112,7 +112,9 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	client := router.New(st, nil)
 	// Following the shared state lets the reshard switch this client over.
-	f, err := client.Follow(ctx, db, &router.FollowOptions{Seed: two, PollInterval: 20 * time.Millisecond})
+	// A lease of 5 s rides out a busy host's pauses; a poll of 20 ms sees
+	// the reshard's steps at once.
+	f, err := client.Follow(ctx, db, &router.FollowOptions{Seed: two, PollInterval: 20 * time.Millisecond, LeaseDuration: 5 * time.Second})
 	if err != nil {
 		return err
 	}
