@@ -195,17 +195,9 @@ func Peek(ctx context.Context, st store.Store, dbLink string) (*State, error) {
 
 // load is Load, decoding the resolver to check it when decode is set.
 func load(ctx context.Context, st store.Store, dbLink string, decode bool) (*State, error) {
-	st = retry.Ensure(st)
-	db, coll, err := names(dbLink)
+	db, coll, d, err := readState(ctx, st, dbLink)
 	if err != nil {
 		return nil, err
-	}
-	d, err := st.Read(ctx, coll, stateID, &store.ReadOptions{PartitionKey: kindState})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %s (no document %q in %s)", ErrNoState, db, stateID, coll)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("shardstate: reading the state of %s: %w", db, err)
 	}
 	s, err := parse(d.Body, db, kindState, decode)
 	if err != nil {
@@ -220,19 +212,28 @@ func load(ctx context.Context, st store.Store, dbLink string, decode bool) (*Sta
 // Peek (State.ETag). A missing document is ErrNoState. Cost: one point
 // read.
 func ETag(ctx context.Context, st store.Store, dbLink string) (string, error) {
-	st = retry.Ensure(st)
-	db, coll, err := names(dbLink)
+	_, _, d, err := readState(ctx, st, dbLink)
 	if err != nil {
 		return "", err
 	}
-	d, err := st.Read(ctx, coll, stateID, &store.ReadOptions{PartitionKey: kindState})
+	return d.ETag, nil
+}
+
+// readState reads a database's state document as stored: the database and
+// state collection links, and the document. A missing one is ErrNoState.
+func readState(ctx context.Context, st store.Store, dbLink string) (db, coll string, d *store.Document, err error) {
+	st = retry.Ensure(st)
+	if db, coll, err = names(dbLink); err != nil {
+		return "", "", nil, err
+	}
+	d, err = st.Read(ctx, coll, stateID, &store.ReadOptions{PartitionKey: kindState})
 	if errors.Is(err, store.ErrNotFound) {
-		return "", fmt.Errorf("%w: %s (no document %q in %s)", ErrNoState, db, stateID, coll)
+		return "", "", nil, fmt.Errorf("%w: %s (no document %q in %s)", ErrNoState, db, stateID, coll)
 	}
 	if err != nil {
-		return "", fmt.Errorf("shardstate: reading the state of %s: %w", db, err)
+		return "", "", nil, fmt.Errorf("shardstate: reading the state of %s: %w", db, err)
 	}
-	return d.ETag, nil
+	return db, coll, d, nil
 }
 
 // parse decodes and validates one stored state or history document, its
