@@ -77,7 +77,7 @@ func (s *Store) ExecuteBatch(ctx context.Context, l string, key any, ops []store
 	if total > store.MaxDocumentSize {
 		return nil, store.Errorf(store.ErrTooLarge, op, l, "", "the batch's documents are %d bytes, more than %d", total, store.MaxDocumentSize)
 	}
-	resp, err := cc.ExecuteTransactionalBatch(s.stamp(ctx, store.OptionsOf(opts).Epoch, false), b,
+	resp, err := cc.ExecuteTransactionalBatch(s.stamp(ctx, store.OptionsOf(opts).Epoch), b,
 		&azcosmos.TransactionalBatchOptions{EnableContentResponseOnWrite: true})
 	if err != nil {
 		return nil, mapErr(op, l, "", err)

@@ -114,10 +114,15 @@ func (s *Store) databaseClients(db string) []*azcosmos.Client {
 	return out
 }
 
-// stamp returns ctx carrying a write's epoch and reshard mark
-// (store.WriteOptions.Reshard) to docshard serve; on other endpoints, and
-// with neither, ctx itself.
-func (s *Store) stamp(ctx context.Context, epoch int64, reshard bool) context.Context {
+// stamp returns ctx carrying a write's epoch to docshard serve; on other
+// endpoints, and for epoch 0, ctx itself.
+func (s *Store) stamp(ctx context.Context, epoch int64) context.Context {
+	return s.stampWrite(ctx, epoch, false)
+}
+
+// stampWrite is stamp with the write's reshard mark
+// (store.WriteOptions.Reshard) too, which docshard serve alone is sent.
+func (s *Store) stampWrite(ctx context.Context, epoch int64, reshard bool) context.Context {
 	h := http.Header{}
 	if s.fenced && epoch != 0 {
 		h.Set(headerEpoch, strconv.FormatInt(epoch, 10))

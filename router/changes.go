@@ -105,7 +105,10 @@ func (c *Client) Changes(ctx context.Context, dbLink string, opts *ChangeOptions
 	if !ok {
 		return nil, ErrNoChangeFeed
 	}
-	o := store.OptionsOf(opts)
+	var o ChangeOptions
+	if opts != nil {
+		o = *opts
+	}
 	if o.PageSize < 0 {
 		return nil, fmt.Errorf("router: change feed of %s: PageSize %d: want 0 (the default) or more", e.link, o.PageSize)
 	}
