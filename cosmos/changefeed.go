@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/tidwall/gjson"
@@ -136,6 +137,9 @@ func (s *Store) ReadChanges(ctx context.Context, l string, opts *store.ChangeFee
 		cfo.Continuation = &now
 	default:
 		cfo.FeedRange = &wholeRange
+	}
+	if s.marks && o.HideReshard {
+		ctx = policy.WithHTTPHeader(ctx, http.Header{headerHide: {"true"}})
 	}
 	page := &store.ChangePage{}
 	for calls := 1; ; calls++ {

@@ -149,6 +149,10 @@ type Store struct {
 	// wholeQueries: every endpoint is docshard serve with its query
 	// extension, which answers any query whole (Open; see Query).
 	wholeQueries bool
+	// marks: every endpoint is docshard serve with its reshard extension:
+	// writes carry store.WriteOptions.Reshard, change-feed reads
+	// store.ChangeFeedOptions.HideReshard (Open).
+	marks bool
 }
 
 var _ store.Store = (*Store)(nil)

@@ -284,7 +284,7 @@ func (s *Store) write(ctx context.Context, op, l, id string, doc []byte, opts *s
 		return nil, err
 	}
 	var resp azcosmos.ItemResponse
-	ctx = s.stamp(ctx, o.Epoch)
+	ctx = s.stampWrite(ctx, o.Epoch, o.Reshard)
 	switch op {
 	case "create":
 		resp, err = cc.CreateItem(ctx, pk, doc, itemOptions(o.IfMatch))
@@ -401,7 +401,7 @@ func (s *Store) Delete(ctx context.Context, l, id string, opts *store.WriteOptio
 	if err != nil {
 		return err
 	}
-	if _, err := cc.DeleteItem(s.stamp(ctx, o.Epoch), pk, id, itemOptions(o.IfMatch)); err != nil {
+	if _, err := cc.DeleteItem(s.stampWrite(ctx, o.Epoch, o.Reshard), pk, id, itemOptions(o.IfMatch)); err != nil {
 		return s.itemErr(ctx, op, l, id, cc, err)
 	}
 	return nil

@@ -25,6 +25,8 @@ const (
 	headerServe      = "x-docshard-serve"
 	headerWholeQuery = "x-docshard-whole-query"
 	headerEpoch      = "x-docshard-epoch"
+	headerReshard    = "x-docshard-reshard"
+	headerHide       = "x-docshard-hide-reshard"
 	headerFence      = "x-docshard-fence"
 	headerRaiseFence = "x-docshard-raise-fence"
 	codeFenced       = "Fenced"
@@ -64,7 +66,7 @@ func Open(ctx context.Context, opts *Options) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	fenced, whole := true, true
+	fenced, whole, moves := true, true, true
 	for _, cl := range s.clients() {
 		h, err := s.databaseHeaders(ctx, "open", cl, "docshard-ping", nil)
 		if err != nil {
@@ -73,8 +75,10 @@ func Open(ctx context.Context, opts *Options) (store.Store, error) {
 		offered := strings.Split(h.Get(headerServe), ",")
 		fenced = fenced && slices.Contains(offered, "fence")
 		whole = whole && slices.Contains(offered, "query")
+		moves = moves && slices.Contains(offered, "reshard")
 	}
 	s.wholeQueries = whole
+	s.marks = moves
 	if !fenced {
 		return s, nil
 	}
@@ -113,10 +117,23 @@ func (s *Store) databaseClients(db string) []*azcosmos.Client {
 // stamp returns ctx carrying a write's epoch to docshard serve; on other
 // endpoints, and for epoch 0, ctx itself.
 func (s *Store) stamp(ctx context.Context, epoch int64) context.Context {
-	if !s.fenced || epoch == 0 {
+	return s.stampWrite(ctx, epoch, false)
+}
+
+// stampWrite is stamp with the write's reshard mark
+// (store.WriteOptions.Reshard) too, which docshard serve alone is sent.
+func (s *Store) stampWrite(ctx context.Context, epoch int64, reshard bool) context.Context {
+	h := http.Header{}
+	if s.fenced && epoch != 0 {
+		h.Set(headerEpoch, strconv.FormatInt(epoch, 10))
+	}
+	if s.marks && reshard {
+		h.Set(headerReshard, "true")
+	}
+	if len(h) == 0 {
 		return ctx
 	}
-	return policy.WithHTTPHeader(ctx, http.Header{headerEpoch: {strconv.FormatInt(epoch, 10)}})
+	return policy.WithHTTPHeader(ctx, h)
 }
 
 // fencedBy reports whether a 412 answer is docshard serve's refusal of a

@@ -41,7 +41,7 @@ func (s *Server) changeFeed(c *call, ref collRef) *apiError {
 	if e != nil {
 		return e
 	}
-	opts := &store.ChangeFeedOptions{PageSize: ps.size}
+	opts := &store.ChangeFeedOptions{PageSize: ps.size, HideReshard: isTrue(c.r.Header.Get(HeaderHideReshard))}
 	if ps.size < 0 {
 		opts.PageSize = math.MaxInt32 // as many as a page holds
 	}

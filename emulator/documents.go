@@ -51,7 +51,7 @@ func (s *Server) documents(c *call, ref collRef) *apiError {
 	if e != nil {
 		return e
 	}
-	opts := &store.WriteOptions{Epoch: epoch}
+	opts := &store.WriteOptions{Epoch: epoch, Reshard: isTrue(c.r.Header.Get(HeaderReshard))}
 	if given {
 		if e := checkKeyArity(key, path); e != nil {
 			return e
@@ -89,7 +89,7 @@ func (s *Server) documents(c *call, ref collRef) *apiError {
 // layer that retries those, in the client): it goes round only while a
 // concurrent delete and create keep changing which step applies.
 func (s *Server) upsert(ctx context.Context, l string, body []byte, opts *store.WriteOptions) (*store.Document, bool, error) {
-	createOpts := &store.WriteOptions{PartitionKey: opts.PartitionKey, Epoch: opts.Epoch}
+	createOpts := &store.WriteOptions{PartitionKey: opts.PartitionKey, Epoch: opts.Epoch, Reshard: opts.Reshard}
 	for {
 		d, err := s.st.Create(ctx, l, body, createOpts)
 		if err == nil {
@@ -156,13 +156,13 @@ func (s *Server) document(c *call, ref collRef, id string) *apiError {
 		if e != nil {
 			return e
 		}
-		d, err := s.st.Replace(ctx, ref.link, id, body, &store.WriteOptions{PartitionKey: key, IfMatch: ifMatch, Epoch: epoch})
+		d, err := s.st.Replace(ctx, ref.link, id, body, &store.WriteOptions{PartitionKey: key, IfMatch: ifMatch, Epoch: epoch, Reshard: isTrue(c.r.Header.Get(HeaderReshard))})
 		if err != nil {
 			return fromStore(err)
 		}
 		c.writeDocument(http.StatusOK, ref, path, d, true)
 	case http.MethodDelete:
-		if err := s.st.Delete(ctx, ref.link, id, &store.WriteOptions{PartitionKey: key, IfMatch: ifMatch, Epoch: epoch}); err != nil {
+		if err := s.st.Delete(ctx, ref.link, id, &store.WriteOptions{PartitionKey: key, IfMatch: ifMatch, Epoch: epoch, Reshard: isTrue(c.r.Header.Get(HeaderReshard))}); err != nil {
 			return fromStore(err)
 		}
 		c.session(true)

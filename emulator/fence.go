@@ -31,6 +31,14 @@ const (
 	HeaderRaiseFence = "x-docshard-raise-fence"
 	// CodeFenced is the body's "code" of a write refused by the fence.
 	CodeFenced = "Fenced"
+	// HeaderReshard, "true" on a write (create, replace, upsert, delete),
+	// marks it as a reshard's own (store.WriteOptions.Reshard): a copy, or
+	// the clean-up of a moved source. Offered as the extension "reshard".
+	HeaderReshard = "x-docshard-reshard"
+	// HeaderHideReshard, "true" on a change-feed read, reads it without a
+	// reshard's marks (store.ChangeFeedOptions.HideReshard): copies left
+	// out, moved documents kept at their last version.
+	HeaderHideReshard = "x-docshard-hide-reshard"
 )
 
 // extensions lists what the server offers of docshard's extensions, for
@@ -44,6 +52,9 @@ func extensions(st store.Store) string {
 		out = append(out, "fence")
 	}
 	out = append(out, "query") // HeaderWholeQuery
+	if _, ok := st.(store.ChangeFeeder); ok {
+		out = append(out, "reshard") // HeaderReshard, HeaderHideReshard
+	}
 	return strings.Join(out, ",")
 }
 

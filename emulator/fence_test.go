@@ -50,11 +50,11 @@ func TestFenceHeaders(t *testing.T) {
 	srv := rawServer(t)
 	code, h, _ := send(t, srv, rawRequest{method: "GET", path: "/dbs/raw"})
 	require.Equal(t, http.StatusOK, code)
-	assert.Equal(t, "batch,fence,query", h.Get(emulator.HeaderServe))
+	assert.Equal(t, "batch,fence,query,reshard", h.Get(emulator.HeaderServe))
 	assert.Equal(t, "0", h.Get(emulator.HeaderFence))
 	code, h, _ = send(t, srv, rawRequest{method: "GET", path: "/dbs/nothing"})
 	assert.Equal(t, http.StatusNotFound, code)
-	assert.Equal(t, "batch,fence,query", h.Get(emulator.HeaderServe), "on a missing database too")
+	assert.Equal(t, "batch,fence,query,reshard", h.Get(emulator.HeaderServe), "on a missing database too")
 	assert.Equal(t, "0", h.Get(emulator.HeaderFence))
 
 	assert.Equal(t, "5", raiseFence(t, srv, "dbs/raw", 5))

@@ -142,6 +142,8 @@ type Client struct {
 	owned     *localquery.Cursors // results of shared collections (owned.go)
 
 	keys store.CollectionKeys // the kind of each collection a composite key reaches
+
+	feedViews sync.Map // database link → *feedView: the last change-feed view (changes.go)
 }
 
 // registry is the set of registrations, immutable once published: a

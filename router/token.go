@@ -84,6 +84,10 @@ var flaters = sync.Pool{New: func() any {
 	return w
 }}
 
+// inflaters keeps DEFLATE readers (flate.Resetter), each holding a
+// 32-kilobyte window: a token decoded every page should not allocate one.
+var inflaters = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
+
 // binding is what a token is bound to: the first 8 bytes of the one
 // query-binding hash (localquery.Hash) of the database, the query text, its
 // parameters and the key.
@@ -100,7 +104,13 @@ func linksHash(links []string) uint32 {
 }
 
 func (t *tokenState) encode(bind [8]byte, lh uint32) string {
-	body := t.body()
+	body, flags := compress(t.body())
+	return seal(bind, lh, flags, body)
+}
+
+// compress returns body DEFLATE-compressed with flags bit 0 set when that
+// makes it shorter, else body and 0.
+func compress(body []byte) ([]byte, byte) {
 	flags := byte(0)
 	if len(body) > 96 {
 		z := &bytes.Buffer{}
@@ -113,7 +123,7 @@ func (t *tokenState) encode(bind [8]byte, lh uint32) string {
 			body, flags = z.Bytes(), 1
 		}
 	}
-	return seal(bind, lh, flags, body)
+	return body, flags
 }
 
 // body writes the state, uncompressed.
@@ -162,35 +172,14 @@ func badToken(format string, args ...any) error {
 const maxTokenBody = 16 << 20
 
 func decodeToken(s string, bind [8]byte, lh uint32, width int) (*tokenState, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return nil, badToken("not base64url: %v", err)
-	}
-	if len(raw) < 18 {
-		return nil, badToken("%d bytes is too short", len(raw))
-	}
-	if raw[0] != tokenVersion {
-		return nil, badToken("version %d, this router reads version %d", raw[0], tokenVersion)
-	}
-	n := len(raw) - 4
-	if crc32.Checksum(raw[:n], castagnoli) != binary.BigEndian.Uint32(raw[n:]) {
-		return nil, badToken("checksum mismatch: the token is corrupt or truncated")
-	}
-	if !bytes.Equal(raw[2:10], bind[:]) {
-		return nil, badToken("it belongs to another query, parameters or partition key")
-	}
-	if binary.BigEndian.Uint32(raw[10:14]) != lh {
-		return nil, badToken("the database's collections changed since it was issued (a new resolver); run the query again")
-	}
-	body := raw[14:n]
-	if raw[1]&1 != 0 {
-		r := flate.NewReader(bytes.NewReader(body))
-		body, err = io.ReadAll(io.LimitReader(r, maxTokenBody+1))
-		if err != nil || len(body) > maxTokenBody {
-			return nil, badToken("compressed state does not decompress")
+	body, err := unseal(s, bind, "query, parameters or partition key", func(got uint32) error {
+		if got != lh {
+			return badToken("the database's collections changed since it was issued (a new resolver); run the query again")
 		}
-	} else if raw[1] != 0 {
-		return nil, badToken("unknown flags %#x", raw[1])
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	d := tokenReader{b: body}
 	t := &tokenState{}
@@ -225,6 +214,46 @@ func decodeToken(s string, bind [8]byte, lh uint32, width int) (*tokenState, err
 		return nil, badToken("malformed state")
 	}
 	return t, nil
+}
+
+// unseal opens a token sealed by seal: it checks the encoding, version,
+// checksum and binding (what names what else a binding stands for, in the
+// error), hands the links hash to links to check, and returns the body,
+// decompressed.
+func unseal(s string, bind [8]byte, what string, links func(uint32) error) ([]byte, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, badToken("not base64url: %v", err)
+	}
+	if len(raw) < 18 {
+		return nil, badToken("%d bytes is too short", len(raw))
+	}
+	if raw[0] != tokenVersion {
+		return nil, badToken("version %d, this router reads version %d", raw[0], tokenVersion)
+	}
+	n := len(raw) - 4
+	if crc32.Checksum(raw[:n], castagnoli) != binary.BigEndian.Uint32(raw[n:]) {
+		return nil, badToken("checksum mismatch: the token is corrupt or truncated")
+	}
+	if !bytes.Equal(raw[2:10], bind[:]) {
+		return nil, badToken("it belongs to another %s", what)
+	}
+	if err := links(binary.BigEndian.Uint32(raw[10:14])); err != nil {
+		return nil, err
+	}
+	body := raw[14:n]
+	if raw[1]&1 != 0 {
+		r := inflaters.Get().(io.ReadCloser)
+		_ = r.(flate.Resetter).Reset(bytes.NewReader(body), nil)
+		body, err = io.ReadAll(io.LimitReader(r, maxTokenBody+1))
+		inflaters.Put(r)
+		if err != nil || len(body) > maxTokenBody {
+			return nil, badToken("compressed state does not decompress")
+		}
+	} else if raw[1] != 0 {
+		return nil, badToken("unknown flags %#x", raw[1])
+	}
+	return body, nil
 }
 
 var errShortToken = errors.New("short")

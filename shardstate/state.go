@@ -200,17 +200,9 @@ func Peek(ctx context.Context, st store.Store, dbLink string) (*State, error) {
 
 // load is Load, decoding the resolver to check it when decode is set.
 func load(ctx context.Context, st store.Store, dbLink string, decode bool) (*State, error) {
-	st = retry.Ensure(st)
-	db, coll, err := names(dbLink)
+	db, coll, d, err := readState(ctx, st, dbLink)
 	if err != nil {
 		return nil, err
-	}
-	d, err := st.Read(ctx, coll, stateID, &store.ReadOptions{PartitionKey: kindState})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %s (no document %q in %s)", ErrNoState, db, stateID, coll)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("shardstate: reading the state of %s: %w", db, err)
 	}
 	s, err := parse(d.Body, db, kindState, decode)
 	if err != nil {
@@ -218,6 +210,35 @@ func load(ctx context.Context, st store.Store, dbLink string, decode bool) (*Sta
 	}
 	s.ETag = d.ETag
 	return s, nil
+}
+
+// ETag returns the ETag of a database's state document, read without
+// parsing it: a cheap test of whether the state changed since a Load or
+// Peek (State.ETag). A missing document is ErrNoState. Cost: one point
+// read.
+func ETag(ctx context.Context, st store.Store, dbLink string) (string, error) {
+	_, _, d, err := readState(ctx, st, dbLink)
+	if err != nil {
+		return "", err
+	}
+	return d.ETag, nil
+}
+
+// readState reads a database's state document as stored: the database and
+// state collection links, and the document. A missing one is ErrNoState.
+func readState(ctx context.Context, st store.Store, dbLink string) (db, coll string, d *store.Document, err error) {
+	st = retry.Ensure(st)
+	if db, coll, err = names(dbLink); err != nil {
+		return "", "", nil, err
+	}
+	d, err = st.Read(ctx, coll, stateID, &store.ReadOptions{PartitionKey: kindState})
+	if errors.Is(err, store.ErrNotFound) {
+		return "", "", nil, fmt.Errorf("%w: %s (no document %q in %s)", ErrNoState, db, stateID, coll)
+	}
+	if err != nil {
+		return "", "", nil, fmt.Errorf("shardstate: reading the state of %s: %w", db, err)
+	}
+	return db, coll, d, nil
 }
 
 // parse decodes and validates one stored state or history document, its
@@ -561,15 +582,34 @@ func RaiseFence(ctx context.Context, st store.Store, s *State) error {
 // *DocumentError naming it. Cost: one query over the history partition,
 // paged, and a point read.
 func History(ctx context.Context, st store.Store, dbLink string) ([]*State, error) {
-	st = retry.Ensure(st)
-	cur, err := Load(ctx, st, dbLink)
+	h, err := HistorySince(ctx, st, dbLink, 0)
 	if err != nil {
 		return nil, err
 	}
+	if _, err := h[len(h)-1].DecodeDocument(); err != nil {
+		return nil, err // as Load reports it
+	}
+	return h, nil
+}
+
+// HistorySince is History from the version after the given one: every
+// version above after, oldest first, the current one last (with its ETag;
+// alone when after is the current version or above). The current version
+// is read as Peek reads it: its resolver is not decoded (State.Decode, or
+// DecodeDocument, does). Cost: as History, for the versions it returns.
+func HistorySince(ctx context.Context, st store.Store, dbLink string, after int64) ([]*State, error) {
+	st = retry.Ensure(st)
+	cur, err := Peek(ctx, st, dbLink)
+	if err != nil {
+		return nil, err
+	}
+	if after >= cur.Version-1 {
+		return []*State{cur}, nil
+	}
 	coll, _ := CollectionLink(cur.Database)
 	var out []*State
-	q := store.Query{Text: "SELECT * FROM c WHERE c.kind = @kind AND c.version < @v ORDER BY c.version",
-		Parameters: []store.Param{{Name: "@kind", Value: kindHistory}, {Name: "@v", Value: cur.Version}}}
+	q := store.Query{Text: "SELECT * FROM c WHERE c.kind = @kind AND c.version > @after AND c.version < @v ORDER BY c.version",
+		Parameters: []store.Param{{Name: "@kind", Value: kindHistory}, {Name: "@after", Value: after}, {Name: "@v", Value: cur.Version}}}
 	opts := &store.QueryOptions{PartitionKey: kindHistory}
 	for {
 		page, err := st.Query(ctx, coll, q, opts)

@@ -54,6 +54,13 @@ type ChangeFeedOptions struct {
 	// PageSize is a hint for the most documents a page holds; 0 means the
 	// backend's default.
 	PageSize int
+	// HideReshard reads the feed as a consumer of application writes: a
+	// write marked WriteOptions.Reshard that copied a document here does
+	// not appear, and a document a reshard's clean-up deleted still
+	// appears at its last version (see WriteOptions.Reshard). A backend
+	// that does not mark writes (Cosmos DB) ignores it. Tokens of either
+	// kind of read resume either kind.
+	HideReshard bool
 }
 
 // ChangePage is one page of a change feed.

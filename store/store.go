@@ -207,6 +207,16 @@ type WriteOptions struct {
 	// atomically with the write. 0 means not stamped; backends that are not
 	// Fencers ignore it.
 	Epoch int64
+	// Reshard marks the write as a reshard's own (package transition sets
+	// it on its copies and on its clean-up): the data did not change, it
+	// moved. A backend whose change feed can tell (the embedded store, in
+	// process and through docshard serve) leaves such a copy out of feeds
+	// read with ChangeFeedOptions.HideReshard, and keeps the last version
+	// of a source deleted so in them (the document moved; its version was
+	// written by the application, in that collection). Other feeds and
+	// every other read are unaffected. Backends that cannot tell (Cosmos
+	// DB) ignore it.
+	Reshard bool
 }
 
 // ReadOptions qualify a point read. A nil *ReadOptions means none.

@@ -1077,14 +1077,14 @@ func (m *manager) copyMove(ctx context.Context, source string, doc []byte, mv mo
 			return false, nil
 		}
 	}
-	copied, err := m.st.Upsert(ctx, target, doc, &store.WriteOptions{PartitionKey: tk, Epoch: m.epoch()})
+	copied, err := m.st.Upsert(ctx, target, doc, &store.WriteOptions{PartitionKey: tk, Epoch: m.epoch(), Reshard: true})
 	if err != nil {
 		return false, fmt.Errorf("transition: copying to %s: %w", target, err)
 	}
 	count.Add(1)
 	id := copied.ID
 	if _, err := m.st.Read(ctx, source, id, &store.ReadOptions{PartitionKey: srcK}); errors.Is(err, store.ErrNotFound) {
-		err := m.st.Delete(ctx, target, id, &store.WriteOptions{PartitionKey: tk, IfMatch: copied.ETag, Epoch: m.epoch()})
+		err := m.st.Delete(ctx, target, id, &store.WriteOptions{PartitionKey: tk, IfMatch: copied.ETag, Epoch: m.epoch(), Reshard: true})
 		if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
 			return true, fmt.Errorf("transition: removing the copy of %q deleted meanwhile from %s: %w", id, target, err)
 		}
@@ -1119,7 +1119,7 @@ func (m *manager) reconcileOne(ctx context.Context, target string, doc []byte) e
 	src, err := m.st.Read(ctx, f.Want, f.ID, &store.ReadOptions{PartitionKey: wantK})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		err := m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: tk, IfMatch: etag, Epoch: m.epoch()})
+		err := m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: tk, IfMatch: etag, Epoch: m.epoch(), Reshard: true})
 		if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
 			return fmt.Errorf("transition: removing the orphan copy of %q from %s: %w", f.ID, target, err)
 		}
@@ -1586,7 +1586,7 @@ func (m *manager) cleanOne(ctx context.Context, source string, doc []byte, froze
 		if !frozen {
 			return sus, nil
 		}
-		if _, err := m.st.Create(ctx, target, doc, &store.WriteOptions{PartitionKey: tk, Epoch: m.epoch()}); err != nil {
+		if _, err := m.st.Create(ctx, target, doc, &store.WriteOptions{PartitionKey: tk, Epoch: m.epoch(), Reshard: true}); err != nil {
 			if errors.Is(err, store.ErrConflict) {
 				return sus, nil
 			}
@@ -1598,7 +1598,7 @@ func (m *manager) cleanOne(ctx context.Context, source string, doc []byte, froze
 	case !sameContent(doc, copyDoc.Body) && meta.TS > copyDoc.Timestamp:
 		// The source was written after its last copy: copy it again unless
 		// the copy moved on meanwhile (then the copy is the newer).
-		_, err := m.st.Replace(ctx, target, meta.ID, doc, &store.WriteOptions{PartitionKey: tk, IfMatch: copyDoc.ETag, Epoch: m.epoch()})
+		_, err := m.st.Replace(ctx, target, meta.ID, doc, &store.WriteOptions{PartitionKey: tk, IfMatch: copyDoc.ETag, Epoch: m.epoch(), Reshard: true})
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return sus, nil // deleted meanwhile: no proof either way yet
@@ -1606,7 +1606,7 @@ func (m *manager) cleanOne(ctx context.Context, source string, doc []byte, froze
 			return nil, fmt.Errorf("transition: copying %q to %s again: %w", meta.ID, target, err)
 		}
 	}
-	err = m.st.Delete(ctx, source, meta.ID, &store.WriteOptions{PartitionKey: srcK, IfMatch: meta.ETag, Epoch: m.epoch()})
+	err = m.st.Delete(ctx, source, meta.ID, &store.WriteOptions{PartitionKey: srcK, IfMatch: meta.ETag, Epoch: m.epoch(), Reshard: true})
 	switch {
 	case errors.Is(err, store.ErrPreconditionFailed):
 		return sus, nil // the source changed since it was read: look again
@@ -1693,7 +1693,7 @@ func (m *manager) removeCopy(ctx context.Context, target string, doc []byte) err
 	if err != nil {
 		return err
 	}
-	err = m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: tk, IfMatch: etag, Epoch: m.epoch()})
+	err = m.st.Delete(ctx, target, f.ID, &store.WriteOptions{PartitionKey: tk, IfMatch: etag, Epoch: m.epoch(), Reshard: true})
 	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
 		return fmt.Errorf("transition: removing the copy of %q from %s: %w", f.ID, target, err)
 	}

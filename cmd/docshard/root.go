@@ -39,7 +39,7 @@ shows which keys would move when collections change (plan).`,
 	root.PersistentFlags().StringVarP(&g.configFile, "config", "c", "", "configuration file (YAML, JSON or TOML)")
 	root.PersistentFlags().StringVar(&g.db, "db", "", "database link (dbs/NAME); may be omitted when the file has one database")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log on stderr from this level: debug, info, warn or error")
-	root.AddCommand(newDemoCmd(g), newLocateCmd(g), newPlanCmd(g), newLoadCmd(g), newQueryCmd(g), newServeCmd(g), newStateCmd(g), newReshardCmd(g), newVerifyCmd(g), newVersionCmd(g), newSalvageCmd(g))
+	root.AddCommand(newDemoCmd(g), newLocateCmd(g), newPlanCmd(g), newLoadCmd(g), newQueryCmd(g), newChangesCmd(g), newServeCmd(g), newStateCmd(g), newReshardCmd(g), newVerifyCmd(g), newVersionCmd(g), newSalvageCmd(g))
 	root.Version = version()
 	root.SetVersionTemplate("docshard {{.Version}}\n")
 	usageErrors(root)

@@ -153,6 +153,15 @@ func keyBinding(pk string, scoped bool) string {
 // handed out before. A page costs two binary searches and one step per
 // document returned, under the collection's read lock; a page scoped to a
 // partition key steps over the other keys' documents too.
+//
+// With opts.HideReshard a reshard's copies (writes marked
+// store.WriteOptions.Reshard) are skipped, and a document its clean-up
+// deleted (a delete so marked) keeps its last version in the feed until
+// its id and key are written in the collection again: the document moved,
+// and a reader behind the move still reads the version the application
+// wrote here. The marks live in memory: a durable store reopened reads
+// its documents as unmarked (copies written before it appear, ghosts of
+// moved documents are gone).
 func (s *Store) ReadChanges(ctx context.Context, l string, opts *store.ChangeFeedOptions) (*store.ChangePage, error) {
 	const op = "read changes"
 	o := opt.Of(opts)
@@ -187,7 +196,7 @@ func (s *Store) ReadChanges(ctx context.Context, l string, opts *store.ChangeFee
 		c.mu.RUnlock()
 		return nil, localquery.BadToken(op, l, o.Continuation, "position "+strconv.FormatUint(tok.LSN, 10)+" is past the end of the feed")
 	default:
-		tok.LSN = c.readChanges(page, tok.LSN, h, size, s.opts.MaxPageBytes, newScope(now, scoped, pk))
+		tok.LSN = c.readChanges(page, tok.LSN, h, size, s.opts.MaxPageBytes, newScope(now, scoped, pk), o.HideReshard)
 	}
 	c.mu.RUnlock()
 	page.Continuation = cursor.Encode(tok)
@@ -198,13 +207,13 @@ func (s *Store) ReadChanges(ctx context.Context, l string, opts *store.ChangeFee
 // to h, at most size of them and maxBytes of text (at least one), and
 // returns the position after the page: the last LSN it holds when it is
 // full, h when the reader has caught up. Caller holds c.mu.
-func (c *collection) readChanges(page *store.ChangePage, from, h uint64, size, maxBytes int, sc scope) uint64 {
+func (c *collection) readChanges(page *store.ChangePage, from, h uint64, size, maxBytes int, sc scope, hide bool) uint64 {
 	bytes := 0
 	for e := range c.changes.after(from) {
 		if e.lsn > h {
 			break
 		}
-		if e.expireAt <= sc.now || sc.scoped && !sc.keyIn(e.pkHash, e.pk) {
+		if e.expireAt <= sc.now || sc.scoped && !sc.keyIn(e.pkHash, e.pk) || (hide && e.quiet) || (!hide && e.ghost) {
 			continue
 		}
 		if len(page.Items) == size || bytes+len(e.body) > maxBytes && len(page.Items) > 0 {

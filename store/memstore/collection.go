@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"bytes"
 	"container/heap"
 	"fmt"
 	"hash/maphash"
@@ -34,10 +35,18 @@ type entry struct {
 	ts       int64
 	body     []byte
 
+	// quiet marks a reshard's copy (store.WriteOptions.Reshard): change
+	// feeds read with HideReshard skip it. Set before publishing.
+	quiet bool
+
 	// Under collection.mu:
 	next    *entry // the next entry with the same id (another key value)
 	dead    bool   // removed; still in order until compaction
 	heapIdx int    // position in the expiry heap; -1 when not in it
+	// ghost marks an entry a reshard's clean-up deleted (moved away):
+	// gone from every read, it stays in changes for feeds read with
+	// HideReshard until its identity is written here again.
+	ghost bool
 }
 
 // keySeed seeds keyHash; hashes are never stored.
@@ -90,6 +99,7 @@ type collection struct {
 	order   []*entry
 	dead    int // dead entries in order
 	changes lsnIndex
+	ghosts  map[string]*entry // ghost entries in changes, by ghostKey
 	expiry  expiryHeap
 	docs    int64 // live entries (expired ones until purged)
 	bytes   int64
@@ -198,6 +208,14 @@ func (c *collection) publish(e *entry) {
 		}
 		c.uniq.add(e)
 	}
+	if g := c.ghosts[ghostKey(e.id, e.pk)]; g != nil && !(e.quiet && sameContent(g.body, e.body)) {
+		// The identity is written here again with another version: that
+		// version stands for it in the feed (visibly, or, for a copy, where
+		// it was copied from). A copy of the ghost's own version (the
+		// document moved back) leaves the ghost its one visible place.
+		c.changes.remove(g)
+		delete(c.ghosts, ghostKey(e.id, e.pk))
+	}
 	if old == nil {
 		e.next = c.byID[e.id]
 		c.byID[e.id] = e
@@ -242,6 +260,50 @@ func (c *collection) remove(e *entry) {
 	c.changes.remove(e)
 	c.kill(e)
 }
+
+// moveOut takes out the entry e (which must be current) as a reshard's
+// clean-up does: gone from every read, as remove does, but an entry that
+// is not itself a copy stays in the change feed as a ghost, its version
+// still the document's last in this collection. Caller holds c.mu for
+// writing.
+func (c *collection) moveOut(e *entry) {
+	if e.quiet {
+		c.remove(e)
+		return
+	}
+	c.version.Add(1)
+	if c.uniq != nil {
+		c.uniq.drop(e)
+	}
+	c.relink(e, nil)
+	c.unaccount(e)
+	c.kill(e)
+	e.ghost = true
+	if c.ghosts == nil {
+		c.ghosts = map[string]*entry{}
+	}
+	c.ghosts[ghostKey(e.id, e.pk)] = e
+}
+
+// sameContent reports whether two stored bodies hold the same document:
+// the same text before the system properties a write appends (see
+// incoming.body).
+func sameContent(a, b []byte) bool {
+	return bytes.Equal(userText(a), userText(b))
+}
+
+// userText is a stored body without the system properties a write
+// appends at its end.
+func userText(body []byte) []byte {
+	if i := bytes.LastIndex(body, []byte(`,"_etag":"`)); i >= 0 {
+		return body[:i]
+	}
+	return body
+}
+
+// ghostKey is a document identity (id within a partition-key value) as a
+// map key.
+func ghostKey(id, pk string) string { return id + "\x00" + pk }
 
 // relink replaces old by e (nil: unlinks old) in its id's chain.
 func (c *collection) relink(old, e *entry) {

@@ -382,6 +382,7 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 	if err != nil {
 		return nil, err
 	}
+	e.quiet = o.Reshard
 	var claims []uniqueClaim
 	if c.uniq != nil {
 		claims = []uniqueClaim{{id: in.id, tuples: c.uniq.tuples(in.pk, e.body)}}
@@ -612,7 +613,11 @@ func (s *Store) Delete(ctx context.Context, l, id string, opts *store.WriteOptio
 	}
 	c.mu.Lock()
 	if !c.dropped && c.find(id, pk) == e {
-		c.remove(e)
+		if o.Reshard {
+			c.moveOut(e)
+		} else {
+			c.remove(e)
+		}
 	}
 	s.purgeLocked(c, now, 16)
 	c.mu.Unlock()
