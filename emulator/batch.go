@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/docshard/docshard/internal/docpatch"
 	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/store"
 )
@@ -54,7 +55,7 @@ type batchResult struct {
 // and the batch starts again), not the caller's.
 type batchPatch struct {
 	index     int
-	spec      *patchSpec
+	spec      *docpatch.Spec
 	readEtag  bool
 	callerTag string
 }
@@ -193,9 +194,9 @@ func (s *Server) prepareBatchPatches(ctx context.Context, ref collRef, key any, 
 			if base == nil {
 				return i, errorf(http.StatusNotFound, "%s the batch deleted %q before patching it", msgNotFound, op.ID)
 			}
-			body, e := p.spec.apply(ctx, op.ID, base, path)
-			if e != nil {
-				return i, e
+			body, err := p.spec.Apply(ctx, ref.link, op.ID, base, path)
+			if err != nil {
+				return i, fromStore(err)
 			}
 			op.Doc = body
 			local[op.ID] = body

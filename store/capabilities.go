@@ -187,3 +187,40 @@ type Fencer interface {
 	// Fence returns the fence of databaseLink; 0 when none was raised.
 	Fence(ctx context.Context, databaseLink string) (int64, error)
 }
+
+// Patcher applies a partial document update, as Cosmos DB's patch does:
+// up to MaxPatchOperations operations (PatchOp) applied in order to the
+// current version of one document, atomically (no write of the document
+// comes between the version read and the patched one written), on
+// condition of opts.IfMatch and of opts.Condition.
+type Patcher interface {
+	// Patch applies ops to the document id and returns it as stored
+	// after. A missing document is an error wrapping ErrNotFound; a
+	// stale opts.IfMatch or a false opts.Condition, ErrPreconditionFailed;
+	// a patch of no operations or more than MaxPatchOperations, an unknown
+	// operation, a malformed path or value, an operation that does not
+	// apply to the document (replace or remove of a missing property, incr
+	// of a string, ...) or one that would change the id, the partition
+	// key or a system property, ErrBadRequest; in every case nothing is
+	// written. Cost: one round trip.
+	Patch(ctx context.Context, link, id string, ops []PatchOp, opts *PatchOptions) (*Document, error)
+}
+
+// ManyReader reads several documents of one collection in one call, as
+// Cosmos DB's ReadManyItems does for a container.
+type ManyReader interface {
+	// ReadMany returns one document per item, in the items' order: the
+	// document with the item's id under its partition key, or nil when
+	// there is none (a missing document is no error). An item without a
+	// partition key is found by id as Read finds it. A malformed id or key
+	// is an error wrapping ErrBadRequest that names the item's index.
+	// Cost: one round trip.
+	ReadMany(ctx context.Context, link string, items []ItemRef) ([]*Document, error)
+}
+
+// ItemRef names a document of a collection: its id and partition-key
+// value (nil: not given), as a point read takes them.
+type ItemRef struct {
+	ID           string
+	PartitionKey any
+}

@@ -7,7 +7,10 @@ import (
 	"github.com/docshard/docshard/store"
 )
 
-var _ store.Batcher = (*Store)(nil)
+var (
+	_ store.Batcher = (*Store)(nil)
+	_ store.Patcher = (*Store)(nil)
+)
 
 // batchOp is a validated operation of a batch.
 type batchOp struct {

@@ -6,7 +6,7 @@ import "github.com/docshard/docshard/store"
 
 // capabilityNames are the optional capabilities of package store that
 // withCapabilities keeps, sorted.
-var capabilityNames = []string{"Batcher", "ChangeFeeder", "Fencer"}
+var capabilityNames = []string{"Batcher", "ChangeFeeder", "Fencer", "ManyReader", "Patcher"}
 
 // withCapabilities returns s as a store.Store offering exactly the
 // capabilities of the store it wraps.
@@ -23,6 +23,14 @@ func withCapabilities(s *Store) store.Store {
 	c2, ok2 := s.inner.(store.Fencer)
 	if ok2 {
 		mask |= 4
+	}
+	c3, ok3 := s.inner.(store.ManyReader)
+	if ok3 {
+		mask |= 8
+	}
+	c4, ok4 := s.inner.(store.Patcher)
+	if ok4 {
+		mask |= 16
 	}
 	switch mask {
 	case 1:
@@ -65,6 +73,170 @@ func withCapabilities(s *Store) store.Store {
 			changeFeederCap
 			fencerCap
 		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, fencerCap{s, c2}}
+	case 8:
+		return &struct {
+			*Store
+			manyReaderCap
+		}{s, manyReaderCap{s, c3}}
+	case 9:
+		return &struct {
+			*Store
+			batcherCap
+			manyReaderCap
+		}{s, batcherCap{s, c0}, manyReaderCap{s, c3}}
+	case 10:
+		return &struct {
+			*Store
+			changeFeederCap
+			manyReaderCap
+		}{s, changeFeederCap{s, c1}, manyReaderCap{s, c3}}
+	case 11:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			manyReaderCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, manyReaderCap{s, c3}}
+	case 12:
+		return &struct {
+			*Store
+			fencerCap
+			manyReaderCap
+		}{s, fencerCap{s, c2}, manyReaderCap{s, c3}}
+	case 13:
+		return &struct {
+			*Store
+			batcherCap
+			fencerCap
+			manyReaderCap
+		}{s, batcherCap{s, c0}, fencerCap{s, c2}, manyReaderCap{s, c3}}
+	case 14:
+		return &struct {
+			*Store
+			changeFeederCap
+			fencerCap
+			manyReaderCap
+		}{s, changeFeederCap{s, c1}, fencerCap{s, c2}, manyReaderCap{s, c3}}
+	case 15:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			fencerCap
+			manyReaderCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, fencerCap{s, c2}, manyReaderCap{s, c3}}
+	case 16:
+		return &struct {
+			*Store
+			patcherCap
+		}{s, patcherCap{s, c4}}
+	case 17:
+		return &struct {
+			*Store
+			batcherCap
+			patcherCap
+		}{s, batcherCap{s, c0}, patcherCap{s, c4}}
+	case 18:
+		return &struct {
+			*Store
+			changeFeederCap
+			patcherCap
+		}{s, changeFeederCap{s, c1}, patcherCap{s, c4}}
+	case 19:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			patcherCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, patcherCap{s, c4}}
+	case 20:
+		return &struct {
+			*Store
+			fencerCap
+			patcherCap
+		}{s, fencerCap{s, c2}, patcherCap{s, c4}}
+	case 21:
+		return &struct {
+			*Store
+			batcherCap
+			fencerCap
+			patcherCap
+		}{s, batcherCap{s, c0}, fencerCap{s, c2}, patcherCap{s, c4}}
+	case 22:
+		return &struct {
+			*Store
+			changeFeederCap
+			fencerCap
+			patcherCap
+		}{s, changeFeederCap{s, c1}, fencerCap{s, c2}, patcherCap{s, c4}}
+	case 23:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			fencerCap
+			patcherCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, fencerCap{s, c2}, patcherCap{s, c4}}
+	case 24:
+		return &struct {
+			*Store
+			manyReaderCap
+			patcherCap
+		}{s, manyReaderCap{s, c3}, patcherCap{s, c4}}
+	case 25:
+		return &struct {
+			*Store
+			batcherCap
+			manyReaderCap
+			patcherCap
+		}{s, batcherCap{s, c0}, manyReaderCap{s, c3}, patcherCap{s, c4}}
+	case 26:
+		return &struct {
+			*Store
+			changeFeederCap
+			manyReaderCap
+			patcherCap
+		}{s, changeFeederCap{s, c1}, manyReaderCap{s, c3}, patcherCap{s, c4}}
+	case 27:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			manyReaderCap
+			patcherCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, manyReaderCap{s, c3}, patcherCap{s, c4}}
+	case 28:
+		return &struct {
+			*Store
+			fencerCap
+			manyReaderCap
+			patcherCap
+		}{s, fencerCap{s, c2}, manyReaderCap{s, c3}, patcherCap{s, c4}}
+	case 29:
+		return &struct {
+			*Store
+			batcherCap
+			fencerCap
+			manyReaderCap
+			patcherCap
+		}{s, batcherCap{s, c0}, fencerCap{s, c2}, manyReaderCap{s, c3}, patcherCap{s, c4}}
+	case 30:
+		return &struct {
+			*Store
+			changeFeederCap
+			fencerCap
+			manyReaderCap
+			patcherCap
+		}{s, changeFeederCap{s, c1}, fencerCap{s, c2}, manyReaderCap{s, c3}, patcherCap{s, c4}}
+	case 31:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			fencerCap
+			manyReaderCap
+			patcherCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, fencerCap{s, c2}, manyReaderCap{s, c3}, patcherCap{s, c4}}
 	}
 	return s
 }

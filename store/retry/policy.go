@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/docshard/docshard/internal/docpatch"
 	"github.com/docshard/docshard/store"
 )
 
@@ -226,4 +227,10 @@ func batchRepeatable(ctx context.Context, ops []store.BatchOp) bool {
 		}
 	}
 	return true
+}
+
+// patchRepeatable: a patch is when conditional on an ETag, or when it
+// only sets values.
+func patchRepeatable(ctx context.Context, ops []store.PatchOp, o *store.PatchOptions) bool {
+	return (o != nil && o.IfMatch != "") || docpatch.Repeatable(ops) || marked(ctx)
 }

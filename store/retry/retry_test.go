@@ -65,6 +65,14 @@ func TestCapabilities(t *testing.T) {
 			store.Store
 			store.Fencer
 		}{mem, mem},
+		"ManyReader": struct {
+			store.Store
+			store.ManyReader
+		}{mem, mem},
+		"Patcher": struct {
+			store.Store
+			store.Patcher
+		}{mem, mem},
 	}
 	bare := struct{ store.Store }{mem}
 	cases := map[string]store.Store{"none": bare, "the embedded store": mem}
@@ -97,6 +105,10 @@ func offersCapability(st store.Store, name string) (ok, known bool) {
 		_, ok = st.(store.ChangeFeeder)
 	case "Fencer":
 		_, ok = st.(store.Fencer)
+	case "ManyReader":
+		_, ok = st.(store.ManyReader)
+	case "Patcher":
+		_, ok = st.(store.Patcher)
 	default:
 		return false, false
 	}
