@@ -3,6 +3,9 @@ package cosmos
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -57,18 +60,39 @@ func (s *Store) Patch(ctx context.Context, l, id string, ops []store.PatchOp, op
 	return document(resp.Value, resp.ETag), nil
 }
 
-// patchBodyMark is the context key of a patch's body (Patch).
+// patchBodyMark is the context key of a patch's body (Patch: []byte) or
+// of a batch's patch operations' bodies (ExecuteBatch: batchPatches).
 type patchBodyMark struct{}
 
-// patchBodyPolicy sends the body a PATCH request's context carries
-// (Patch) in place of the one azcosmos wrote. It runs before the retry
-// and authorisation policies (the signature does not cover the body), so
-// each attempt sends it. Requests without the mark pass untouched.
+// batchPatches are the bodies of a batch's patch operations, by index.
+type batchPatches map[int][]byte
+
+// patchBodyPolicy sends the body a request's context carries in place of
+// the one azcosmos wrote: a PATCH's whole body (Patch), or the
+// "resourceBody" of each patch operation of a batch (ExecuteBatch). It
+// runs before the retry and authorisation policies (the signature does
+// not cover the body), so each attempt sends it. Requests without the mark
+// pass untouched.
 type patchBodyPolicy struct{}
 
 func (patchBodyPolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
-	if body, ok := raw.Context().Value(patchBodyMark{}).([]byte); ok && raw.Method == http.MethodPatch {
+	var body []byte
+	switch v := raw.Context().Value(patchBodyMark{}).(type) {
+	case []byte:
+		if raw.Method == http.MethodPatch {
+			body = v
+		}
+	case batchPatches:
+		if raw.Method == http.MethodPost && raw.Body != nil {
+			b, err := batchWithPatches(req, v)
+			if err != nil {
+				return nil, err
+			}
+			body = b
+		}
+	}
+	if body != nil {
 		ct := raw.Header.Get("Content-Type")
 		if ct == "" {
 			ct = "application/json"
@@ -78,4 +102,28 @@ func (patchBodyPolicy) Do(req *policy.Request) (*http.Response, error) {
 		}
 	}
 	return req.Next()
+}
+
+// batchWithPatches returns the batch request's body (a JSON array of
+// operations) with the resourceBody of each operation in patches
+// replaced.
+func batchWithPatches(req *policy.Request, patches batchPatches) ([]byte, error) {
+	raw, err := io.ReadAll(req.Body())
+	if err != nil {
+		return nil, err
+	}
+	if err := req.RewindBody(); err != nil {
+		return nil, err
+	}
+	var ops []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &ops); err != nil {
+		return nil, fmt.Errorf("cosmos: the batch azcosmos wrote is not an array of operations: %w", err)
+	}
+	for i, body := range patches {
+		if i >= len(ops) {
+			return nil, fmt.Errorf("cosmos: the batch azcosmos wrote has %d operations, not %d", len(ops), i+1)
+		}
+		ops[i]["resourceBody"] = body
+	}
+	return json.Marshal(ops)
 }

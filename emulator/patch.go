@@ -2,34 +2,29 @@ package emulator
 
 import (
 	"errors"
-	"net/http"
-	"time"
 
 	"github.com/docshard/docshard/internal/docpatch"
 	"github.com/docshard/docshard/store"
 )
 
-// maxPatchRounds is how many times a batch holding patches reads their
-// documents and runs before it gives up with 429: each round lost to a
-// concurrent writer starts again on the new versions (see batch).
-const maxPatchRounds = 64
-
-// parsePatch reads and checks a patch in its REST form (docpatch.Decode,
-// docpatch.Compile) before any document is read.
-func parsePatch(raw []byte) (*docpatch.Spec, *apiError) {
-	ops, cond, err := docpatch.Decode(raw)
+// parsePatch reads and checks a batch's patch operation in its REST form
+// (docpatch.Decode, docpatch.Compile) into op.Patch and op.Condition,
+// before any document is read.
+func parsePatch(op *store.BatchOp) *apiError {
+	ops, cond, err := docpatch.Decode(op.Doc)
 	if err == nil {
-		var spec *docpatch.Spec
-		if spec, err = docpatch.Compile("", "", ops, cond); err == nil {
-			return spec, nil
+		_, err = docpatch.Compile("", op.ID, ops, cond)
+	}
+	if err != nil {
+		e := fromStore(err)
+		var se *store.Error
+		if errors.As(err, &se) && se.Message != "" {
+			e.msg = se.Message // the batch's answer names the operation itself
 		}
+		return e
 	}
-	e := fromStore(err)
-	var se *store.Error
-	if errors.As(err, &se) && se.Message != "" {
-		e.msg = se.Message // the batch's answer names the operation itself
-	}
-	return nil, e
+	op.Patch, op.Condition, op.Doc = ops, cond, nil
+	return nil
 }
 
 // patch answers PATCH on a document: the store's Patcher applies the
@@ -56,12 +51,4 @@ func (s *Server) patch(c *call, ref collRef, id string, key any, ifMatch string,
 		return nil, fromStore(err)
 	}
 	return d, nil
-}
-
-// patchContended is the answer to a batch whose patched documents changed
-// under every one of its rounds.
-func patchContended() *apiError {
-	e := errorf(http.StatusTooManyRequests, "the document changed under every attempt to patch it; retry")
-	e.retryAfter = 10 * time.Millisecond
-	return e
 }

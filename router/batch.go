@@ -13,7 +13,8 @@ import (
 )
 
 // ExecuteBatch runs a transactional batch on the documents of one
-// partition key: ops (see store.BatchOp) are applied in order in the one
+// partition key: ops (see store.BatchOp: create, read, replace, upsert,
+// delete, patch) are applied in order in the one
 // collection the key lives in, all together or not at all, as Cosmos DB's
 // transactional batch is. It needs a store that is a store.Batcher (the
 // embedded store, docshard serve, Cosmos DB); another is an error wrapping

@@ -157,7 +157,12 @@ func patchStep(t *testing.T, c *router.Client, rng *rand.Rand, id, key string) s
 func batchStep(t *testing.T, c *router.Client, rng *rand.Rand, id func() string, key string) string {
 	ops := make([]store.BatchOp, 1+rng.IntN(4))
 	for i := range ops {
-		switch rng.IntN(6) {
+		switch rng.IntN(7) {
+		case 6:
+			ops[i] = store.BatchOp{Kind: store.BatchPatch, ID: id(), Patch: []store.PatchOp{incrOp("/age", 1+rng.IntN(3))}}
+			if rng.IntN(3) == 0 {
+				ops[i].Condition = fmt.Sprintf("FROM c WHERE c.age < %d", rng.IntN(40))
+			}
 		case 0:
 			ops[i] = store.BatchOp{Kind: store.BatchCreate, Doc: userDoc(id(), key, rng.IntN(50))}
 		case 1:

@@ -153,10 +153,10 @@ func TestPatchUnderReadBoth(t *testing.T) {
 }
 
 // TestDocumentOpsDuringReshard: writers patch counters (increments) and
-// run batches through a router following the state while the database is
-// resharded 2 -> 3 -> 2; afterwards every counter holds exactly the
-// increments that were acknowledged, every batch's documents are there,
-// and each document is stored once.
+// run batches (a create and an increment) through a router following the
+// state while the database is resharded 2 -> 3 -> 2; afterwards every
+// counter holds exactly the increments that were acknowledged, every
+// batch's documents are there, and each document is stored once.
 func TestDocumentOpsDuringReshard(t *testing.T) {
 	st := newMem(t)
 	c := router.New(st, nil)
@@ -186,8 +186,9 @@ func TestDocumentOpsDuringReshard(t *testing.T) {
 				id, key := fmt.Sprint("c", i), fmt.Sprint("k", i)
 				if n%3 == 0 {
 					nid := fmt.Sprintf("b%d-%d", w, n)
-					_, err := c.ExecuteBatch(ctx, db, key, []store.BatchOp{{Kind: store.BatchCreate, Doc: userDoc(nid, key, 0)}, {Kind: store.BatchRead, ID: id}})
+					_, err := c.ExecuteBatch(ctx, db, key, []store.BatchOp{{Kind: store.BatchCreate, Doc: userDoc(nid, key, 0)}, {Kind: store.BatchPatch, ID: id, Patch: []store.PatchOp{incrOp("/age", 1)}}})
 					if err == nil {
+						acked[i].Add(1)
 						batches.Store(nid, key)
 					} else {
 						failures.Add(1)

@@ -105,10 +105,12 @@ func TestExecuteBatchRouted(t *testing.T) {
 		{Kind: store.BatchReplace, ID: "3", Doc: userDoc("3", "k", 33)},
 		{Kind: store.BatchDelete, ID: "4"},
 		{Kind: store.BatchRead, ID: "new"},
+		{Kind: store.BatchPatch, ID: "new", Patch: []store.PatchOp{incrOp("/age", 41)}},
 	}
 	res, err := c.ExecuteBatch(ctx, db, "k", ops)
 	require.NoError(t, err)
-	require.Len(t, res, 4)
+	require.Len(t, res, 5)
+	assert.Contains(t, string(res[4].Document.Body), `"age":42`, "the patch sees the create")
 	assert.Equal(t, "new", res[3].Document.ID)
 	l, _ := ring(t, 3).ResolveForCreate("k")
 	info, err := st.CollectionInfo(ctx, l)

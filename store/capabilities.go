@@ -107,6 +107,10 @@ const (
 	BatchReplace
 	BatchUpsert
 	BatchDelete
+	// BatchPatch applies BatchOp.Patch to the document ID, as
+	// Patcher.Patch does, to the document as the operations before it
+	// leave it.
+	BatchPatch
 )
 
 // String returns the operation's name ("create", "read", ...).
@@ -122,6 +126,8 @@ func (k BatchOpKind) String() string {
 		return "upsert"
 	case BatchDelete:
 		return "delete"
+	case BatchPatch:
+		return "patch"
 	}
 	return "unknown"
 }
@@ -133,9 +139,14 @@ type BatchOp struct {
 	ID string
 	// Doc is the JSON text of the document for create, replace and upsert.
 	Doc []byte
-	// IfMatch makes a replace, upsert or delete conditional on the stored
-	// document's ETag; empty means unconditional.
+	// IfMatch makes a replace, upsert, delete or patch conditional on the
+	// stored document's ETag; empty means unconditional.
 	IfMatch string
+	// Patch is the operations of a patch (at most MaxPatchOperations) and
+	// Condition its filter predicate ("FROM c WHERE ...", empty: none), as
+	// Patcher.Patch takes them.
+	Patch     []PatchOp
+	Condition string
 }
 
 // BatchOptions qualify a batch. A nil *BatchOptions means none.
@@ -146,8 +157,8 @@ type BatchOptions struct {
 
 // BatchResult is the outcome of one operation of a successful batch.
 type BatchResult struct {
-	// Document is the document as stored after a create, replace or upsert,
-	// or as read; nil after a delete.
+	// Document is the document as stored after a create, replace, upsert
+	// or patch, or as read; nil after a delete.
 	Document *Document
 	// Created says the operation created its document: a create, or an
 	// upsert that found none (which Cosmos DB answers 201, where an upsert

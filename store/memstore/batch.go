@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/docshard/docshard/internal/docpatch"
 	"github.com/docshard/docshard/store"
 )
 
@@ -14,10 +15,11 @@ var (
 
 // batchOp is a validated operation of a batch.
 type batchOp struct {
-	mode    string // "create", "read", "replace", "upsert" or "delete"
+	mode    string // "create", "read", "replace", "upsert", "delete" or "patch"
 	id      string
 	in      incoming // create, replace, upsert
 	ifMatch string
+	patch   *docpatch.Spec // patch
 }
 
 // batchDoc is a document a batch touches: as the collection holds it, and
@@ -107,15 +109,33 @@ func (s *Store) ExecuteBatch(ctx context.Context, l string, partitionKey any, op
 			results[i].Document = d.cur.document()
 			continue
 		}
-		if err := precondition(p.mode, l, p.id, pk, d.cur, p.ifMatch); err != nil {
-			return nil, &store.BatchError{Index: i, Err: err}
+		check := p.mode
+		if p.patch != nil {
+			check = "replace"
 		}
-		d.written, d.last = true, i
+		if err := precondition(check, l, p.id, pk, d.cur, p.ifMatch); err != nil {
+			return nil, &store.BatchError{Index: i, Err: withOp(err, p.mode, l)}
+		}
 		if p.mode == "delete" {
+			d.written, d.last = true, i
 			d.cur = nil
 			continue
 		}
-		e, err := s.version(c, p.mode, l, &p.in, d.cur, now)
+		in := &p.in
+		if p.patch != nil {
+			next, err := p.patch.Apply(ctx, l, p.id, d.cur.body, c.paths)
+			if err == nil {
+				var patched incoming
+				if patched, err = c.prepare(p.mode, l, next); err == nil {
+					in = &patched
+				}
+			}
+			if err != nil {
+				return nil, &store.BatchError{Index: i, Err: err}
+			}
+		}
+		d.written, d.last = true, i
+		e, err := s.version(c, p.mode, l, in, d.cur, now)
 		if err != nil {
 			return nil, &store.BatchError{Index: i, Err: err}
 		}
@@ -141,10 +161,14 @@ func (c *collection) planBatch(l, pk string, ops []store.BatchOp) ([]batchOp, er
 		case store.BatchRead, store.BatchDelete, store.BatchReplace:
 			err = withOp(store.ValidateID(o.ID), p.mode, l)
 		case store.BatchCreate, store.BatchUpsert:
+		case store.BatchPatch:
+			if err = withOp(store.ValidateID(o.ID), p.mode, l); err == nil {
+				p.patch, err = docpatch.Compile(l, o.ID, o.Patch, o.Condition)
+			}
 		default:
 			err = store.Errorf(store.ErrBadRequest, "batch", l, o.ID, "unknown operation kind %d", int(o.Kind))
 		}
-		if err == nil && o.Kind != store.BatchRead && o.Kind != store.BatchDelete {
+		if err == nil && o.Kind != store.BatchRead && o.Kind != store.BatchDelete && o.Kind != store.BatchPatch {
 			err = c.planDocument(&p, l, pk, o)
 			total += len(o.Doc)
 		}

@@ -52,7 +52,8 @@ func (c fencerCap) Fence(ctx context.Context, dbLink string) (int64, error) {
 }
 
 // batcherCap is store.Batcher under the policy: a batch is repeatable
-// when every operation is (no create, no unconditional delete).
+// when every operation is (no create, no unconditional delete, no
+// unconditional patch but one that only sets values).
 type batcherCap struct {
 	s *Store
 	c store.Batcher

@@ -222,7 +222,8 @@ func batchRepeatable(ctx context.Context, ops []store.BatchOp) bool {
 	}
 	for _, op := range ops {
 		switch {
-		case op.Kind == store.BatchCreate, op.Kind == store.BatchDelete && op.IfMatch == "":
+		case op.Kind == store.BatchCreate, op.Kind == store.BatchDelete && op.IfMatch == "",
+			op.Kind == store.BatchPatch && op.IfMatch == "" && !docpatch.Repeatable(op.Patch):
 			return false
 		}
 	}

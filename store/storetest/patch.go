@@ -19,6 +19,7 @@ const (
 	SkipPatchCondition  = "PatchCondition"  // If-Match and a filter predicate ("FROM c WHERE ...")
 	SkipPatchRefused    = "PatchRefused"    // malformed or inapplicable patches refused, nothing written
 	SkipPatchConcurrent = "PatchConcurrent" // concurrent increments of one document all count
+	SkipBatchPatch      = "BatchPatch"      // a batch's patch operations (store.BatchPatch), in order, all or nothing
 )
 
 func init() {
@@ -27,6 +28,7 @@ func init() {
 		testCase{SkipPatchCondition, (*suite).patchCondition},
 		testCase{SkipPatchRefused, (*suite).patchRefused},
 		testCase{SkipPatchConcurrent, (*suite).patchConcurrent},
+		testCase{SkipBatchPatch, (*suite).batchPatch},
 	)
 }
 
@@ -198,5 +200,48 @@ func (s *suite) patchConcurrent(t *testing.T, st store.Store) {
 	assert.Equal(t, float64(writers*each), m["n"], "every increment counted")
 	for w := range writers {
 		assert.Equal(t, float64(each-1), m[fmt.Sprintf("w%d", w)])
+	}
+}
+
+// batchPatch: a batch's patch applies to the document as the operations
+// before it leave it; a patch that fails fails the batch, nothing written.
+func (s *suite) batchPatch(t *testing.T, st store.Store) {
+	b := batcher(t, st)
+	l := s.coll(t, st, byKey("/pk"))
+	old, err := st.Create(ctx, l, []byte(`{"id":"a","pk":"p","n":1}`), nil)
+	require.NoError(t, err)
+	patchOf := func(id string, ops ...store.PatchOp) store.BatchOp {
+		return store.BatchOp{Kind: store.BatchPatch, ID: id, Patch: ops}
+	}
+	res, err := b.ExecuteBatch(ctx, l, "p", []store.BatchOp{
+		bCreate([]byte(`{"id":"b","pk":"p","n":10}`)),
+		patchOf("b", pop(t, store.PatchIncrement, "/n", 5)), // sees the create
+		ifMatch(patchOf("a", pop(t, store.PatchSet, "/s", "x")), old.ETag),
+		patchOf("a", pop(t, store.PatchIncrement, "/n", 1)), // sees the patch before
+		{Kind: store.BatchPatch, ID: "a", Patch: []store.PatchOp{pop(t, store.PatchIncrement, "/n", 1)}, Condition: "FROM c WHERE c.s = 'x'"},
+	}, nil)
+	require.NoError(t, err)
+	require.Len(t, res, 5)
+	assert.Equal(t, 15.0, body(t, res[1].Document)["n"])
+	assert.Equal(t, 3.0, body(t, res[4].Document)["n"])
+	assert.Equal(t, "x", body(t, res[4].Document)["s"])
+	a := mustRead(t, st, l, "a", "p")
+	assert.Equal(t, res[4].Document.ETag, a.ETag, "the last patch is stored")
+
+	for name, op := range map[string]store.BatchOp{
+		"a stale If-Match":      ifMatch(patchOf("a", pop(t, store.PatchIncrement, "/n", 1)), old.ETag),
+		"a false condition":     {Kind: store.BatchPatch, ID: "a", Patch: []store.PatchOp{pop(t, store.PatchIncrement, "/n", 1)}, Condition: "FROM c WHERE c.n > 100"},
+		"a missing document":    patchOf("zz", pop(t, store.PatchIncrement, "/n", 1)),
+		"an inapplicable patch": patchOf("a", pop(t, store.PatchRemove, "/missing", nil)),
+		"no operations":         patchOf("a"),
+	} {
+		_, err := b.ExecuteBatch(ctx, l, "p", []store.BatchOp{bCreate([]byte(`{"id":"c","pk":"p"}`)), op}, nil)
+		require.Error(t, err, name)
+		var be *store.BatchError
+		require.ErrorAs(t, err, &be, name)
+		assert.Equal(t, 1, be.Index, name)
+		_, err = st.Read(ctx, l, "c", pk("p"))
+		requireKind(t, err, store.ErrNotFound, "%s: nothing written", name)
+		assert.Equal(t, a.ETag, mustRead(t, st, l, "a", "p").ETag, name)
 	}
 }
