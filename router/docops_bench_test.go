@@ -17,7 +17,9 @@ import (
 //	go test -run '^$' -bench 'DocumentOps' -benchmem -count 6 ./router
 //
 // patch and batch: 20,000 documents of 1 KB in 8 collections, keys in
-// turn (more than the route cache holds); the router's call against the
+// turn (more than the route cache holds: the router places each key
+// twice, where it is read and where it is written, the caller once;
+// "warm": 2,000 keys, which the cache holds); the router's call against the
 // store's own on the collection a caller placed itself (the ring's hash,
 // then the store call), timed in alternating blocks (routertest.Paired,
 // metric "ratio"). readmany: 100 items, the router over 8 collections
@@ -112,6 +114,14 @@ func BenchmarkDocumentOps(b *testing.B) {
 		}
 	})
 	b.Run("batch/router-vs-store+placement", func(b *testing.B) { routertest.Paired(b, 64, n/2, placedBatch, routedBatch) })
+	// warm: 2,000 keys in turn, which the route cache holds.
+	warm := func(f func(int) error) func(int) error { return func(i int) error { return f(i % 2000) } }
+	b.Run("batch/warm/router-vs-store+placement", func(b *testing.B) {
+		routertest.Paired(b, 64, 1000, warm(placedBatch), warm(routedBatch))
+	})
+	b.Run("patch/warm/router-vs-store+placement", func(b *testing.B) {
+		routertest.Paired(b, 64, 1000, warm(placedPatch), warm(routedPatch))
+	})
 
 	const many = 100
 	sets := make([][]router.ReadItem, 64)

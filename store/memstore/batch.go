@@ -46,7 +46,10 @@ type batchDoc struct {
 // input, before anything is read: a document must carry partitionKey at
 // the collection's key path (a nil partitionKey is an error), a replace's
 // document must have the operation's ID, and If-Match is ignored on create
-// and read. The documents' texts may total at most store.MaxDocumentSize
+// and read. A patch (store.BatchPatch) applies, as Patch does, to the
+// document as the operations before it leave it; its refusals (a missing
+// document, a stale If-Match, a false condition, an operation that does
+// not apply) fail the batch at its index. The documents' texts may total at most store.MaxDocumentSize
 // bytes (Cosmos DB's 2 MB limit on a batch's payload); a larger batch is
 // an error wrapping store.ErrTooLarge. An operation's refusal, whether its
 // input is malformed or it fails against the stored documents, is a
