@@ -116,6 +116,7 @@ func (s *suite) patchCondition(t *testing.T, st store.Store) {
 
 	got, err := p.Patch(ctx, l, "a", set, &store.PatchOptions{PartitionKey: "p", IfMatch: d.ETag})
 	require.NoError(t, err, "If-Match the current ETag")
+	assert.Equal(t, 2.0, body(t, got)["n"])
 	_, err = p.Patch(ctx, l, "a", set, &store.PatchOptions{PartitionKey: "p", IfMatch: d.ETag})
 	requireKind(t, err, store.ErrPreconditionFailed, "If-Match a stale ETag")
 
