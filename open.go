@@ -14,6 +14,7 @@ import (
 
 	"github.com/docshard/docshard/config"
 	"github.com/docshard/docshard/cosmos"
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/router"
@@ -133,7 +134,7 @@ func OpenConfig(ctx context.Context, cfg *config.Config, opts *Options) (*Client
 	if cfg == nil {
 		return nil, fmt.Errorf("docshard: %w: no configuration", config.ErrInvalid)
 	}
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	st, err := OpenStore(ctx, cfg.Store, nil)
 	if err != nil {
 		return nil, err
@@ -286,7 +287,7 @@ func RouteDatabase(ctx context.Context, c *router.Client, st store.Store, db con
 // follow is RouteDatabase following, under StateAuto or StateFollow:
 // the state is seeded from the configuration's resolver when st holds none.
 func (rt *Routing) follow(ctx context.Context, c *router.Client, st store.Store, db config.Database, fo *router.FollowOptions) (*Routing, error) {
-	o := store.OptionsOf(fo)
+	o := opt.Of(fo)
 	var err error
 	if rt.Seeded, err = noState(ctx, st, db.Link); err != nil {
 		return nil, err
@@ -366,9 +367,12 @@ type StoreOptions struct {
 // store (in memory when Path is empty, else durable in that directory) or
 // Cosmos DB at Endpoint with the key from DOCSHARD_STORE_KEY (a loopback
 // endpoint such as docshard serve needs none; against docshard serve the
-// store is a store.Fencer). CAEnv adds certificates to trust.
+// store is a store.Fencer), with the databases and collections that
+// Accounts binds in other accounts (each key from its KeyEnv; the store is
+// a store.Fencer only when every account is docshard serve). CAEnv adds
+// certificates to trust.
 func OpenStore(ctx context.Context, sc config.StoreConfig, opts *StoreOptions) (store.Store, error) {
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	switch sc.Kind {
 	case config.StoreEmbedded, "":
 		if sc.Path == "" {
@@ -393,6 +397,19 @@ func openCosmos(ctx context.Context, sc config.StoreConfig, o StoreOptions) (sto
 		return nil, fmt.Errorf("docshard: store.kind is cosmos but %s_STORE_KEY is not set: export the account key in the environment (only a loopback endpoint may go without)", config.EnvPrefix)
 	}
 	co := &cosmos.Options{Account: cosmos.Account{Endpoint: sc.Endpoint, Key: sc.Key}}
+	for i, a := range sc.Accounts {
+		switch {
+		case a.Key != "" || cosmos.LoopbackEndpoint(a.Endpoint):
+		case a.KeyEnv == "":
+			return nil, fmt.Errorf("docshard: store.accounts[%d] (%s at %s) has no keyEnv: name the environment variable that holds the account's key (only a loopback endpoint may go without)", i, a.Bind, a.Endpoint)
+		default:
+			return nil, fmt.Errorf("docshard: store.accounts[%d] (%s at %s): %s is not set: export the account's key in the environment", i, a.Bind, a.Endpoint, a.KeyEnv)
+		}
+		if co.Accounts == nil {
+			co.Accounts = map[string]cosmos.Account{}
+		}
+		co.Accounts[a.Bind] = cosmos.Account{Endpoint: a.Endpoint, Key: a.Key}
+	}
 	if ca := os.Getenv(CAEnv); ca != "" {
 		pem, err := os.ReadFile(ca)
 		if err != nil {

@@ -55,17 +55,79 @@ type StoreConfig struct {
 	// Key is the Cosmos DB account key, from DOCSHARD_STORE_KEY only. It is
 	// never printed: String and the %v verbs show it as "***".
 	Key string
+	// Accounts bind databases or single collections to other Cosmos DB
+	// accounts (the file's store.accounts; cosmos.Options.Accounts), so a
+	// database's collections span several accounts, the state's collection
+	// staying in Endpoint's unless its database is bound. Kind cosmos only.
+	Accounts []Account
+}
+
+// Account is one entry of store.accounts: another Cosmos DB account that
+// holds a database or a collection.
+//
+//	store:
+//	  kind: cosmos
+//	  endpoint: http://127.0.0.1:8081/       # docshard serve: the state, the old collections
+//	  accounts:
+//	    - bind: dbs/app/colls/u2              # a collection (or dbs/app: the whole database)
+//	      endpoint: https://b.documents.azure.com:443/
+//	      keyEnv: DOCSHARD_KEY_B              # the variable that holds its key
+type Account struct {
+	// Bind is the database link ("dbs/app") or collection link
+	// ("dbs/app/colls/u2") the account holds; the most specific binding
+	// wins.
+	Bind string
+	// Endpoint is the account's endpoint.
+	Endpoint string
+	// KeyEnv names the environment variable that holds the account's key:
+	// keys are never written in the file. Empty means none, which only a
+	// loopback endpoint (docshard serve) may go without.
+	KeyEnv string
+	// Key is the key read from KeyEnv when the file was loaded. It is never
+	// printed.
+	Key string
+}
+
+// String describes the account without its key.
+func (a Account) String() string {
+	return fmt.Sprintf("%s at %s%s", a.Bind, a.Endpoint, keyNote(a.Key))
+}
+
+// GoString keeps the key out of %#v.
+func (a Account) GoString() string { return "config.Account{" + a.String() + "}" }
+
+// Format keeps the key out of every verb: %#v writes GoString, the others
+// String.
+func (a Account) Format(f fmt.State, verb rune) { formatKeyless(f, verb, a.String(), a.GoString()) }
+
+// keyNote says whether a key is set, never what it is.
+func keyNote(key string) string {
+	if key == "" {
+		return ""
+	}
+	return " key=***"
+}
+
+// formatKeyless formats a value that holds a key by its descriptions
+// without it: gs for %#v, s for every other verb (%d or %x would otherwise
+// print the fields one by one).
+func formatKeyless(f fmt.State, verb rune, s, gs string) {
+	if verb == 'v' && f.Flag('#') {
+		s = gs
+	}
+	redact.Format(f, verb, s)
 }
 
 // String describes the store without its key.
 func (s StoreConfig) String() string {
-	key := ""
-	if s.Key != "" {
-		key = " key=***"
-	}
+	key := keyNote(s.Key)
 	switch s.Kind {
 	case StoreCosmos:
-		return fmt.Sprintf("cosmos endpoint=%s%s", s.Endpoint, key)
+		out := fmt.Sprintf("cosmos endpoint=%s%s", s.Endpoint, key)
+		for _, a := range s.Accounts {
+			out += ", " + a.String()
+		}
+		return out
 	default:
 		if s.Path == "" {
 			return "embedded (in memory)"
@@ -79,13 +141,7 @@ func (s StoreConfig) GoString() string { return "config.StoreConfig{" + s.String
 
 // Format keeps the key out of every verb (%d or %x would otherwise print
 // the fields one by one): %#v writes GoString, the others String.
-func (s StoreConfig) Format(f fmt.State, verb rune) {
-	if verb == 'v' && f.Flag('#') {
-		redact.Format(f, verb, s.GoString())
-		return
-	}
-	redact.Format(f, verb, s.String())
-}
+func (s StoreConfig) Format(f fmt.State, verb rune) { formatKeyless(f, verb, s.String(), s.GoString()) }
 
 // Database is one database and its resolver.
 type Database struct {
@@ -158,10 +214,11 @@ func Parse(data []byte, format string) (*Config, error) {
 	}}
 	for _, k := range v.AllKeys() {
 		if strings.HasPrefix(k, "store.") {
-			switch k {
-			case "store.kind", "store.path", "store.endpoint":
+			switch {
+			case k == "store.kind", k == "store.path", k == "store.endpoint":
+			case k == "store.accounts", strings.HasPrefix(k, "store.accounts."): // decodeAccounts checks it
 			default:
-				return nil, fmt.Errorf("%w: unknown setting %s (store takes kind, path, endpoint)", ErrInvalid, k)
+				return nil, fmt.Errorf("%w: unknown setting %s (store takes kind, path, endpoint, accounts)", ErrInvalid, k)
 			}
 		}
 	}
@@ -174,12 +231,71 @@ func Parse(data []byte, format string) (*Config, error) {
 	default:
 		return nil, fmt.Errorf("%w: store.kind = %q: want %s or %s", ErrInvalid, cfg.Store.Kind, StoreEmbedded, StoreCosmos)
 	}
-	dbs, err := decodeDatabases(data, format)
+	doc, err := decodeFile(data, format)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Databases = dbs
+	if cfg.Store.Accounts, err = decodeAccounts(doc); err != nil {
+		return nil, err
+	}
+	if len(cfg.Store.Accounts) > 0 && cfg.Store.Kind != StoreCosmos {
+		return nil, fmt.Errorf("%w: store.accounts binds Cosmos DB accounts: it needs store.kind cosmos", ErrInvalid)
+	}
+	if cfg.Databases, err = decodeDatabases(doc); err != nil {
+		return nil, err
+	}
 	return cfg, nil
+}
+
+// decodeAccounts reads store.accounts from the file's own decoding (the
+// case of keyEnv kept) and each account's key from its keyEnv.
+func decodeAccounts(doc map[string]any) ([]Account, error) {
+	st, _ := doc["store"].(map[string]any)
+	list, err := objects(st["accounts"], "store.accounts", "bind, endpoint and keyEnv")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Account, 0, len(list))
+	seen := map[string]int{}
+	for i, m := range list {
+		var a Account
+		for k, v := range m {
+			sv, isString := v.(string)
+			if !isString {
+				return nil, fmt.Errorf("%w: store.accounts[%d].%s = %v: want a string", ErrInvalid, i, k, v)
+			}
+			switch k {
+			case "bind":
+				a.Bind = sv
+			case "endpoint":
+				a.Endpoint = sv
+			case "keyEnv":
+				a.KeyEnv = sv
+			case "key":
+				return nil, fmt.Errorf("%w: store.accounts[%d].key must not be written in the file; name the environment variable that holds it with keyEnv", ErrInvalid, i)
+			default:
+				return nil, fmt.Errorf("%w: store.accounts[%d].%s: unknown field (an account has bind, endpoint and keyEnv)", ErrInvalid, i, k)
+			}
+		}
+		bind := strings.Trim(a.Bind, "/")
+		if _, err := link.ParseCollection(bind); err != nil {
+			if _, err := link.ParseDatabase(bind); err != nil {
+				return nil, fmt.Errorf("%w: store.accounts[%d].bind = %q: want a database link dbs/{db} or a collection link dbs/{db}/colls/{coll}", ErrInvalid, i, a.Bind)
+			}
+		}
+		if j, dup := seen[bind]; dup {
+			return nil, fmt.Errorf("%w: store.accounts[%d].bind %q repeats store.accounts[%d]", ErrInvalid, i, a.Bind, j)
+		}
+		seen[bind] = i
+		if a.Endpoint == "" {
+			return nil, fmt.Errorf("%w: store.accounts[%d] (%s): endpoint is missing", ErrInvalid, i, a.Bind)
+		}
+		if a.KeyEnv != "" {
+			a.Key = os.Getenv(a.KeyEnv)
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // Database returns the database with the given link; an empty link selects
@@ -219,9 +335,9 @@ func formatOf(path string) (string, error) {
 	return "", fmt.Errorf("config %s: %w: unknown file type %q (want .yaml, .yml, .json or .toml)", path, ErrInvalid, filepath.Ext(path))
 }
 
-// decodeDatabases decodes the databases section with the format's own
-// decoder, keeping the case of every key.
-func decodeDatabases(data []byte, format string) ([]Database, error) {
+// decodeFile decodes the file with the format's own decoder, keeping the
+// case of every key (viper folds them), and checks its top-level settings.
+func decodeFile(data []byte, format string) (map[string]any, error) {
 	var doc map[string]any
 	var err error
 	switch format {
@@ -242,21 +358,39 @@ func decodeDatabases(data []byte, format string) ([]Database, error) {
 			return nil, fmt.Errorf("%w: unknown setting %s (the file holds store and databases)", ErrInvalid, k)
 		}
 	}
-	raw, ok := doc["databases"]
-	if !ok || raw == nil {
+	return doc, nil
+}
+
+// objects returns a list setting of the file's own decoding as its
+// objects (none when it is absent), or an error naming the setting and
+// the fields its objects have.
+func objects(raw any, setting, fields string) ([]map[string]any, error) {
+	if raw == nil {
 		return nil, nil
 	}
 	list, ok := raw.([]any)
 	if !ok {
-		return nil, fmt.Errorf("%w: databases must be a list", ErrInvalid)
+		return nil, fmt.Errorf("%w: %s must be a list of objects with %s", ErrInvalid, setting, fields)
+	}
+	out := make([]map[string]any, len(list))
+	for i, item := range list {
+		if out[i], ok = item.(map[string]any); !ok {
+			return nil, fmt.Errorf("%w: %s[%d] must be an object with %s", ErrInvalid, setting, i, fields)
+		}
+	}
+	return out, nil
+}
+
+// decodeDatabases decodes the databases section of the file's own
+// decoding.
+func decodeDatabases(doc map[string]any) ([]Database, error) {
+	list, err := objects(doc["databases"], "databases", "link and resolver")
+	if err != nil {
+		return nil, err
 	}
 	out := make([]Database, 0, len(list))
 	seen := map[string]int{}
-	for i, item := range list {
-		m, ok := item.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("%w: databases[%d] must be an object with link and resolver", ErrInvalid, i)
-		}
+	for i, m := range list {
 		for k := range m {
 			if k != "link" && k != "resolver" {
 				return nil, fmt.Errorf("%w: databases[%d].%s: unknown field (a database has link and resolver)", ErrInvalid, i, k)

@@ -4,7 +4,9 @@
 // viper; environment variables with the prefix DOCSHARD_ override the store
 // settings (DOCSHARD_STORE_KIND, DOCSHARD_STORE_PATH,
 // DOCSHARD_STORE_ENDPOINT), and the Cosmos DB account key comes only from
-// DOCSHARD_STORE_KEY, never from the file.
+// DOCSHARD_STORE_KEY, never from the file. With kind cosmos,
+// store.accounts binds databases or single collections to other accounts
+// (see Account), each key read from the variable its keyEnv names.
 //
 //	store:
 //	  kind: embedded        # embedded | cosmos

@@ -13,6 +13,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/docshard/docshard/internal/docpatch"
+	"github.com/docshard/docshard/internal/opt"
+	"github.com/docshard/docshard/internal/storecheck"
 	"github.com/docshard/docshard/store"
 )
 
@@ -48,7 +50,7 @@ func (s *Store) ExecuteBatch(ctx context.Context, l string, key any, ops []store
 	if err != nil {
 		return nil, err
 	}
-	if err := store.CheckBatch(l, key, ops); err != nil {
+	if err := storecheck.Batch(l, key, ops); err != nil {
 		return nil, err
 	}
 	cs, err := s.spec(ctx, op, cc, c, l)
@@ -92,7 +94,7 @@ func (s *Store) ExecuteBatch(ctx context.Context, l string, key any, ops []store
 	if total > store.MaxDocumentSize {
 		return nil, store.Errorf(store.ErrTooLarge, op, l, "", "the batch's documents are %d bytes, more than %d", total, store.MaxDocumentSize)
 	}
-	resp, err := cc.ExecuteTransactionalBatch(s.stamp(ctx, store.OptionsOf(opts).Epoch), b,
+	resp, err := cc.ExecuteTransactionalBatch(s.stamp(ctx, opt.Of(opts).Epoch), b,
 		&azcosmos.TransactionalBatchOptions{EnableContentResponseOnWrite: true})
 	if err != nil {
 		return nil, mapErr(op, l, "", err)

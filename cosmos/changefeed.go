@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/docshard/docshard/internal/cursor"
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/store"
 )
 
@@ -102,7 +103,7 @@ func (s *Store) ReadChanges(ctx context.Context, l string, opts *store.ChangeFee
 	if err != nil {
 		return nil, err
 	}
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	size := o.PageSize
 	if size <= 0 {
 		size = s.opts.PageSize

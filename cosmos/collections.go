@@ -205,7 +205,12 @@ func (s *Store) DeleteCollection(ctx context.Context, l string) error {
 }
 
 // ListCollections lists a database's containers, sorted. A database that
-// does not exist has none.
+// does not exist has none. When Options.Accounts spreads the database's
+// collections over several accounts, each account is listed (one query
+// per account) and a container counts only in the account the store
+// reaches it in: one of the same name that a binding shadows (left in the
+// database's own account when its collection moved to another) is not
+// listed.
 func (s *Store) ListCollections(ctx context.Context, dbLink string) ([]string, error) {
 	const op = "list collections"
 	if err := s.checkOpen(op, dbLink); err != nil {
@@ -215,23 +220,28 @@ func (s *Store) ListCollections(ctx context.Context, dbLink string) ([]string, e
 	if err != nil {
 		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: dbLink, Err: err}
 	}
-	c := link.Collection{Database: dbID}
-	db, err := s.accountFor(c).NewDatabase(dbID)
-	if err != nil {
-		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: dbLink, Err: err}
-	}
 	out := []string{}
-	pager := db.NewQueryContainersPager("SELECT * FROM c", nil)
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
+	for _, cl := range s.databaseClients(dbID) {
+		db, err := cl.NewDatabase(dbID)
 		if err != nil {
-			if notFound(err) {
-				return out, nil
-			}
-			return nil, mapErr(op, dbLink, "", err)
+			return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: dbLink, Err: err}
 		}
-		for _, props := range page.Containers {
-			out = append(out, "dbs/"+dbID+"/colls/"+props.ID)
+		pager := db.NewQueryContainersPager("SELECT * FROM c", nil)
+	pages:
+		for pager.More() {
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				if notFound(err) {
+					break pages
+				}
+				return nil, mapErr(op, dbLink, "", err)
+			}
+			for _, props := range page.Containers {
+				c := link.Collection{Database: dbID, Collection: props.ID}
+				if s.accountFor(c) == cl {
+					out = append(out, c.String())
+				}
+			}
 		}
 	}
 	sort.Strings(out)

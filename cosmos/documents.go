@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/tidwall/gjson"
 
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/store"
 )
@@ -277,7 +278,7 @@ func (s *Store) write(ctx context.Context, op, l, id string, doc []byte, opts *s
 	if op == "replace" && bodyID != id {
 		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, ID: id, Message: fmt.Sprintf("the document's id is %q", bodyID)}
 	}
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	ctx, pk, err := s.writeKey(ctx, op, l, bodyID, cc, doc, o.PartitionKey)
 	if err != nil {
 		return nil, err
@@ -395,7 +396,7 @@ func (s *Store) Delete(ctx context.Context, l, id string, opts *store.WriteOptio
 	if err != nil {
 		return err
 	}
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	ctx, pk, err := s.readKey(ctx, op, l, id, cc, o.PartitionKey)
 	if err != nil {
 		return err

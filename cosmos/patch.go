@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/docshard/docshard/internal/docpatch"
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/store"
 )
 
@@ -38,7 +39,7 @@ func (s *Store) Patch(ctx context.Context, l, id string, ops []store.PatchOp, op
 	if err != nil {
 		return nil, err
 	}
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	if _, err := docpatch.Compile(l, id, ops, o.Condition); err != nil {
 		return nil, err
 	}

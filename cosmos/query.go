@@ -14,6 +14,7 @@ import (
 
 	"github.com/docshard/docshard/internal/cursor"
 	"github.com/docshard/docshard/internal/localquery"
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
@@ -50,7 +51,7 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	if err != nil {
 		return nil, err
 	}
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	parsed, err := query.Parse(q.Text)
 	if err != nil {
 		return nil, &store.Error{Kind: store.ErrBadRequest, Op: op, Link: l, Err: err}
@@ -266,7 +267,7 @@ func (s *Store) ReadFeed(ctx context.Context, l string, opts *store.FeedOptions)
 	if err != nil {
 		return nil, err
 	}
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	tok, err := localquery.Resume(op, l, o.Continuation, feedHash("feed", c.String()))
 	if err != nil {
 		return nil, err

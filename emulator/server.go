@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/internal/redact"
 	"github.com/docshard/docshard/store"
 )
@@ -117,7 +118,7 @@ func (s *Server) Format(f fmt.State, verb rune) { redact.Format(f, verb, s.Strin
 // keys are); a catalog in opts.Dir that cannot be read is an error. It costs
 // reading the catalog.
 func New(st store.Store, opts *Options) (*Server, error) {
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	if o.Key == "" {
 		o.Key = DefaultKey
 	}

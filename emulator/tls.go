@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/internal/opt"
 )
 
 // SelfSignedCertificate makes a self-signed TLS certificate (ECDSA P-256)
@@ -91,7 +91,7 @@ type TLSOptions struct {
 // closes ln and every connection still in its handshake. The cost is
 // what ServeTLS's handshakes cost, plus a goroutine switch per connection.
 func ListenerTLS(ln net.Listener, config *tls.Config, opts *TLSOptions) net.Listener {
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	if o.HandshakeTimeout == 0 {
 		o.HandshakeTimeout = DefaultHeaderTimeout
 	}

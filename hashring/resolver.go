@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/docshard/docshard/internal/linkset"
 	"github.com/docshard/docshard/resolver"
 )
 
@@ -162,7 +163,7 @@ func New(links []string, opts *Options) (*Resolver, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if err := resolver.CheckDistinctLinks("collections", links); err != nil {
+	if err := linkset.CheckDistinct("collections", links); err != nil {
 		return nil, err
 	}
 	r := &Resolver{key: o.PartitionKey, hash: o.Hash, strategy: o.Strategy, vnodes: o.VirtualNodes}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/docshard/docshard/internal/linkset"
 	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/resolver"
 )
@@ -67,7 +68,7 @@ func New(key resolver.KeyDef, entries map[string]resolver.Target, def resolver.T
 	if !def.IsZero() {
 		lists = append(lists, def.Links())
 	}
-	r.all = resolver.UnionLinks(lists...)
+	r.all = linkset.Union(lists...)
 	return r, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/docshard/docshard/hashring"
+	"github.com/docshard/docshard/internal/linkset"
 	"github.com/docshard/docshard/lookup"
 	"github.com/docshard/docshard/rangeresolver"
 	"github.com/docshard/docshard/resolver"
@@ -266,7 +267,7 @@ func TestRandomTreesRoundTrip(t *testing.T) {
 		allBack, err := back.ResolveForRead(nil)
 		require.NoError(t, err)
 		require.Equal(t, all, allBack)
-		require.Equal(t, resolver.UnionLinks(all), all, "each link once")
+		require.Equal(t, linkset.Union(all), all, "each link once")
 		for _, key := range g.keys(60) {
 			x, errX := r.ResolveForCreate(key)
 			y, errY := back.ResolveForCreate(key)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
@@ -85,7 +86,7 @@ func Resize(ctx context.Context, st store.Store, dbLink string, count int, opts 
 	if _, err := Ensure(ctx, st, next); err != nil {
 		return nil, err
 	}
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	spec := next.Template()
 	o.Spec = &spec
 	return transition.Reshard(ctx, st, dbLink, next, &o)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/docshard/docshard/hashring"
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/internal/provision"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
@@ -65,7 +66,7 @@ var (
 // *resolver.ConfigError naming the field ("database", "collectionPrefix",
 // "count", "template.partitionKeyPath", or the ring's).
 func New(dbLink, prefix string, count int, opts *Options) (*Resolver, error) {
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	dbID, err := link.ParseDatabase(dbLink)
 	if err != nil {
 		return nil, resolver.Invalid("database", dbLink, "want a database link dbs/{db}")

@@ -426,10 +426,11 @@ func (i *instant) ticks() int64 {
 	return i.at
 }
 
-// ReadsClock reports whether q (or a subquery of it) calls
+// readsClock reports whether q (or a subquery of it) calls
 // GetCurrentDateTime, GetCurrentTicks, GetCurrentTimestamp or their
-// …Static forms. It reads the tree only: one walk.
-func ReadsClock(q *Query) bool {
+// …Static forms. It reads the tree only: one walk. Other packages of this
+// module reach it as queryhook.ReadsClock.
+func readsClock(q *Query) bool {
 	found := false
 	inspectQuery(q, func(e Expr) {
 		if c, ok := e.(*Call); ok && clockNames[c.Name] != nil {
@@ -439,14 +440,14 @@ func ReadsClock(q *Query) bool {
 	return found
 }
 
-// BindClock replaces, in q itself, every call of a clock function
+// bindClock replaces, in q itself, every call of a clock function
 // (GetCurrentDateTime, GetCurrentTicks, GetCurrentTimestamp and their
 // …Static forms) by its value at now, so that the query's text (Format)
 // carries the instant: the router binds one instant per query, and every
 // collection, page and backend (Cosmos DB included) then reads the same
 // time. It reports whether it replaced anything. Cost: one walk of the
-// tree.
-func BindClock(q *Query, now time.Time) bool {
+// tree. Other packages of this module reach it as queryhook.BindClock.
+func bindClock(q *Query, now time.Time) bool {
 	ticks := now.Unix()*ticksPerSecond + int64(now.Nanosecond())/100
 	bound := false
 	mapQuery(q, func(e Expr) Expr {

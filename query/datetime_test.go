@@ -189,9 +189,9 @@ func TestBindClock(t *testing.T) {
 	now := time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC)
 	q := mustParse(t, `SELECT c.id, GetCurrentDateTime() AS t FROM c
 		WHERE c.ts < GetCurrentTimestamp() AND EXISTS(SELECT VALUE 1 FROM x IN c.a WHERE x < GetCurrentTicksStatic())`)
-	require.True(t, ReadsClock(q))
-	require.True(t, BindClock(q, now))
-	require.False(t, ReadsClock(q))
+	require.True(t, readsClock(q))
+	require.True(t, bindClock(q, now))
+	require.False(t, readsClock(q))
 	text := FormatQuery(q)
 	assert.Contains(t, text, `"2024-05-06T07:08:09.1234567Z"`)
 	ms, err := runValues("SELECT VALUE "+Format(q.Where.(*Binary).L.(*Binary).R), nil, nil)
@@ -204,6 +204,6 @@ func TestBindClock(t *testing.T) {
 	assert.Equal(t, []any{map[string]any{"id": "a", "t": "2024-05-06T07:08:09.1234567Z"}}, got)
 
 	plain := mustParse(t, `SELECT VALUE DateTimeAdd("dd", 1, c.t) FROM c`)
-	assert.False(t, ReadsClock(plain))
-	assert.False(t, BindClock(plain, now))
+	assert.False(t, readsClock(plain))
+	assert.False(t, bindClock(plain, now))
 }

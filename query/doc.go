@@ -71,7 +71,7 @@
 //     OFFSET and LIMIT) into the FROM subquery's results, and Plan.Outer
 //     runs the query over them.
 //
-// The client then applies DISTINCT (NewDistinctFilter, or DistinctKey for
+// The client then applies DISTINCT (NewDistinctFilter, or queryhook.DistinctKey inside this module, for
 // its own set), OFFSET and LIMIT, and writes each result with Plan.Encode.
 // The router runs this merge as a stream, with continuation tokens and
 // bounded buffering; the package's tests hold a reference merge built from

@@ -1,6 +1,11 @@
 package query
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+
+	"github.com/docshard/docshard/internal/queryhook"
+)
 
 // CompareKeys orders two rows' sort keys as ORDER BY does: Cosmos DB's
 // order across types (undefined, null, booleans, numbers, strings), each key
@@ -13,10 +18,13 @@ func (p *Plan) CompareKeys(a, b []any) int { return compareKeys(a, b, p.desc) }
 // for a store that resumes an ORDER BY after a row's values.
 func CompareKeys(a, b []any, desc []bool) int { return compareKeys(a, b, desc) }
 
-// DistinctKey returns a text equal for equal results (numbers by value,
-// objects whatever their key order), for DISTINCT. It costs one canonical
-// encoding of v.
-func DistinctKey(v any) string { return canonical(v) }
+func init() {
+	// The router, the local evaluator and the embedded store need these;
+	// a user does not (see internal/queryhook).
+	queryhook.ReadsClock = func(q any) bool { return readsClock(q.(*Query)) }
+	queryhook.BindClock = func(q any, now time.Time) bool { return bindClock(q.(*Query), now) }
+	queryhook.DistinctKey = canonical
+}
 
 func unwrapAll(wrapped []any) ([]any, error) {
 	out := make([]any, len(wrapped))

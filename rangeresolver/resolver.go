@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/docshard/docshard/internal/linkset"
 	"github.com/docshard/docshard/resolver"
 )
 
@@ -151,7 +152,7 @@ func build(key resolver.KeyDef, tab table, def resolver.Target) (*Resolver, erro
 	if !def.IsZero() {
 		lists = append(lists, def.Links())
 	}
-	return &Resolver{key: key, tab: tab, def: def, all: resolver.UnionLinks(lists...)}, nil
+	return &Resolver{key: key, tab: tab, def: def, all: linkset.Union(lists...)}, nil
 }
 
 func (t *typed[T]) keyType() string { return t.o.keyType }
@@ -356,7 +357,7 @@ func (r *Resolver) ResolveForRead(key any) ([]string, error) {
 		if !covered && !r.def.IsZero() {
 			lists = append(lists, readTarget(r.def, key))
 		}
-		return resolver.UnionLinks(lists...), nil
+		return linkset.Union(lists...), nil
 	}
 	t, err := r.target(key)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/docshard/docshard/hashring"
+	"github.com/docshard/docshard/internal/linkset"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/resolver/resolvertest"
 )
@@ -300,7 +301,7 @@ func TestReadCoverageOracle(t *testing.T) {
 			}
 			got, err := r.ResolveForRead(Range[time.Time]{at(lo), at(hi)})
 			require.NoError(t, err)
-			assert.ElementsMatch(t, resolver.UnionLinks(want...), got, "ranges %v, query [%d, %d]", es, lo, hi)
+			assert.ElementsMatch(t, linkset.Union(want...), got, "ranges %v, query [%d, %d]", es, lo, hi)
 		}
 	}
 }

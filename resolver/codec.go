@@ -13,7 +13,6 @@ import (
 	"sync"
 
 	"github.com/docshard/docshard/internal/jsontext"
-	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/partitionkey"
 )
 
@@ -422,49 +421,4 @@ func DecodeTarget(field string, raw json.RawMessage) (Target, error) {
 		return Target{}, InField(field, err)
 	}
 	return t, nil
-}
-
-// UnionLinks returns the links of all lists, each collection once, in
-// first-seen order: links that differ only by a leading or trailing slash
-// name one collection, and the first spelling is kept.
-func UnionLinks(lists ...[]string) []string {
-	var n int
-	for _, l := range lists {
-		n += len(l)
-	}
-	out := make([]string, 0, n)
-	seen := make(map[string]struct{}, n)
-	for _, l := range lists {
-		for _, s := range l {
-			id := strings.Trim(s, "/")
-			if _, ok := seen[id]; ok {
-				continue
-			}
-			seen[id] = struct{}{}
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// CheckDistinctLinks checks that links is not empty, that each is a
-// collection link, and that no collection appears twice (links that differ
-// only by a leading or trailing slash name one collection). The error is a
-// *ConfigError for field, naming the index: "collections[3]".
-func CheckDistinctLinks(field string, links []string) error {
-	if len(links) == 0 {
-		return Invalid(field, nil, "must name at least one collection")
-	}
-	seen := make(map[string]int, len(links))
-	for i, l := range links {
-		if err := ValidateLink(l); err != nil {
-			return InField(fmt.Sprintf("%s[%d]", field, i), err)
-		}
-		id, _ := link.Canonical(l)
-		if j, dup := seen[id]; dup {
-			return Invalid(fmt.Sprintf("%s[%d]", field, i), l, fmt.Sprintf("duplicate link (also %s[%d] %q)", field, j, links[j]))
-		}
-		seen[id] = i
-	}
-	return nil
 }

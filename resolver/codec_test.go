@@ -218,17 +218,6 @@ func TestDecodeStrict(t *testing.T) {
 	assert.Equal(t, "kind", ce.Field, "the kind is looked up by its exact name")
 }
 
-func TestLinksCompareCanonically(t *testing.T) {
-	err := CheckDistinctLinks("collections", []string{"dbs/a/colls/b", "dbs/a/colls/c", "/dbs/a/colls/b/"})
-	var ce *ConfigError
-	require.True(t, errors.As(err, &ce))
-	assert.Equal(t, "collections[2]", ce.Field)
-	assert.Contains(t, err.Error(), `also collections[0] "dbs/a/colls/b"`)
-	// The .NET SDK's spelling is kept verbatim when it is the only one.
-	assert.NoError(t, CheckDistinctLinks("collections", []string{"dbs/T6t8AA==/colls/T6t8ALDFcwA=/", "dbs/T6t8AA==/colls/T6t8ANdyZQE=/"}))
-	assert.Equal(t, []string{"/dbs/a/colls/b/", "dbs/a/colls/c"}, UnionLinks([]string{"/dbs/a/colls/b/"}, []string{"dbs/a/colls/b", "dbs/a/colls/c"}))
-}
-
 func TestDecodeTarget(t *testing.T) {
 	for _, raw := range []string{``, `null`, ` null `} {
 		tg, err := DecodeTarget("default", json.RawMessage(raw))

@@ -38,6 +38,12 @@
 // which rejects unknown (and wrongly cased) fields; every decoding error is a
 // *ConfigError naming the field ("default.collections[1]").
 //
+// A program may add a kind of its own the same way: Register its DecodeFunc
+// (and RegisterWork its cost), decode with DecodeStrict, and build errors
+// with Invalid and InField so they name the field as the built-in kinds'
+// do. These four are the kit for a kind; the rest of the codec's plumbing
+// is internal.
+//
 // Resolvers are pure, immutable values: safe for concurrent use, never
 // mutated, swapped whole when configuration changes.
 //

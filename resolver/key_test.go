@@ -2,7 +2,6 @@ package resolver
 
 import (
 	"encoding/json"
-	"errors"
 	"math"
 	"testing"
 
@@ -55,24 +54,4 @@ func TestValidateLink(t *testing.T) {
 		require.Error(t, err, bad)
 		assert.ErrorIs(t, err, ErrInvalid)
 	}
-}
-
-func TestCheckDistinctLinks(t *testing.T) {
-	assert.NoError(t, CheckDistinctLinks("collections", []string{"dbs/a/colls/b", "dbs/a/colls/c"}))
-	var ce *ConfigError
-	err := CheckDistinctLinks("collections", []string{"dbs/a/colls/b", "dbs/a/colls/c", "dbs/a/colls/b"})
-	require.True(t, errors.As(err, &ce))
-	assert.Equal(t, "collections[2]", ce.Field)
-	assert.Contains(t, err.Error(), "also collections[0]")
-	err = CheckDistinctLinks("collections", []string{"dbs/a/colls/b", "bad"})
-	require.True(t, errors.As(err, &ce))
-	assert.Equal(t, "collections[1]", ce.Field)
-	err = CheckDistinctLinks("collections", nil)
-	require.True(t, errors.As(err, &ce))
-	assert.Equal(t, "collections", ce.Field)
-}
-
-func TestUnionLinks(t *testing.T) {
-	assert.Equal(t, []string{"a", "b", "c"}, UnionLinks([]string{"a", "b"}, nil, []string{"b", "c", "a"}))
-	assert.Empty(t, UnionLinks())
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/store"
@@ -238,7 +239,7 @@ func (c *Client) Read(ctx context.Context, dbLink, id string, key any) (*store.D
 // changed or vanished meanwhile, the new one is removed again and Replace
 // fails with nothing changed.
 func (c *Client) Replace(ctx context.Context, dbLink, id string, doc any, opts *ReplaceOptions) (*store.Document, error) {
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	return guarded(c, ctx, dbLink, func(e *dbEntry) (*store.Document, error) {
 		return c.replace(ctx, e, id, doc, o)
 	})

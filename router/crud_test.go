@@ -18,6 +18,7 @@ import (
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/memstore"
 )
 
 func TestCRUDRoutesByKey(t *testing.T) {
@@ -789,4 +790,63 @@ func TestReadFindsTheDatabase(t *testing.T) {
 	c.Unregister("dbs/other")
 	c.Unregister(db)
 	assert.ErrorIs(t, read(db), router.ErrUnknownDatabase, "nothing registered")
+}
+
+// TestQuotaRefusalOfARing: only a spillover's full newest collection makes
+// a write wait for the next version; a ring's collection refusing a write
+// for quota is the caller's error at once, not after MovingWait.
+func TestQuotaRefusalOfARing(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	defer st.Close()
+	const l = "dbs/q/colls/only"
+	require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/id", Quota: &store.Quota{MaxDocuments: 1}}))
+	r, err := hashring.New([]string{l}, &hashring.Options{PartitionKey: resolver.MustKeyDef("/id")})
+	require.NoError(t, err)
+	c := router.New(st, nil)
+	f, err := c.Follow(ctx, "dbs/q", &router.FollowOptions{Seed: r, PollInterval: time.Hour, LeaseDuration: 2 * time.Hour, MovingWait: time.Hour})
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = c.Create(ctx, "dbs/q", map[string]any{"id": "a"}, nil)
+	require.NoError(t, err)
+	_, err = c.Create(ctx, "dbs/q", map[string]any{"id": "b"}, nil)
+	require.ErrorIs(t, err, store.ErrQuotaExceeded)
+	assert.NotContains(t, err.Error(), "waited", "no wait for a next collection a ring never opens")
+}
+
+// appliedThenLost applies the first conditional delete and then answers
+// ErrUnavailable, as a connection that drops after the service deleted.
+type appliedThenLost struct {
+	store.Store
+	lost atomic.Bool
+}
+
+func (s *appliedThenLost) Delete(ctx context.Context, l, id string, o *store.WriteOptions) error {
+	err := s.Store.Delete(ctx, l, id, o)
+	if err == nil && o != nil && o.IfMatch != "" && s.lost.CompareAndSwap(false, true) {
+		return &store.Error{Kind: store.ErrUnavailable, Op: "delete", Message: "the connection was reset after the request was sent"}
+	}
+	return err
+}
+
+// TestMoveLostReply: a replace that moves a document to another
+// collection deletes the old copy If-Match; when that delete lands and its
+// answer is lost, the retried delete is refused (not found). The router
+// took that for "another writer won" and deleted the new copy too: the
+// document was gone. Now the unknown outcome is reported and the document
+// survives (found by its new key), once.
+func TestMoveLostReply(t *testing.T) {
+	fs := &appliedThenLost{Store: newMem(t)}
+	c := setup(t, 8, fs, nil)
+	from, to := keysIn(t, ring(t, 8))
+	_, err := c.Create(ctx, db, user{ID: "x", UserID: from, Name: "before"}, nil)
+	require.NoError(t, err)
+	_, err = c.Replace(ctx, db, "x", user{ID: "x", UserID: to, Name: "after"}, &router.ReplaceOptions{OldKey: from})
+	require.True(t, fs.lost.Load(), "the delete's answer was lost")
+	if err != nil {
+		assert.ErrorIs(t, err, store.ErrUnavailable, "the outcome is reported as unknown")
+	}
+	require.Equal(t, 1, countDocs(t, fs, "x"), "the document is kept, once")
+	_, err = c.Read(ctx, db, "x", to)
+	require.NoError(t, err, "found by its new key")
 }

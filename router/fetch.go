@@ -87,7 +87,7 @@ type fetched struct {
 	n          int
 	rows       []json.RawMessage // what the user sees; nil entry: no result
 	keys       [][]any           // ordered merge: sort keys
-	dkeys      []string          // DISTINCT: query.DistinctKey of the row
+	dkeys      []string          // DISTINCT: queryhook.DistinctKey of the row
 	vals       []any             // aggregates: decoded partial rows
 	err        error
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/internal/procid"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
@@ -177,7 +178,7 @@ func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions)
 	if err != nil {
 		return nil, err
 	}
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/docshard/docshard/hashring"
+	"github.com/docshard/docshard/internal/linkset"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/store"
@@ -175,7 +176,7 @@ func (r twoPlace) ResolveForRead(key any) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return resolver.UnionLinks(a, b), nil
+	return linkset.Union(a, b), nil
 }
 
 // countDocs counts a document id over every collection of the database.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 
+	"github.com/docshard/docshard/internal/queryhook"
 	"github.com/docshard/docshard/query"
 )
 
@@ -586,7 +587,7 @@ func (m *nestedMerger) compute(ctx context.Context) error {
 	return nil
 }
 
-// distinctKeys returns query.DistinctKey of each row; a nil row (an
+// distinctKeys returns queryhook.DistinctKey of each row; a nil row (an
 // undefined ORDER BY payload) has none.
 func distinctKeys(rows []json.RawMessage) ([]string, error) {
 	out := make([]string, len(rows))
@@ -598,7 +599,7 @@ func distinctKeys(rows []json.RawMessage) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[i] = query.DistinctKey(v)
+		out[i] = queryhook.DistinctKey(v)
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/docshard/docshard/internal/localquery"
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/store"
@@ -90,7 +91,7 @@ func (v *ownedView) Query(ctx context.Context, l string, q store.Query, opts *st
 	if !v.shared[strings.Trim(l, "/")] {
 		return v.Store.Query(ctx, l, q, opts)
 	}
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	call, err := localquery.Begin("query", l, q, l, keyText(o.PartitionKey), o.Continuation)
 	if err != nil {
 		return nil, err

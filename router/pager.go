@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/docshard/docshard/internal/localquery"
+	"github.com/docshard/docshard/internal/queryhook"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
@@ -192,7 +193,7 @@ func (p *Pager) setup() error {
 	if p.bind, err = binding(e.link, p.q, keyText(p.opts.PartitionKey)); err != nil {
 		return err
 	}
-	if query.ReadsClock(parsed) {
+	if queryhook.ReadsClock(parsed) {
 		// One instant per query, written into the text every collection
 		// runs and into the continuation token, so every collection and
 		// every page reads the same time.
@@ -254,7 +255,7 @@ func (p *Pager) bindClock(parsed *query.Query, links []string) error {
 		}
 		p.clock = t.clock
 	}
-	query.BindClock(parsed, time.Unix(0, p.clock).UTC())
+	queryhook.BindClock(parsed, time.Unix(0, p.clock).UTC())
 	return nil
 }
 

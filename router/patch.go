@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/docshard/docshard/internal/docpatch"
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/store"
 )
@@ -58,7 +59,7 @@ func (c *Client) Patch(ctx context.Context, dbLink, id string, key any, ops []st
 	if !ok {
 		return nil, fmt.Errorf("router: Patch %q in %s: the store (%T) is not a store.Patcher: %w", id, dbLink, c.raw, errors.ErrUnsupported)
 	}
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	return guarded(c, ctx, dbLink, func(e *dbEntry) (*store.Document, error) {
 		return c.patch(ctx, e, p, id, key, ops, o)
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/docshard/docshard/rangeresolver"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/router"
+	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/memstore"
 )
@@ -580,4 +581,179 @@ func TestNestedFromSubquery(t *testing.T) {
 			assert.Equal(t, got, append(page.Items, rest...), "resumed from a token: the rest, in the same order")
 		})
 	}
+}
+
+// TestResumeAfterChangesInsideAPage pages a query through the router in
+// pages smaller than the store's, so each token stands inside a store
+// page; between pages a document the walk already returned is deleted and
+// the store's cursors are evicted, so a resume fetches the store's page
+// again from the collection as it is now. Skipping the rows the token
+// counted would then skip a live document (issue 27: a re-run must not
+// shift a position): the router must either resume exactly or refuse the
+// token with ErrBadContinuation, never answer without a document that
+// existed throughout. A replace that keeps each document's place changes
+// nothing the token counted: the walk resumes.
+func TestResumeAfterChangesInsideAPage(t *testing.T) {
+	for _, tc := range []struct {
+		q       string
+		replace bool // replace the document (keeping its place) instead of deleting it
+	}{
+		{q: "SELECT * FROM c"},
+		{q: "SELECT * FROM c ORDER BY c.age"},
+		{q: "SELECT c.id FROM c ORDER BY c.id DESC"},
+		{q: "SELECT * FROM c", replace: true},
+		{q: "SELECT * FROM c ORDER BY c.age", replace: true},
+	} {
+		q := tc.q
+		t.Run(fmt.Sprintf("%s/replace=%v", q, tc.replace), func(t *testing.T) {
+			st := memstore.New(&memstore.Options{Cursors: 1})
+			t.Cleanup(func() { _ = st.Close() })
+			c := setup(t, 1, st, nil)
+			addUsers(t, c, 40, func(i int) string { return fmt.Sprint("k", i) })
+			seen := map[string]int{}
+			deleted := map[string]bool{}
+			tok, refused := "", false
+			for i := 0; ; i++ {
+				require.Less(t, i, 100, "the walk ends")
+				p := c.NewQueryPager(db, store.Query{Text: q}, &router.QueryOptions{PageSize: 3, MaxBufferedItemCount: 40, Continuation: tok})
+				page, err := p.NextPage(ctx)
+				if err != nil {
+					require.ErrorIs(t, err, router.ErrBadContinuation)
+					refused = true
+					break
+				}
+				for _, raw := range page.Items {
+					var u struct{ ID string }
+					require.NoError(t, json.Unmarshal(raw, &u))
+					seen[u.ID]++
+				}
+				if tok = page.Continuation; tok == "" {
+					break
+				}
+				// Delete the first document of this page (returned already),
+				// then evict the store's cursor with another query.
+				var u struct{ ID string }
+				require.NoError(t, json.Unmarshal(page.Items[0], &u))
+				switch {
+				case tc.replace:
+					var i int
+					_, _ = fmt.Sscan(u.ID, &i)
+					_, err := c.Replace(ctx, db, u.ID, user{ID: u.ID, UserID: "k" + u.ID, Age: i % 50, Name: "again"}, nil)
+					require.NoError(t, err)
+				case !deleted[u.ID]:
+					deleted[u.ID] = true
+					require.NoError(t, c.Delete(ctx, db, u.ID, "k"+u.ID, nil))
+				}
+				_, err = st.Query(ctx, "dbs/app/colls/u0", store.Query{Text: "SELECT VALUE 1 FROM c"}, &store.QueryOptions{PageSize: 1})
+				require.NoError(t, err)
+			}
+			for id, n := range seen {
+				assert.Equal(t, 1, n, "document %s returned %d times", id, n)
+			}
+			if refused {
+				t.Logf("refused after %d documents: %v", len(seen), "ErrBadContinuation")
+				return // refused, not answered wrongly
+			}
+			for i := range 40 {
+				id := fmt.Sprint(i)
+				if !deleted[id] {
+					assert.Equal(t, 1, seen[id], "document %s existed throughout the walk and was returned %d times", id, seen[id])
+				}
+			}
+		})
+	}
+}
+
+// TestHeldPagerAcrossAPlacementChange: a Pager placed its query on the
+// collections of the version in force; when the database moves to a
+// placement that reads other collections (a reshard's switch), whose
+// clean-up then empties the old ones, its next page must not answer by
+// the old collections. A new version that keeps them changes nothing.
+func TestHeldPagerAcrossAPlacementChange(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		moved bool // the new version reads other collections
+	}{{"same collections", false}, {"other collections", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newFenceStore(t)
+			c := router.New(st, nil)
+			f := follow(t, c, &router.FollowOptions{Seed: ring(t, 2), PollInterval: time.Hour, LeaseDuration: 2 * time.Hour})
+			for _, l := range links(3) {
+				require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/userId"}))
+			}
+			addUsers(t, c, 30, func(i int) string { return fmt.Sprint("k", i) })
+			p := c.NewQueryPager(db, store.Query{Text: "SELECT * FROM c ORDER BY c.age"}, &router.QueryOptions{PageSize: 5})
+			_, err := p.NextPage(ctx)
+			require.NoError(t, err)
+
+			n := 2
+			if tc.moved {
+				n = 3
+			}
+			publish(t, st, n, true) // a new epoch: a new registration either way
+			require.NoError(t, f.Refresh(ctx))
+			page, err := p.NextPage(ctx)
+			if !tc.moved {
+				require.NoError(t, err)
+				assert.Len(t, page.Items, 5)
+				return
+			}
+			require.ErrorIs(t, err, router.ErrPlacementChanged)
+			assert.Contains(t, err.Error(), "run it again from its first page")
+		})
+	}
+}
+
+// blockingReads holds every Read of id until release is closed, telling
+// started when one begins.
+type blockingReads struct {
+	store.Store
+	id      string
+	started chan struct{}
+	release chan struct{}
+}
+
+func (s *blockingReads) Read(ctx context.Context, l, id string, o *store.ReadOptions) (*store.Document, error) {
+	if id == s.id {
+		s.started <- struct{}{}
+		<-s.release
+	}
+	return s.Store.Read(ctx, l, id, o)
+}
+
+// TestReadInFlightHoldsTheAcknowledgement: a router acknowledges a new
+// version (in its lease, which a reshard waits for before its clean-up)
+// only once the reads it began by the old placement have ended, as it
+// does for writes: otherwise the clean-up could delete what such a read
+// is about to read.
+func TestReadInFlightHoldsTheAcknowledgement(t *testing.T) {
+	fs := newFenceStore(t)
+	st := &blockingReads{Store: fs, id: "1", started: make(chan struct{}, 1), release: make(chan struct{})}
+	c := router.New(st, nil)
+	f := follow(t, c, &router.FollowOptions{Seed: ring(t, 2), PollInterval: time.Hour, LeaseDuration: 2 * time.Hour, RouterID: "r1"})
+	for _, l := range links(3) {
+		require.NoError(t, fs.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/userId"}))
+	}
+	addUsers(t, c, 3, func(i int) string { return fmt.Sprint("k", i) })
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Read(ctx, db, "1", "k1")
+		done <- err
+	}()
+	<-st.started // the read is in flight, placed by version 1's resolver
+	next := publish(t, fs, 3, true)
+	require.NoError(t, f.Refresh(ctx))
+	leaseVersion := func() int64 {
+		ls, err := shardstate.Leases(ctx, fs, db)
+		require.NoError(t, err)
+		require.Len(t, ls, 1)
+		return ls[0].Version
+	}
+	assert.Less(t, leaseVersion(), next.Version, "acknowledged with a read by the old placement in flight")
+
+	close(st.release)
+	require.NoError(t, <-done)
+	require.NoError(t, f.Refresh(ctx))
+	assert.Equal(t, next.Version, leaseVersion(), "acknowledged once the read ended")
 }

@@ -8,7 +8,10 @@
 // as package resolver writes it), a version that grows by exactly one per
 // change, an epoch for fencing (raised by changes that routers must see
 // before they write again), a phase (where a long-running change such as a
-// reshard records its progress), and who changed it and when. Every change
+// reshard stands), and who changed it, when and why (State.Reason). A
+// long-running change keeps its working progress (a reshard's positions,
+// its owner's heartbeat) in a progress document beside it (SaveProgress),
+// which makes no version, so the history is the changes themselves. Every change
 // is a compare-and-swap on the document's ETag, so of two concurrent
 // writers exactly one wins and the other gets a *ConflictError carrying the
 // state that won. The versions a change supersedes are kept as history

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/retry"
 )
@@ -236,7 +237,7 @@ func (e *StaleRoutersError) Unwrap() error { return e.Err }
 // the wait is at most the longest ValidFor plus the margin.
 func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version int64, opts *WaitOptions) error {
 	st = retry.Ensure(st)
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	if o.Poll <= 0 {
 		o.Poll = 250 * time.Millisecond
 	}

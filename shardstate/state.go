@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/internal/procid"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
@@ -20,7 +21,7 @@ import (
 const CollectionID = "_docshard"
 
 // KeyPath is the partition-key path of the state collection: every document
-// in it has a "kind" ("state", "history" or "lease"), and documents of one
+// in it has a "kind" ("state", "history", "lease" or "progress"), and documents of one
 // kind share a logical partition.
 const KeyPath = "/kind"
 
@@ -107,6 +108,9 @@ type State struct {
 	// writer's clock).
 	UpdatedBy string
 	UpdatedAt time.Time
+	// Reason says in words what this version changed and why (Change.Reason:
+	// "reshard 3 → 4 collections: copying"); empty when its writer gave none.
+	Reason string
 	// ETag is the state document's ETag when this version was read: the
 	// compare-and-swap token of the next change. Empty for history.
 	ETag string
@@ -149,11 +153,12 @@ type document struct {
 	Phase     json.RawMessage `json:"phase,omitempty"`
 	UpdatedBy string          `json:"updatedBy"`
 	UpdatedAt time.Time       `json:"updatedAt"`
+	Reason    string          `json:"reason,omitempty"`
 }
 
 func (s *State) document(id, kind string) document {
 	return document{ID: id, Kind: kind, Format: Format, Database: s.Database, Version: s.Version, Epoch: s.Epoch,
-		Resolver: s.Resolver, Phase: s.Phase, UpdatedBy: s.UpdatedBy, UpdatedAt: s.UpdatedAt}
+		Resolver: s.Resolver, Phase: s.Phase, UpdatedBy: s.UpdatedBy, UpdatedAt: s.UpdatedAt, Reason: s.Reason}
 }
 
 // CollectionLink returns the link of a database's state collection,
@@ -247,7 +252,7 @@ func parse(body []byte, db, kind string, decode bool) (*State, error) {
 		d.Phase = nil
 	}
 	return &State{Database: d.Database, Version: d.Version, Epoch: d.Epoch, Resolver: d.Resolver, Phase: d.Phase,
-		UpdatedBy: d.UpdatedBy, UpdatedAt: d.UpdatedAt}, nil
+		UpdatedBy: d.UpdatedBy, UpdatedAt: d.UpdatedAt, Reason: d.Reason}, nil
 }
 
 // InitOptions qualify Init. A nil *InitOptions means defaults.
@@ -290,7 +295,7 @@ func Init(ctx context.Context, st store.Store, dbLink string, r resolver.Resolve
 // *ConflictError carrying the state that exists.
 func create(ctx context.Context, st store.Store, t *traces, r resolver.Resolver, opts *InitOptions, version, epoch int64) (*State, error) {
 	db, coll := t.db, t.coll
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	text, err := canonical(r)
 	if err != nil {
 		return nil, err
@@ -338,7 +343,7 @@ func LoadOrInit(ctx context.Context, st store.Store, dbLink string, seed resolve
 // KeyPath, through store.EnsureCollections (the one conflict rule: one
 // that exists partitioned by another path is a *store.KeyPathError).
 func ensureCollection(ctx context.Context, st store.Store, coll string, spec *store.CollectionSpec) error {
-	sp := store.OptionsOf(spec)
+	sp := opt.Of(spec)
 	sp.PartitionKeyPath = KeyPath
 	if _, err := store.EnsureCollections(retry.Repeatable(ctx), st, store.Wanted{Create: []string{coll}, Spec: sp}); err != nil {
 		return fmt.Errorf("shardstate: the state collection: %w", err)
@@ -385,6 +390,9 @@ type Change struct {
 	NewEpoch bool
 	// By names the writer; empty means the process's "host/pid".
 	By string
+	// Reason says in words what the change does and why, for the history
+	// (State.Reason); empty gives none.
+	Reason string
 }
 
 // Publish makes the change to the state cur as the next version, by
@@ -410,7 +418,7 @@ func Publish(ctx context.Context, st store.Store, cur *State, ch Change) (*State
 	}
 	next := *cur
 	next.Version++
-	next.UpdatedBy, next.UpdatedAt, next.ETag = by(ch.By), now(), ""
+	next.UpdatedBy, next.UpdatedAt, next.ETag, next.Reason = by(ch.By), now(), "", ch.Reason
 	if ch.NewEpoch {
 		if next.Epoch, err = newEpoch(ctx, st, cur); err != nil {
 			return nil, err

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/internal/procid"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
@@ -139,7 +140,7 @@ type Coordinator struct {
 // when st is wrapped already, else a default one.
 func Start(ctx context.Context, st store.Store, dbLink string, opts *CoordinatorOptions) (*Coordinator, error) {
 	st = retry.Ensure(st) // every call retried once, by the one layer
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	if o.CheckInterval <= 0 {
 		o.CheckInterval = time.Second
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docshard/docshard/internal/linkset"
 	"github.com/docshard/docshard/internal/provision"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/rangeresolver"
@@ -131,7 +132,7 @@ func New(collections []string, opts *Options) (*Resolver, error) {
 		return nil, resolver.Invalid("collectionPrefix", nil, "missing: a spillover needs a collection prefix and a limit")
 	}
 	o := *opts
-	if err := resolver.CheckDistinctLinks("collections", collections); err != nil {
+	if err := linkset.CheckDistinct("collections", collections); err != nil {
 		return nil, err
 	}
 	if err := provision.CheckPrefix(o.CollectionPrefix, "new collections are named by it"); err != nil {

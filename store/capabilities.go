@@ -82,20 +82,6 @@ type Batcher interface {
 // (Cosmos DB's limit).
 const MaxBatchOperations = 100
 
-// CheckBatch checks what every Batcher refuses before it looks at the
-// operations: a batch of no operations or more than MaxBatchOperations,
-// or without a partition-key value. The error wraps ErrBadRequest and
-// names the collection link l.
-func CheckBatch(l string, partitionKey any, ops []BatchOp) error {
-	if len(ops) == 0 || len(ops) > MaxBatchOperations {
-		return Errorf(ErrBadRequest, "batch", l, "", "a batch holds 1 to %d operations, not %d", MaxBatchOperations, len(ops))
-	}
-	if partitionKey == nil {
-		return Errorf(ErrBadRequest, "batch", l, "", "a batch needs its partition-key value")
-	}
-	return nil
-}
-
 // BatchOpKind says what a batch operation does.
 type BatchOpKind int
 

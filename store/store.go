@@ -278,15 +278,3 @@ type Page struct {
 	// units); 0 where the backend has no such measure.
 	RequestCharge float64
 }
-
-// OptionsOf returns *opts, or the zero value when opts is nil: what a nil
-// options pointer stands for, since every options struct of this module
-// means its defaults when nil. It copies the struct, so the caller's value
-// cannot change under the operation.
-func OptionsOf[T any](opts *T) T {
-	if opts == nil {
-		var zero T
-		return zero
-	}
-	return *opts
-}

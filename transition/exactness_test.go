@@ -119,22 +119,7 @@ func TestExactness(t *testing.T) {
 	ev := newEvictor(ctx, t, sv.backend(ctx, t), cfg.evictions)
 	rd := newReader(ctx, t, sv.backend(ctx, t), fixed, m, cfg)
 
-	stop := make(chan struct{})
-	var workers sync.WaitGroup
-	workers.Go(func() {
-		writeLoop(ctx, wc, rand.New(rand.NewPCG(27, 1)), "w", 20*time.Millisecond, stop, m.ack, m.unknown)
-		m.done()
-	})
-	workers.Go(func() { rd.run(ctx, stop) })
-	stopped := false
-	stopWorkers := func() {
-		if !stopped {
-			stopped = true
-			close(stop)
-			workers.Wait()
-		}
-	}
-	t.Cleanup(stopWorkers)
+	stopWorkers := startWorkers(ctx, t, wc, rand.New(rand.NewPCG(27, 1)), 20*time.Millisecond, m, rd)
 
 	rst := sv.backend(ctx, t)
 	for i, n := range cfg.targets {
@@ -170,6 +155,28 @@ func TestExactness(t *testing.T) {
 	}
 	t.Logf("final store: %d documents in %d collections; the writer made %d operations; %d evictions of %d queries",
 		total, len(found), m.ops(), ev.bursts.Load(), cfg.evictions)
+}
+
+// startWorkers runs the writer (writeLoop through c, one operation every
+// interval, told to m) and the reader until the returned function is
+// called (or the test ends), which stops both and waits for them.
+func startWorkers(ctx context.Context, t *testing.T, c *router.Client, rng *rand.Rand, interval time.Duration, m *model, rd *reader) (stop func()) {
+	done := make(chan struct{})
+	var workers sync.WaitGroup
+	workers.Go(func() {
+		writeLoop(ctx, c, rng, "w", interval, done, m.ack, m.unknown)
+		m.done()
+	})
+	workers.Go(func() { rd.run(ctx, done) })
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			close(done)
+			workers.Wait()
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // restartable is docshard serve (emulatortest, in this process) over the

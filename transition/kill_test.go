@@ -1,8 +1,10 @@
 package transition_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/docshard/docshard/emulator/emulatortest"
 	"github.com/docshard/docshard/internal/proctest"
+	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
@@ -69,21 +72,93 @@ func TestReshardChild(t *testing.T) {
 // writeUntilEOF writes creates, upserts and deletes through a router that
 // follows the state until stdin closes, acknowledging each:
 // "ack ID KEY V" (V -1: deleted) or "unknown ID" when the outcome is not
-// known.
+// known. It says "following V" once it follows, and "writer done V" at
+// the end (V: the version it routes by). $WRITER names its ids' prefix
+// and its router ("w"), $WRITE_EVERY the pause between writes (2ms),
+// $POLL its poll interval (100ms; the lease is 5s).
 func writeUntilEOF(ctx context.Context, st store.Store, say func(string, ...any)) {
-	c := router.New(st, nil)
-	f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: 100 * time.Millisecond, LeaseDuration: 5 * time.Second})
-	if err != nil {
-		say("fatal %v", err)
+	name, seed := "w", uint64(5)
+	if v := os.Getenv("WRITER"); v != "" {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(v))
+		name, seed = v, h.Sum64()
+	}
+	every, _ := time.ParseDuration(cmp.Or(os.Getenv("WRITE_EVERY"), "2ms"))
+	poll, _ := time.ParseDuration(cmp.Or(os.Getenv("POLL"), "100ms"))
+	c, f, done, ok := childRouter(ctx, st, &router.FollowOptions{PollInterval: poll, LeaseDuration: 5 * time.Second}, say)
+	if !ok {
 		return
 	}
 	defer f.Close()
-	done := make(chan struct{})
-	go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(done) }()
-	writeLoop(ctx, c, rand.New(rand.NewPCG(5, 5)), "w", 2*time.Millisecond, done,
+	writeLoop(ctx, c, rand.New(rand.NewPCG(5, seed)), name, every, done,
 		func(id, key string, v int) { say("ack %s %s %d", id, key, v) },
 		func(id string, err error) { say("unknown %s %v", id, err) })
-	say("writer done")
+	say("writer done %d", f.Version())
+}
+
+// seedDocs seeds the database with r as its shared state and n documents
+// (ids seed-0, seed-1, ...; 500 keys) written through a router following
+// it, 8 at once, and returns the ledger of them.
+func seedDocs(ctx context.Context, t *testing.T, st store.Store, r resolver.Resolver, n int) *ledger {
+	t.Helper()
+	c := router.New(st, nil)
+	f, err := c.Follow(ctx, db, &router.FollowOptions{Seed: r})
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = c.EnsureCollections(ctx, db, nil)
+	require.NoError(t, err)
+	l := &ledger{value: map[string]int{}, key: map[string]string{}, unknown: map[string]bool{}}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				id, key := fmt.Sprintf("seed-%d", i), fmt.Sprintf("u%d", i%500)
+				if _, err := c.Create(ctx, db, doc{ID: id, UserID: key, V: 1}, nil); err != nil {
+					t.Errorf("seeding %s: %v", id, err)
+					return
+				}
+				l.set(id, key, 1)
+			}
+		})
+	}
+	wg.Wait()
+	require.False(t, t.Failed(), "seeding")
+	return l
+}
+
+// childRouter is a child process's router: it follows the database over
+// st with opts and says "following V". done closes when stdin does (the
+// parent's signal to finish). When it cannot follow it says "fatal ..."
+// and ok is false.
+func childRouter(ctx context.Context, st store.Store, opts *router.FollowOptions, say func(string, ...any)) (c *router.Client, f *router.Follower, done <-chan struct{}, ok bool) {
+	c = router.New(st, nil)
+	f, err := c.Follow(ctx, db, opts)
+	if err != nil {
+		say("fatal %v", err)
+		return nil, nil, nil, false
+	}
+	say("following %d", f.Version())
+	eof := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(eof) }()
+	return c, f, eof, true
+}
+
+// take records a writer's line in the ledger: "ack ID KEY V" or "unknown
+// ID ...". It reports whether the line was one of them.
+func (l *ledger) take(line string) bool {
+	fields := strings.Fields(line)
+	switch {
+	case len(fields) == 4 && fields[0] == "ack":
+		v, _ := strconv.Atoi(fields[3])
+		l.set(fields[1], fields[2], v)
+	case len(fields) >= 2 && fields[0] == "unknown":
+		l.mu.Lock()
+		l.unknown[fields[1]] = true
+		l.mu.Unlock()
+	default:
+		return false
+	}
+	return true
 }
 
 // runToEnd runs a reshard process to its end.
@@ -120,44 +195,16 @@ func TestReshardKilled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // 50,000 documents on a busy host take minutes
 	defer cancel()
 	srv, st := emulatortest.StartBackend(ctx, t)
-	two := ring(t, 2)
-	c := router.New(st, nil)
-	f, err := c.Follow(ctx, db, &router.FollowOptions{Seed: two})
-	require.NoError(t, err)
-	_, err = c.EnsureCollections(ctx, db, nil)
-	require.NoError(t, err)
-	l := &ledger{value: map[string]int{}, key: map[string]string{}, unknown: map[string]bool{}}
-	var wg sync.WaitGroup
-	for w := range 8 {
-		wg.Go(func() {
-			for i := w; i < n; i += 8 {
-				id, key := fmt.Sprintf("seed-%d", i), fmt.Sprintf("u%d", i%500)
-				if _, err := c.Create(ctx, db, doc{ID: id, UserID: key, V: 1}, nil); err != nil {
-					t.Errorf("seeding %s: %v", id, err)
-					return
-				}
-				l.set(id, key, 1)
-			}
-		})
-	}
-	wg.Wait()
-	require.NoError(t, f.Close())
+	l := seedDocs(ctx, t, st, ring(t, 2), n)
 
 	writer := startProc(t, "writer", srv.Endpoint)
 	ackDone := make(chan struct{})
 	go func() {
 		defer close(ackDone)
 		for line := range writer.Lines {
-			fields := strings.Fields(line)
 			switch {
-			case len(fields) == 4 && fields[0] == "ack":
-				v, _ := strconv.Atoi(fields[3])
-				l.set(fields[1], fields[2], v)
-			case len(fields) >= 2 && fields[0] == "unknown":
-				l.mu.Lock()
-				l.unknown[fields[1]] = true
-				l.mu.Unlock()
-			case fields[0] == "fatal":
+			case l.take(line):
+			case strings.HasPrefix(line, "fatal"):
 				t.Errorf("writer: %s", line)
 			}
 		}

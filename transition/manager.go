@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/internal/procid"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/resolver"
@@ -129,26 +130,38 @@ type Progress struct {
 	ETA     time.Duration // the copy's time left at Rate; 0 when unknown or done
 }
 
-// record is the reshard's part of the state's phase.
+// record is the reshard's part of the state's phase: what it moves between
+// and its step. Its progress (positions, owner) is in the progress
+// document (see work).
 type record struct {
-	ID      string            `json:"id"`
-	Step    string            `json:"step"`
-	From    json.RawMessage   `json:"from"`
-	To      json.RawMessage   `json:"to"`
-	Feeds   map[string]string `json:"feeds"` // source → catch-up position
-	Copy    map[string]string `json:"copy"`  // source → read-feed continuation; "done" when finished
-	Started time.Time         `json:"started"`
-	Owner   string            `json:"owner,omitempty"` // the process running it; empty when none
-	// Settled records, after the switch, that every router has
-	// acknowledged it or let its lease lapse: no router reads by the
-	// current placement any more, so the clean-up may delete sources. A
-	// resumed reshard that finds it unset waits for the routers first.
-	Settled bool `json:"settled,omitempty"`
+	ID      string          `json:"id"`
+	Step    string          `json:"step"`
+	From    json.RawMessage `json:"from"`
+	To      json.RawMessage `json:"to"`
+	Started time.Time       `json:"started"`
+	// The progress as releases before 2026-11-28 recorded it, in the
+	// phase: read to resume such a reshard (loadWork), never written.
+	Feeds   map[string]string `json:"feeds,omitempty"`
+	Copy    map[string]string `json:"copy,omitempty"`
+	Owner   string            `json:"owner,omitempty"`
+	Settled bool              `json:"settled,omitempty"`
 }
 
 type phaseDoc struct {
 	Reshard *record `json:"reshard,omitempty"`
+	// Progress says where the reshard's progress is (progressKey). A
+	// release before 2026-11-28, which expects it in the record, refuses a
+	// phase with a member it does not know (as another change's), rather
+	// than resume the reshard with no positions.
+	Progress string `json:"reshardProgress,omitempty"`
 }
+
+// progressKey and progressNote are the phase's member naming where the
+// reshard's progress is.
+const (
+	progressKey  = "reshardProgress"
+	progressNote = "in the progress document (docshard 2026-11-28 or later)"
+)
 
 const copyDone = "done"
 
@@ -163,11 +176,14 @@ type manager struct {
 	from    resolver.Resolver
 	to      resolver.Resolver
 	rec     *record
+	work    work                 // the reshard's progress (see work)
+	pdoc    *shardstate.Progress // its progress document as last read or saved
+	runner  string               // the owner the progress document names: m.owner once this run took it
 	limiter *rate.Limiter
 	workers chan struct{} // the copy's pool: a slot per copy in flight
 
 	progMu sync.Mutex // guards prog
-	mu     sync.Mutex // guards state, rec's maps, and checkpoints
+	mu     sync.Mutex // guards state, rec, work, pdoc, runner, and checkpoints
 	state  *shardstate.State
 	prog   Progress
 	cnt    struct{ scanned, copied, caught, verified, deleted, behind atomic.Int64 }
@@ -215,21 +231,26 @@ func reshard(ctx context.Context, st store.Store, dbLink string, next resolver.R
 			return &m.prog, err
 		}
 	default:
-		if rec.Owner != "" {
-			// Another process runs it, or ran it and died: wait until it
-			// has written nothing for the owner TTL.
+		_, owner, known, err := m.runnerOf(ctx, rec)
+		if err != nil {
+			return &m.prog, err
+		}
+		if owner != "" || !known {
+			// Another process runs it, or ran it and died (or started it
+			// and has saved no progress yet): wait until it has written
+			// nothing for the owner TTL.
 			if rec, err = m.awaitOwner(ctx); err != nil || rec == nil {
 				return &m.prog, err // finished meanwhile, or ctx ended
 			}
 		}
-		if err := m.resume(rec); err != nil {
+		if err := m.resume(ctx, rec); err != nil {
 			return &m.prog, err
 		}
-		m.log.Info("reshard resumed", "db", m.db, "id", rec.ID, "step", rec.Step, "previousOwner", rec.Owner)
+		m.log.Info("reshard resumed", "db", m.db, "id", rec.ID, "step", rec.Step, "previousOwner", m.runner)
 		if err := m.takeOver(ctx); err != nil {
 			return &m.prog, err
 		}
-		if rec.Step != StepSwitched {
+		if m.rec.Step != StepSwitched {
 			// The run before may have died between a copy and its check
 			// of the source, or with copies still on their way: now that
 			// its writes are fenced off, every copy is checked against
@@ -252,11 +273,16 @@ func reshard(ctx context.Context, st store.Store, dbLink string, next resolver.R
 	return &m.prog, err
 }
 
-// awaitOwner waits until the reshard's state has gone unchanged for the
-// owner TTL (its owner is dead) and returns its record; nil when it
-// finished (or moved to another target) meanwhile.
+// awaitOwner waits until the reshard's state and progress have gone
+// unchanged for the owner TTL (its owner is dead), or its owner released
+// it, and returns its record; nil when it finished (or moved to another
+// target) meanwhile.
 func (m *manager) awaitOwner(ctx context.Context) (*record, error) {
 	seen, since := m.state.Version, time.Now()
+	var seq int64
+	if rec, err := recordOf(m.state); err == nil && rec != nil {
+		seq, _, _, _ = m.runnerOf(ctx, rec)
+	}
 	poll := min(m.o.OwnerTTL/5, time.Second)
 	for {
 		t := time.NewTimer(poll)
@@ -270,12 +296,17 @@ func (m *manager) awaitOwner(ctx context.Context) (*record, error) {
 		if err != nil {
 			return nil, err
 		}
-		switch {
-		case rec == nil:
+		if rec == nil {
 			return nil, nil // finished by its owner
-		case cur.Version != seen:
-			seen, since = cur.Version, time.Now()
-			if rec.Owner == "" {
+		}
+		s, owner, known, err := m.runnerOf(ctx, rec)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case cur.Version != seen || s != seq:
+			seen, seq, since = cur.Version, s, time.Now()
+			if known && owner == "" {
 				return rec, nil // released: its owner stopped on an error
 			}
 		case time.Since(since) > m.o.OwnerTTL:
@@ -284,8 +315,8 @@ func (m *manager) awaitOwner(ctx context.Context) (*record, error) {
 	}
 }
 
-// heartbeat republishes the record every OwnerTTL/5 while the run goes on,
-// so other processes see it alive; stop ends it.
+// heartbeat saves the progress every OwnerTTL/5 while the run goes on, so
+// other processes see it alive (no version of the state); stop ends it.
 func (m *manager) heartbeat(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -302,9 +333,7 @@ func (m *manager) heartbeat(ctx context.Context) (stop func()) {
 			}
 			m.mu.Lock()
 			if m.rec != nil {
-				if r, err := m.state.Decode(); err == nil {
-					_ = m.publishLocked(ctx, r, false)
-				}
+				_ = m.saveLocked(ctx)
 			}
 			m.mu.Unlock()
 		}
@@ -319,13 +348,11 @@ func (m *manager) release() {
 	defer cancel()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.rec == nil || m.rec.Owner != m.owner {
+	if m.rec == nil || m.runner != m.owner {
 		return
 	}
-	m.rec.Owner = ""
-	if r, err := m.state.Decode(); err == nil {
-		_ = m.publishLocked(ctx, r, false)
-	}
+	m.runner = ""
+	_ = m.saveLocked(ctx)
 }
 
 // load reads the database's state, keeps it as m.state, and returns it
@@ -342,7 +369,7 @@ func (m *manager) load(ctx context.Context) (*shardstate.State, *record, error) 
 }
 
 func newManager(st store.Store, dbLink string, opts *ReshardOptions) (*manager, error) {
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	if o.Parallelism <= 0 {
 		o.Parallelism = 4
 	}
@@ -397,7 +424,7 @@ func recordOf(s *shardstate.State) (*record, error) {
 		return nil, fmt.Errorf("transition: the phase of %s version %d is not a JSON object: %w", s.Database, s.Version, err)
 	}
 	for k := range keys {
-		if k != "reshard" { // another change's: never take it for "no reshard" and overwrite it
+		if k != "reshard" && k != progressKey { // another change's: never take it for "no reshard" and overwrite it
 			return nil, fmt.Errorf("%w: %s version %d records phase %q; the reshard waits for it to end", ErrOtherChange, s.Database, s.Version, k)
 		}
 	}
@@ -428,21 +455,22 @@ func (m *manager) epoch() int64 {
 	return m.state.Epoch
 }
 
-// takeOver republishes the state as it is with a new epoch, so the writes
-// of the process that ran the reshard before (dead, or stopped) are refused
-// from now on by a store that fences.
+// takeOver saves the progress as this run's, then republishes the state as
+// it is with a new epoch, so the writes of the process that ran the reshard
+// before (dead, or stopped) are refused from now on by a store that fences
+// (and its next save of the progress fails).
 func (m *manager) takeOver(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.rec.Owner = m.owner
-	r, err := m.state.Decode()
-	if err != nil {
+	m.runner = m.owner
+	if err := m.saveLocked(ctx); err != nil {
 		return err
 	}
-	return m.publishLocked(ctx, r, true)
+	return m.publishLocked(ctx, nil, true, m.about()+": resumed by "+m.owner+" (the run before stopped)")
 }
 
-func (m *manager) resume(rec *record) error {
+// resume takes up reshard rec: its resolvers, and its progress (loadWork).
+func (m *manager) resume(ctx context.Context, rec *record) error {
 	from, err := resolver.Unmarshal(rec.From)
 	if err != nil {
 		return fmt.Errorf("transition: the recorded current resolver: %w", err)
@@ -453,7 +481,7 @@ func (m *manager) resume(rec *record) error {
 	}
 	m.from, m.to, m.rec = from, to, rec
 	m.prog.Step = rec.Step
-	return nil
+	return m.loadWork(ctx, rec)
 }
 
 // start publishes the transition: current still reads and writes, copies
@@ -471,29 +499,43 @@ func (m *manager) start(ctx context.Context, cur *shardstate.State, next resolve
 	if err := m.ensureCollections(ctx); err != nil {
 		return err
 	}
-	sources, err := from.ResolveForRead(nil)
-	if err != nil {
-		return err
-	}
 	var id [8]byte
 	_, _ = rand.Read(id[:])
-	rec := &record{ID: hex.EncodeToString(id[:]), Step: StepCopy, From: cur.Resolver, To: toText,
-		Feeds: map[string]string{}, Copy: map[string]string{}, Started: time.Now().UTC(), Owner: m.owner}
-	for _, s := range sources {
-		pos, err := m.position(ctx, s)
-		if err != nil {
-			return err
-		}
-		rec.Feeds[s], rec.Copy[s] = pos, ""
+	m.work = work{Feeds: map[string]string{}, Copy: map[string]string{}}
+	if err := m.positions(ctx); err != nil {
+		return err
 	}
-	m.rec = rec
 	m.mu.Lock()
-	err = m.publishWait(ctx, m.transition(ReadCurrent, false), true, true)
+	m.rec, m.runner = &record{ID: hex.EncodeToString(id[:]), Step: StepCopy, From: cur.Resolver, To: toText, Started: time.Now().UTC()}, m.owner
+	err = m.startLocked(ctx)
 	m.mu.Unlock()
 	if err != nil {
 		return err
 	}
+	// Every router must know before the copy starts (a fence stops writes
+	// only).
+	if err := m.waitRouters(ctx, true, true); err != nil {
+		return err
+	}
 	return m.step("published")
+}
+
+// startLocked publishes the transition and saves the first progress; m.mu
+// is held. The state's compare-and-swap decides which of two runs started
+// at once starts the reshard; the progress is saved right after, before the
+// wait for the routers, so a run that joins sees its owner alive.
+func (m *manager) startLocked(ctx context.Context) error {
+	if err := m.publish(ctx, m.transition(ReadCurrent, false), true, m.about()+": started; copying the moving documents"); err != nil {
+		return err
+	}
+	p, err := shardstate.LoadProgress(ctx, m.st, m.db)
+	switch {
+	case err == nil:
+		m.pdoc = p // a reshard's that ended: replaced
+	case !errors.Is(err, shardstate.ErrNoProgress):
+		return err
+	}
+	return m.saveLocked(ctx)
 }
 
 // ensureCollections makes next's collections exist, through
@@ -559,24 +601,41 @@ func (m *manager) transition(mode string, frozen bool) resolver.Resolver {
 	return t
 }
 
-func (m *manager) publishLocked(ctx context.Context, r resolver.Resolver, newEpoch bool) error {
-	return m.publishWait(ctx, r, newEpoch, false)
+func (m *manager) publishLocked(ctx context.Context, r resolver.Resolver, newEpoch bool, reason string) error {
+	return m.publishWait(ctx, r, newEpoch, false, reason)
 }
 
 // publishWait publishes; with a new epoch it waits for the routers to see
 // it where the store cannot fence them, or always with waitAll (the start:
 // a router that has not seen the transition would count copies in its
 // queries, and a fence stops writes only).
-func (m *manager) publishWait(ctx context.Context, r resolver.Resolver, newEpoch, waitAll bool) error {
-	phase, err := json.Marshal(phaseDoc{Reshard: m.rec})
-	if err != nil {
+func (m *manager) publishWait(ctx context.Context, r resolver.Resolver, newEpoch, waitAll bool, reason string) error {
+	if err := m.publish(ctx, r, newEpoch, reason); err != nil {
 		return err
 	}
-	if m.rec == nil {
-		phase = []byte("null")
-	}
+	return m.waitRouters(ctx, newEpoch, waitAll)
+}
+
+// publish makes r, the record and reason the state's next version; a nil
+// r republishes the state as it is (a takeover: the resolver and step of
+// whichever version is current when the swap lands).
+func (m *manager) publish(ctx context.Context, r resolver.Resolver, newEpoch bool, reason string) error {
+	asIs := r == nil
 	for {
-		next, err := shardstate.Publish(ctx, m.st, m.state, shardstate.Change{Resolver: r, Phase: phase, NewEpoch: newEpoch, By: m.o.By})
+		if asIs {
+			var err error
+			if r, err = m.state.Decode(); err != nil {
+				return err
+			}
+		}
+		phase, err := json.Marshal(phaseDoc{Reshard: m.rec, Progress: progressNote})
+		if err != nil {
+			return err
+		}
+		if m.rec == nil {
+			phase = []byte("null")
+		}
+		next, err := shardstate.Publish(ctx, m.st, m.state, shardstate.Change{Resolver: r, Phase: phase, NewEpoch: newEpoch, By: m.o.By, Reason: reason})
 		var ce *shardstate.ConflictError
 		if errors.As(err, &ce) && ce.Current != nil && m.isOwnWrite(ce.Current, r, phase, newEpoch) {
 			// A retried compare-and-swap whose first attempt took effect
@@ -589,7 +648,7 @@ func (m *manager) publishWait(ctx context.Context, r resolver.Resolver, newEpoch
 					return fmt.Errorf("transition: version %d of %s is published, but its fence is not raised yet: %w", m.state.Version, m.db, err)
 				}
 			}
-			break
+			return nil
 		}
 		if errors.As(err, &ce) && ce.Current != nil {
 			// Another writer changed the state: carry on only if it is
@@ -598,8 +657,14 @@ func (m *manager) publishWait(ctx context.Context, r resolver.Resolver, newEpoch
 			if rerr != nil || rec == nil || m.rec == nil || rec.ID != m.rec.ID {
 				return fmt.Errorf("transition: the state of %s changed under the reshard: %w", m.db, err)
 			}
-			if rec.Owner != m.rec.Owner {
-				return fmt.Errorf("%w: %s runs it now", ErrTakenOver, rec.Owner)
+			if _, owner, known, perr := m.runnerOf(ctx, rec); perr == nil && known && owner != m.runner {
+				return fmt.Errorf("%w: %s runs it now", ErrTakenOver, owner)
+			}
+			if asIs {
+				m.rec.Step = rec.Step // the run before went on meanwhile
+				m.progMu.Lock()
+				m.prog.Step = rec.Step
+				m.progMu.Unlock()
 			}
 			m.state = ce.Current
 			continue
@@ -608,8 +673,13 @@ func (m *manager) publishWait(ctx context.Context, r resolver.Resolver, newEpoch
 			return err
 		}
 		m.state = next
-		break
+		return nil
 	}
+}
+
+// waitRouters waits, after a new epoch, for the routers to see it where the
+// store cannot fence them, or always with waitAll.
+func (m *manager) waitRouters(ctx context.Context, newEpoch, waitAll bool) error {
 	if !newEpoch {
 		return nil
 	}
@@ -630,13 +700,14 @@ func (m *manager) whyFenced(ctx context.Context, err error) error {
 		return err
 	}
 	rec, rerr := recordOf(s)
-	switch {
-	case rerr != nil:
+	if rerr != nil {
 		return err
-	case rec == nil:
+	}
+	if rec == nil {
 		return fmt.Errorf("%w, and finished it (this run's write was fenced: %w)", ErrTakenOver, err)
-	case rec.Owner != m.owner:
-		return fmt.Errorf("%w: %s runs it now (this run's write was fenced: %w)", ErrTakenOver, rec.Owner, err)
+	}
+	if _, owner, known, perr := m.runnerOf(ctx, rec); perr == nil && known && owner != m.owner {
+		return fmt.Errorf("%w: %s runs it now (this run's write was fenced: %w)", ErrTakenOver, owner, err)
 	}
 	return err
 }
@@ -721,8 +792,12 @@ func (m *manager) run(ctx context.Context) error {
 		return err
 	}
 	m.mu.Lock()
+	about := m.about()
 	m.rec = nil
-	err := m.publishLocked(ctx, m.to, false)
+	err := m.publishLocked(ctx, m.to, false, about+" done: the moved documents removed from their sources")
+	if err == nil {
+		m.forget(ctx)
+	}
 	m.mu.Unlock()
 	if err != nil {
 		return err
@@ -733,8 +808,12 @@ func (m *manager) run(ctx context.Context) error {
 func (m *manager) setStep(ctx context.Context, step, mode string, frozen bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	reason := m.about() + ": writes to moving keys frozen for the cutover"
+	if !frozen {
+		reason = m.about() + ": cutover undone, moving keys thawed; copying and catching up"
+	}
 	m.rec.Step = step
-	return m.publishLocked(ctx, m.transition(mode, frozen), true)
+	return m.publishLocked(ctx, m.transition(mode, frozen), true, reason)
 }
 
 // copyAll copies every source collection's moving documents from its
@@ -742,7 +821,7 @@ func (m *manager) setStep(ctx context.Context, step, mode string, frozen bool) e
 func (m *manager) copyAll(ctx context.Context) error {
 	var sources []string
 	m.mu.Lock()
-	for s, c := range m.rec.Copy {
+	for s, c := range m.work.Copy {
 		if c != copyDone {
 			sources = append(sources, s)
 		}
@@ -759,7 +838,7 @@ func (m *manager) copyAll(ctx context.Context) error {
 
 func (m *manager) copySource(ctx context.Context, source string) error {
 	m.mu.Lock()
-	tok := m.rec.Copy[source]
+	tok := m.work.Copy[source]
 	m.mu.Unlock()
 	since := 0
 	for {
@@ -778,7 +857,7 @@ func (m *manager) copySource(ctx context.Context, source string) error {
 		}
 		if since >= m.o.CheckpointEvery || tok == copyDone {
 			since = 0
-			if err := m.checkpoint(ctx, func() { m.rec.Copy[source] = tok }); err != nil {
+			if err := m.checkpoint(ctx, func() { m.work.Copy[source] = tok }); err != nil {
 				return err
 			}
 		}
@@ -918,17 +997,13 @@ func (m *manager) eachDoc(ctx context.Context, coll string, fn func(ctx context.
 	}
 }
 
-// checkpoint records a change to the reshard's record in the state; the
-// resolver routers route by stays as it is (frozen stays frozen).
+// checkpoint saves a change to the reshard's progress (its progress
+// document: no version of the state).
 func (m *manager) checkpoint(ctx context.Context, change func()) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	change()
-	r, err := m.state.Decode()
-	if err != nil {
-		return err
-	}
-	return m.publishLocked(ctx, r, false)
+	return m.saveLocked(ctx)
 }
 
 // catchUpOne copies a document the catch-up found when its key moves (see
@@ -1065,9 +1140,9 @@ func (m *manager) reconcileOne(ctx context.Context, target string, doc []byte) e
 // lag, Progress.Behind).
 func (m *manager) catchUp(ctx context.Context, frozen bool) (int64, error) {
 	m.mu.Lock()
-	feeds := make(map[string]string, len(m.rec.Feeds))
-	sources := make([]string, 0, len(m.rec.Feeds))
-	for s, p := range m.rec.Feeds {
+	feeds := make(map[string]string, len(m.work.Feeds))
+	sources := make([]string, 0, len(m.work.Feeds))
+	for s, p := range m.work.Feeds {
 		feeds[s] = p
 		sources = append(sources, s)
 	}
@@ -1096,7 +1171,7 @@ func (m *manager) catchUp(ctx context.Context, frozen bool) (int64, error) {
 	m.rounds.Add(1)
 	m.cnt.behind.Store(total.Load())
 	m.report("")
-	return total.Load(), m.checkpoint(ctx, func() { m.rec.Feeds = feeds })
+	return total.Load(), m.checkpoint(ctx, func() { m.work.Feeds = feeds })
 }
 
 // catchUpSource is one round of the catch-up of a source from pos: its
@@ -1234,8 +1309,9 @@ func (m *manager) cutover(ctx context.Context) error {
 			// router that still reads by the current placement reads what
 			// the next one holds.
 			m.mu.Lock()
-			m.rec.Step, m.rec.Settled = StepSwitched, false
-			err = m.publishLocked(cctx, m.transition(ReadNext, true), true)
+			m.rec.Step, m.work.Settled = StepSwitched, false
+			err = m.publishLocked(cctx, m.transition(ReadNext, true), true,
+				fmt.Sprintf("%s: switched reads and writes to the %s (moving keys frozen until every router has seen it)", m.about(), count(m.to, true)))
 			m.mu.Unlock()
 		}
 		cancel()
@@ -1275,7 +1351,7 @@ func (m *manager) cutover(ctx context.Context) error {
 // The outcome is recorded (record.Settled), so a resumed run waits too.
 func (m *manager) settle(ctx context.Context) error {
 	m.mu.Lock()
-	settled, version := m.rec.Settled, m.state.Version
+	settled, version := m.work.Settled, m.state.Version
 	r, err := m.state.Decode()
 	m.mu.Unlock()
 	if err != nil {
@@ -1294,7 +1370,7 @@ func (m *manager) settle(ctx context.Context) error {
 	case frozen:
 		// The routers poll every 25 ms while the state is frozen: so does
 		// this wait, unless told otherwise, to keep the freeze short.
-		wo := store.OptionsOf(m.o.Routers)
+		wo := opt.Of(m.o.Routers)
 		if wo.Poll <= 0 {
 			wo.Poll = frozenPoll
 		}
@@ -1323,7 +1399,7 @@ func (m *manager) settle(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("transition: waiting for the routers of %s to acknowledge the switch before the clean-up (stop or restart the routers named, or wait for their leases to lapse, then run the reshard again): %w", m.db, err)
 		}
-		if err := m.checkpoint(ctx, func() { m.rec.Settled = true }); err != nil {
+		if err := m.checkpoint(ctx, func() { m.work.Settled = true }); err != nil {
 			return err
 		}
 	}
@@ -1335,12 +1411,20 @@ func (m *manager) settle(ctx context.Context) error {
 // are frozen (as often as a following router polls a frozen state).
 const frozenPoll = 25 * time.Millisecond
 
-// thaw publishes the switched transition unfrozen, recording settled.
+// thaw publishes the switched transition unfrozen, recording settled in
+// the progress first (a resume that finds it settled and frozen thaws).
 func (m *manager) thaw(ctx context.Context, settled bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.rec.Settled = settled
-	return m.publishLocked(ctx, m.transition(ReadNext, false), false)
+	m.work.Settled = settled
+	if err := m.saveLocked(ctx); err != nil {
+		return err
+	}
+	reason := m.about() + ": every router saw the switch; moving keys thawed, removing the moved documents from their sources"
+	if !settled {
+		reason = m.about() + ": moving keys thawed; waiting for the routers to see the switch before the clean-up"
+	}
+	return m.publishLocked(ctx, m.transition(ReadNext, false), false, reason)
 }
 
 // suspect is a moving source document the clean-up could not remove yet:
@@ -1409,7 +1493,8 @@ func (m *manager) settleSuspects(ctx context.Context, suspects []suspect) error 
 		// delete begun before (it deletes again, frozen, after the thaw);
 		// one that cannot is waited for.
 		m.mu.Lock()
-		err := m.publishLocked(ctx, m.transition(ReadNext, true), true)
+		err := m.publishLocked(ctx, m.transition(ReadNext, true), true,
+			fmt.Sprintf("%s: moving keys frozen to copy %d documents again in the clean-up", m.about(), len(suspects)))
 		m.mu.Unlock()
 		if err != nil {
 			_ = m.thaw(ctx, true)
@@ -1568,13 +1653,16 @@ func Abort(ctx context.Context, st store.Store, dbLink string, opts *ReshardOpti
 	if rec.Step == StepSwitched {
 		return &m.prog, fmt.Errorf("%w: %s routes by the next placement since the switch; run the reshard to its end", ErrPastSwitch, m.db)
 	}
-	if err := m.resume(rec); err != nil {
+	if err := m.resume(ctx, rec); err != nil {
 		return &m.prog, err
 	}
 	if err := m.takeOver(ctx); err != nil {
 		return &m.prog, err
 	}
-	if rec.Step == StepCutover {
+	if m.rec.Step == StepSwitched {
+		return &m.prog, fmt.Errorf("%w: %s routes by the next placement since the switch; run the reshard to its end", ErrPastSwitch, m.db)
+	}
+	if m.rec.Step == StepCutover {
 		if err := m.setStep(ctx, StepCopy, ReadCurrent, false); err != nil {
 			return &m.prog, err
 		}
@@ -1583,8 +1671,12 @@ func Abort(ctx context.Context, st store.Store, dbLink string, opts *ReshardOpti
 		return &m.prog, err
 	}
 	m.mu.Lock()
+	about := m.about()
 	m.rec = nil
-	err = m.publishWait(ctx, m.from, true, true)
+	err = m.publishWait(ctx, m.from, true, true, fmt.Sprintf("%s aborted: the copies removed; back to the %s", about, count(m.from, true)))
+	if err == nil {
+		m.forget(ctx)
+	}
 	m.mu.Unlock()
 	m.report("aborted")
 	return &m.prog, err

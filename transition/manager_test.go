@@ -144,6 +144,13 @@ func checkPlaced(t *testing.T, st store.Store, r resolver.Resolver, l *ledger) {
 // st's read feed.
 func checkPlacedIn(t *testing.T, st store.Store, colls []string, r resolver.Resolver, l *ledger) {
 	t.Helper()
+	checkFound(t, readFound(t, st, colls), r, l)
+}
+
+// readFound reads the collections named (the state's skipped) whole
+// through st's read feed: collection link -> documents.
+func readFound(t *testing.T, st store.Store, colls []string) map[string][]json.RawMessage {
+	t.Helper()
 	ctx := context.Background()
 	found := map[string][]json.RawMessage{}
 	for _, c := range colls {
@@ -161,7 +168,7 @@ func checkPlacedIn(t *testing.T, st store.Store, colls []string, r resolver.Reso
 			}
 		}
 	}
-	checkFound(t, found, r, l)
+	return found
 }
 
 // checkFound is checkPlaced over documents already read: found holds

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/docshard/docshard/internal/linkset"
 	"github.com/docshard/docshard/resolver"
 )
 
@@ -117,7 +118,7 @@ func New(current, next resolver.Target, opts *Options) (*Resolver, error) {
 	case ReadNext:
 		r.all = next.Links()
 	case ReadBoth:
-		r.all = resolver.UnionLinks(next.Links(), current.Links())
+		r.all = linkset.Union(next.Links(), current.Links())
 	case ReadNone:
 	default:
 		return nil, resolver.Invalid("readMode", o.ReadMode, `want "current", "next", "both" or "none"`)
@@ -305,7 +306,7 @@ func (r *Resolver) ResolveForRead(key any) ([]string, error) {
 	if len(n) == 1 && len(c) == 1 && n[0] == c[0] {
 		return n, nil // the key does not move: the shared list, no allocation
 	}
-	return resolver.UnionLinks(n, c), nil
+	return linkset.Union(n, c), nil
 }
 
 // Holders returns every collection that may hold a document with key: the
@@ -325,9 +326,9 @@ func (r *Resolver) Holders(key any) ([]string, error) {
 		return nil, err
 	}
 	if r.readMode == ReadCurrent || (r.readMode != ReadNext && r.writeTo == WriteCurrent) {
-		return resolver.UnionLinks([]string{c}, []string{n}), nil
+		return linkset.Union([]string{c}, []string{n}), nil
 	}
-	return resolver.UnionLinks([]string{n}, []string{c}), nil
+	return linkset.Union([]string{n}, []string{c}), nil
 }
 
 // spec is the JSON form, fields in the order docs/design.md#resolver-json

@@ -185,8 +185,12 @@ func reshardProgress(w io.Writer, bar bool) (show func(transition.Progress), don
 		if p.Rounds > 0 {
 			lag = fmt.Sprintf(" (round %d, %d behind)", p.Rounds, p.Behind)
 		}
-		fmt.Fprintf(w, "reshard: %-9s scanned %d of %d (%.0f/s%s), copied %d, caught up %d%s, verified %d, removed %d\n",
-			stepLabel(p.Step), p.Scanned, max(p.Total, p.Scanned), p.Rate, eta, p.Copied, p.CaughtUp, lag, p.Verified, p.Deleted)
+		of := " (sources not counted yet)" // the first report comes before the count
+		if p.Total > 0 {
+			of = fmt.Sprintf(" of %d", max(p.Total, p.Scanned))
+		}
+		fmt.Fprintf(w, "reshard: %-9s scanned %d%s (%.0f/s%s), copied %d, caught up %d%s, verified %d, removed %d\n",
+			stepLabel(p.Step), p.Scanned, of, p.Rate, eta, p.Copied, p.CaughtUp, lag, p.Verified, p.Deleted)
 	}
 	if !bar {
 		return func(p transition.Progress) {

@@ -59,8 +59,9 @@ databases:
 	assert.Equal(t, "300\n", out)
 	code, out, errOut = runCLI(t, "", "state", "history", "-c", cfg)
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "transition from hash over 2 collection(s): dbs/app/colls/u0,dbs/app/colls/u1 to hash over 3 collection(s)", "what the reshard moves between")
-	assert.Contains(t, out, "being resharded (step ", "and the step each version records")
+	assert.Contains(t, out, "\treshard 2 → 3 collections: started; copying the moving documents\n", "what each version changed, and why")
+	assert.Contains(t, out, "\treshard 2 → 3 collections done: the moved documents removed from their sources; routes by hash over 3 collection(s): dbs/app/colls/u0,dbs/app/colls/u1,dbs/app/colls/u2\n")
+	assert.Equal(t, 6, strings.Count(out, "\n"), "the first version and the reshard's five: %s", out)
 
 	code, out, errOut = runCLI(t, "", "reshard", "-c", cfg, "--next", next)
 	require.Equal(t, 0, code, errOut)
@@ -112,11 +113,13 @@ func TestReshardProgressBar(t *testing.T) {
 
 	buf.Reset()
 	show, done = reshardProgress(&buf, false)
+	show(transition.Progress{Step: "started"}) // before the sources are counted
 	show(transition.Progress{Step: "published", Total: 1000})
 	show(transition.Progress{Step: "copied", Total: 1000, Scanned: 500, Copied: 170})
 	show(transition.Progress{Step: "caught-up", Total: 1000, Scanned: 500, Copied: 170, CaughtUp: 40, Rounds: 2, Behind: 15})
 	done()
-	assert.Equal(t, "reshard: copy      scanned 0 of 1000 (0/s), copied 0, caught up 0, verified 0, removed 0\n"+
+	assert.Equal(t, "reshard: started   scanned 0 (sources not counted yet) (0/s), copied 0, caught up 0, verified 0, removed 0\n"+
+		"reshard: copy      scanned 0 of 1000 (0/s), copied 0, caught up 0, verified 0, removed 0\n"+
 		"reshard: copied    scanned 500 of 1000 (0/s), copied 170, caught up 0, verified 0, removed 0\n"+
 		"reshard: caught-up scanned 500 of 1000 (0/s), copied 170, caught up 40 (round 2, 15 behind), verified 0, removed 0\n", buf.String())
 }

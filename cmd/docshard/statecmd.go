@@ -46,6 +46,7 @@ type stateJSON struct {
 	Phase     json.RawMessage `json:"phase,omitempty"`
 	UpdatedBy string          `json:"updatedBy"`
 	UpdatedAt time.Time       `json:"updatedAt"`
+	Reason    string          `json:"reason,omitempty"`
 	Resolver  json.RawMessage `json:"resolver"`
 }
 
@@ -108,7 +109,7 @@ func newStateShowCmd(g *globals) *cobra.Command {
 // stateOf is the JSON form the state commands print.
 func stateOf(s *shardstate.State) stateJSON {
 	return stateJSON{Database: s.Database, Version: s.Version, Epoch: s.Epoch, Phase: s.Phase,
-		UpdatedBy: s.UpdatedBy, UpdatedAt: s.UpdatedAt, Resolver: s.Resolver}
+		UpdatedBy: s.UpdatedBy, UpdatedAt: s.UpdatedAt, Reason: s.Reason, Resolver: s.Resolver}
 }
 
 func newStateHistoryCmd(g *globals) *cobra.Command {
@@ -117,7 +118,11 @@ func newStateHistoryCmd(g *globals) *cobra.Command {
 		Use:   "history -c FILE [--db LINK] [--json]",
 		Short: "List every version of the database's state, oldest first",
 		Long: `history prints one line per version: VERSION, EPOCH, when and by whom it was made, and what
-it routes by (the resolver's kind and collections), tab-separated.`,
+it changed and why (its reason: "reshard 3 → 4 collections: switched reads and writes to the 4
+collections") with what it routes by (the resolver's kind and collections), tab-separated. A reshard
+is a few versions: its start, the cutover's freeze, the switch, the thaw and the end. Versions written
+by releases before 2026-11-28 have no reason; those that only recorded a change's progress (same
+resolver, same step) are one line.`,
 		Args: cobra.NoArgs,
 		RunE: g.withStore(true, func(ctx context.Context, _ *config.Config, db *config.Database, st store.Store) error {
 			h, err := shardstate.History(ctx, st, db.Link)
@@ -132,16 +137,23 @@ it routes by (the resolver's kind and collections), tab-separated.`,
 				}
 				return nil
 			}
-			// Versions that only record a change's progress (a reshard's
-			// copy positions, say: same resolver, same step) are one line.
+			// A version with a reason is one line. Versions written before
+			// reasons were (up to 2026-11-27) that only record a change's
+			// progress (a reshard's copy positions, say: same resolver,
+			// same step) are one line too.
 			for i := 0; i < len(h); {
 				j := i + 1
-				for j < len(h) && bytes.Equal(h[j].Resolver, h[i].Resolver) && stepOf(h[j].Phase) == stepOf(h[i].Phase) {
+				for h[i].Reason == "" && j < len(h) && h[j].Reason == "" && bytes.Equal(h[j].Resolver, h[i].Resolver) && stepOf(h[j].Phase) == stepOf(h[i].Phase) {
 					j++
 				}
 				first, last := h[i], h[j-1]
 				what := describe(first)
-				if len(first.Phase) > 0 {
+				switch {
+				case first.Reason != "" && strings.HasPrefix(what, "transition "):
+					what = first.Reason // which says what the transition does
+				case first.Reason != "":
+					what = first.Reason + "; routes by " + what
+				case len(first.Phase) > 0:
 					what += "; " + phaseSummary(first.Phase)
 				}
 				if j-i == 1 {
@@ -288,7 +300,7 @@ func publishResolver(ctx context.Context, st store.Store, dbLink string, r resol
 	if old, err := cur.Decode(); err == nil {
 		warnIfKeysMove(old, r, stderr)
 	}
-	return shardstate.Publish(ctx, st, cur, shardstate.Change{Resolver: r, NewEpoch: true})
+	return shardstate.Publish(ctx, st, cur, shardstate.Change{Resolver: r, NewEpoch: true, Reason: "resolver set with docshard state set"})
 }
 
 // warnIfKeysMove tells the user when the new resolver places sample keys

@@ -21,6 +21,7 @@ import (
 
 	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/emulator"
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/internal/redact"
 	"github.com/docshard/docshard/internal/testserver"
 	"github.com/docshard/docshard/store"
@@ -76,7 +77,7 @@ func (s *Server) Format(f fmt.State, verb rune) { redact.Format(f, verb, s.Strin
 
 // New starts a server; Close stops it.
 func New(opts *Options) (*Server, error) {
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	s := &Server{Key: Key, served: make(chan struct{})}
 	clock := func() time.Time { return time.Now().Add(time.Duration(s.offset.Load())) }
 	switch {

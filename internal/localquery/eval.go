@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/docshard/docshard/internal/cursor"
+	"github.com/docshard/docshard/internal/queryhook"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
@@ -131,7 +132,7 @@ func (r *Results) place(ctx context.Context, end int) (Place, error) {
 // size <= 0): from the results cursors keeps for its token, or else by
 // evaluating the query. An evaluation compiles parsed (nil: the call's
 // text, parsed here; a tree of the caller's own, not one other goroutines
-// compile, since query.ReadsClock walks it) once, reads the documents through src with the
+// compile, since queryhook.ReadsClock walks it) once, reads the documents through src with the
 // query's WHERE pushed down where it can be, puts them in a fixed order
 // (FixedOrder) and runs the query over them; when more pages follow, the
 // results are kept in cursors for their token.
@@ -192,7 +193,7 @@ func (c *Call) evaluate(ctx context.Context, parsed *query.Query, src Source) (*
 	if err != nil {
 		return nil, 0, &store.Error{Kind: store.ErrBadRequest, Op: c.op, Link: c.link, Err: err}
 	}
-	sh := Split(c.q.Text, parsed, c.Params, query.ReadsClock(parsed))
+	sh := Split(c.q.Text, parsed, c.Params, queryhook.ReadsClock(parsed))
 	tok := c.Token
 	resumed := tok.O > 0 || tok.P != nil
 	if resumed && tok.P == nil && tok.W == "" || tok.P != nil && sh.Kind == Whole {

@@ -10,6 +10,7 @@ import (
 	"github.com/docshard/docshard/internal/cursor"
 	"github.com/docshard/docshard/internal/localquery"
 	"github.com/docshard/docshard/internal/localquery/localquerytest"
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/memstore"
@@ -26,7 +27,7 @@ type evalStore struct {
 }
 
 func (s *evalStore) Query(ctx context.Context, l string, q store.Query, opts *store.QueryOptions) (*store.Page, error) {
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	call, err := localquery.Begin("query", l, q, l, "", o.Continuation)
 	if err != nil {
 		return nil, err

@@ -56,7 +56,7 @@ type Shape struct {
 }
 
 // Split returns how q (of text, with params) resumes; clock says whether q
-// reads the clock (query.ReadsClock, which the caller computes where the
+// reads the clock (queryhook.ReadsClock, which the caller computes where the
 // tree is its own: that walk writes the tree, so it must not run on a tree
 // other goroutines compile). Split only reads q. It costs a few
 // shallow copies of the tree and, without ORDER BY, a fan-out plan of the

@@ -30,6 +30,7 @@ import (
 
 	"github.com/docshard/docshard/hashring"
 	"github.com/docshard/docshard/internal/querygen"
+	"github.com/docshard/docshard/internal/queryhook"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/router"
@@ -604,7 +605,7 @@ func canon(t testing.TB, items []json.RawMessage) []string {
 	for i, it := range items {
 		var v any
 		require.NoError(t, json.Unmarshal(it, &v))
-		out[i] = query.DistinctKey(stripSystem(v))
+		out[i] = queryhook.DistinctKey(stripSystem(v))
 	}
 	return out
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/docshard/docshard/internal/docpatch"
+	"github.com/docshard/docshard/internal/opt"
+	"github.com/docshard/docshard/internal/storecheck"
 	"github.com/docshard/docshard/store"
 )
 
@@ -63,7 +65,7 @@ func (s *Store) ExecuteBatch(ctx context.Context, l string, partitionKey any, op
 	if err != nil {
 		return nil, err
 	}
-	if err := store.CheckBatch(l, partitionKey, ops); err != nil {
+	if err := storecheck.Batch(l, partitionKey, ops); err != nil {
 		return nil, err
 	}
 	pk, _, err := c.givenKey(op, l, "", partitionKey, false)
@@ -74,7 +76,7 @@ func (s *Store) ExecuteBatch(ctx context.Context, l string, partitionKey any, op
 	if err != nil {
 		return nil, err
 	}
-	if o := store.OptionsOf(opts); o.Epoch != 0 {
+	if o := opt.Of(opts); o.Epoch != 0 {
 		f, err := s.enterFence(c, op, l, "", o.Epoch)
 		if err != nil {
 			return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/docshard/docshard/internal/cursor"
 	"github.com/docshard/docshard/internal/localquery"
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/store"
 )
 
@@ -154,7 +155,7 @@ func keyBinding(pk string, scoped bool) string {
 // partition key steps over the other keys' documents too.
 func (s *Store) ReadChanges(ctx context.Context, l string, opts *store.ChangeFeedOptions) (*store.ChangePage, error) {
 	const op = "read changes"
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	c, pk, scoped, err := s.scoped(ctx, op, l, o.PartitionKey)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/docshard/docshard/internal/docpatch"
 	"github.com/docshard/docshard/internal/jsontext"
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/store"
 )
@@ -334,7 +335,7 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 	if err != nil {
 		return nil, err
 	}
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	if mode == "replace" {
 		if err := store.ValidateID(id); err != nil {
 			return nil, withOp(err, mode, l)
@@ -462,7 +463,7 @@ func (s *Store) Patch(ctx context.Context, l, id string, ops []store.PatchOp, op
 	if err := store.ValidateID(id); err != nil {
 		return nil, withOp(err, op, l)
 	}
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	spec, err := docpatch.Compile(l, id, ops, o.Condition)
 	if err != nil {
 		return nil, err
@@ -629,7 +630,7 @@ func (s *Store) Delete(ctx context.Context, l, id string, opts *store.WriteOptio
 	if err := store.ValidateID(id); err != nil {
 		return withOp(err, op, l)
 	}
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	pk, given, err := c.givenKey(op, l, id, o.PartitionKey, false)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/docshard/docshard/internal/cursor"
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/store"
 )
@@ -94,7 +95,7 @@ var _ store.Store = (*Store)(nil)
 
 // New returns an empty in-memory store.
 func New(opts *Options) *Store {
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/docshard/docshard/internal/localquery"
+	"github.com/docshard/docshard/internal/queryhook"
 	"github.com/docshard/docshard/query"
 )
 
@@ -109,7 +110,7 @@ func (c *programs) prepare(text string, params map[string]any) (*plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		p = &prepared{text: text, tree: tree, clock: query.ReadsClock(tree)}
+		p = &prepared{text: text, tree: tree, clock: queryhook.ReadsClock(tree)}
 		c.put(p)
 	}
 	if len(params) == 0 && !p.clock {

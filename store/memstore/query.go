@@ -10,6 +10,7 @@ import (
 
 	"github.com/docshard/docshard/internal/cursor"
 	"github.com/docshard/docshard/internal/localquery"
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
@@ -63,7 +64,7 @@ const tokenVersion = 1
 // query's token is an error wrapping store.ErrBadRequest.
 func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.QueryOptions) (*store.Page, error) {
 	const op = "query"
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	c, pk, scoped, err := s.scoped(ctx, op, l, o.PartitionKey)
 	if err != nil {
 		return nil, err
@@ -413,7 +414,7 @@ func (s *Store) ReadFeed(ctx context.Context, l string, opts *store.FeedOptions)
 	if err != nil {
 		return nil, err
 	}
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	var tok feedToken
 	if o.Continuation == "" {
 		tok = feedToken{V: tokenVersion, UID: c.uid}

@@ -11,6 +11,7 @@ import (
 	"github.com/docshard/docshard/internal/cursor"
 	"github.com/docshard/docshard/internal/localquery"
 	"github.com/docshard/docshard/internal/localquery/localquerytest"
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/store"
 )
 
@@ -71,7 +72,7 @@ func TestQueryResumesByPosition(t *testing.T) {
 type keyed struct{ *Store }
 
 func (k keyed) Query(ctx context.Context, l string, q store.Query, opts *store.QueryOptions) (*store.Page, error) {
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	o.PartitionKey = "p"
 	return k.Store.Query(ctx, l, q, &o)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/store"
 )
 
@@ -71,7 +72,7 @@ type Store struct {
 // New returns a Store that runs st's calls under opts. Use Wrap for a
 // store.Store that keeps st's capabilities.
 func New(st store.Store, opts *Options) *Store {
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	return &Store{inner: st, policy: o.Policy.WithDefaults(), hooks: o.Hooks, untimed: o.Hooks.Call == nil && o.Hooks.Span == nil,
 		repeatable: o.Repeatable}
 }

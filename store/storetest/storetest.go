@@ -39,6 +39,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/store"
 )
 
@@ -326,7 +327,7 @@ func snapshot(t *testing.T, st store.Store, l string) map[string]string {
 // queryAll runs a query to the end, page by page.
 func queryAll(t *testing.T, st store.Store, l string, q store.Query, opts *store.QueryOptions) []json.RawMessage {
 	t.Helper()
-	o := store.OptionsOf(opts)
+	o := opt.Of(opts)
 	var out []json.RawMessage
 	for i := 0; ; i++ {
 		require.Less(t, i, 100000, "the query does not end")

@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -187,4 +188,155 @@ func TestUniqueKeysConcurrent(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrConflict)
 	_, err = s.Create(ctx, l, []byte(`{"id":"e","tenant":"u","email":"y"}`), nil)
 	require.NoError(t, err, "the failed batch holds nothing")
+}
+
+// TestReplaceCollection: a new default TTL applies at once to the
+// documents stored, under Cosmos DB's rules (off: nothing expires, a
+// document's own ttl ignored; -1: only documents with a ttl expire; n: the
+// others expire n seconds after their last write), also after the store is
+// opened again; the indexing policy and the other policies are kept; the
+// partition key and unique keys cannot change.
+func TestReplaceCollection(t *testing.T) {
+	const l = "dbs/app/colls/c"
+	docs := []string{
+		`{"id":"own5","pk":"a","ttl":5}`,
+		`{"id":"own100","pk":"a","ttl":100}`,
+		`{"id":"never","pk":"a","ttl":-1}`,
+		`{"id":"plain","pk":"a"}`,
+	}
+	for _, tc := range []struct {
+		name      string
+		from, to  *int
+		after     time.Duration // from the writes
+		remaining []string
+	}{
+		{"off to 10 s", nil, ptrInt(10), 11 * time.Second, []string{"never", "own100"}},
+		{"off to -1", nil, ptrInt(-1), 6 * time.Second, []string{"never", "own100", "plain"}},
+		{"10 s to off", ptrInt(10), nil, 200 * time.Second, []string{"never", "own100", "own5", "plain"}},
+		{"10 s to 1000 s", ptrInt(10), ptrInt(1000), 200 * time.Second, []string{"never", "plain"}},
+		{"-1 to 3 s", ptrInt(-1), ptrInt(3), 4 * time.Second, []string{"never", "own100", "own5"}},
+	} {
+		for _, durable := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/durable=%v", tc.name, durable), func(t *testing.T) {
+				ctx := context.Background()
+				clock := newFakeClock()
+				open := opener(t, durable, clock)
+				s := open()
+				defer func() { _ = s.Close() }()
+				require.NoError(t, s.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk", DefaultTTL: tc.from}))
+				for _, d := range docs {
+					_, err := s.Create(ctx, l, []byte(d), nil)
+					require.NoError(t, err)
+				}
+				clock.Advance(2 * time.Second) // a replace counts from the writes, not from itself
+				require.NoError(t, s.ReplaceCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk", DefaultTTL: tc.to,
+					Indexing: json.RawMessage(`{"indexingMode":"none","automatic":false}`)}))
+				clock.Advance(tc.after - 2*time.Second)
+				ids := func() []string {
+					page, err := s.Query(ctx, l, store.Query{Text: "SELECT VALUE c.id FROM c ORDER BY c.id"}, nil)
+					require.NoError(t, err)
+					var out []string
+					for _, it := range page.Items {
+						var id string
+						require.NoError(t, json.Unmarshal(it, &id))
+						out = append(out, id)
+					}
+					return out
+				}
+				assert.Equal(t, tc.remaining, ids())
+				info, err := s.CollectionInfo(ctx, l)
+				require.NoError(t, err)
+				assert.Equal(t, tc.to, info.Spec.DefaultTTL)
+				assert.JSONEq(t, `{"indexingMode":"none","automatic":false}`, string(info.Spec.Indexing))
+				assert.Equal(t, int64(len(tc.remaining)), info.Documents)
+				if durable {
+					require.NoError(t, s.Close())
+					s = open()
+					assert.Equal(t, tc.remaining, ids())
+					info, err := s.CollectionInfo(ctx, l)
+					require.NoError(t, err)
+					assert.Equal(t, tc.to, info.Spec.DefaultTTL)
+				}
+				// New writes follow the new default.
+				_, err = s.Create(ctx, l, []byte(`{"id":"late","pk":"b"}`), nil)
+				require.NoError(t, err)
+				clock.Advance(10_000 * time.Second)
+				_, err = s.Read(ctx, l, "late", &store.ReadOptions{PartitionKey: "b"})
+				if tc.to != nil && *tc.to > 0 {
+					require.ErrorIs(t, err, store.ErrNotFound)
+				} else {
+					require.NoError(t, err)
+				}
+			})
+		}
+	}
+}
+
+// TestReplaceCollectionRefuses: what a collection cannot change is refused
+// with ErrBadRequest, and nothing changes; a missing collection is
+// ErrCollectionNotFound; the quota is kept.
+func TestReplaceCollectionRefuses(t *testing.T) {
+	const l = "dbs/app/colls/c"
+	ctx := context.Background()
+	s := New(nil)
+	defer s.Close()
+	orig := store.CollectionSpec{PartitionKeyPath: "/pk", UniqueKeys: [][]string{{"/email"}}, Quota: &store.Quota{MaxDocuments: 5}}
+	require.NoError(t, s.CreateCollection(ctx, l, &orig))
+	for _, tc := range []struct {
+		name string
+		spec store.CollectionSpec
+	}{
+		{"partition key", store.CollectionSpec{PartitionKeyPath: "/other", UniqueKeys: orig.UniqueKeys}},
+		{"unique keys", store.CollectionSpec{PartitionKeyPath: "/pk", UniqueKeys: [][]string{{"/name"}}}},
+		{"no unique keys", store.CollectionSpec{PartitionKeyPath: "/pk"}},
+		{"a bad TTL", store.CollectionSpec{PartitionKeyPath: "/pk", UniqueKeys: orig.UniqueKeys, DefaultTTL: ptrInt(0)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.ErrorIs(t, s.ReplaceCollection(ctx, l, &tc.spec), store.ErrBadRequest)
+			info, err := s.CollectionInfo(ctx, l)
+			require.NoError(t, err)
+			assert.Equal(t, orig, info.Spec)
+		})
+	}
+	require.NoError(t, s.ReplaceCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: `/"pk"`, UniqueKeys: orig.UniqueKeys,
+		FullTextPolicy: json.RawMessage(`{"defaultLanguage":"en-US"}`)}))
+	info, err := s.CollectionInfo(ctx, l)
+	require.NoError(t, err)
+	assert.Equal(t, "/pk", info.Spec.PartitionKeyPath)
+	assert.Equal(t, orig.Quota, info.Spec.Quota)
+	assert.JSONEq(t, `{"defaultLanguage":"en-US"}`, string(info.Spec.FullTextPolicy))
+	require.ErrorIs(t, s.ReplaceCollection(ctx, "dbs/app/colls/none", &orig), store.ErrCollectionNotFound)
+}
+
+// TestReplaceCollectionUnderWrites: default TTL changes while writers
+// write (for the race detector): every write succeeds, and afterwards
+// every document is there with the expiry the last default gives it.
+func TestReplaceCollectionUnderWrites(t *testing.T) {
+	const l = "dbs/app/colls/c"
+	ctx := context.Background()
+	clock := newFakeClock()
+	s, err := Open(t.TempDir(), &Options{Clock: clock.Now})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				_, err := s.Upsert(ctx, l, fmt.Appendf(nil, `{"id":"d%d-%d","pk":"p","ttl":%d}`, w, i%10, 100+i), nil)
+				assert.NoError(t, err)
+			}
+		})
+	}
+	for _, ttl := range []*int{ptrInt(1000), nil, ptrInt(-1), ptrInt(50)} {
+		require.NoError(t, s.ReplaceCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk", DefaultTTL: ttl}))
+	}
+	wg.Wait()
+	page, err := s.Query(ctx, l, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "40", string(page.Items[0]))
+	clock.Advance(200 * time.Second) // past every document's own ttl (100 to 149)
+	page, err = s.Query(ctx, l, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "0", string(page.Items[0]))
 }
