@@ -54,11 +54,7 @@ func (c *Client) ExecuteBatch(ctx context.Context, dbLink string, key any, ops [
 		if err := batchKeys(e.pl, key, ops); err != nil {
 			return nil, err
 		}
-		rt, err := e.pl.forKey(key)
-		if err != nil {
-			return nil, err
-		}
-		target, err := e.pl.createTarget(key)
+		rt, target, err := e.pl.writePlace(key)
 		if err != nil {
 			return nil, err
 		}

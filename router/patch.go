@@ -65,12 +65,24 @@ func (c *Client) Patch(ctx context.Context, dbLink, id string, key any, ops []st
 	})
 }
 
-func (c *Client) patch(ctx context.Context, e *dbEntry, p store.Patcher, id string, key any, ops []store.PatchOp, o PatchOptions) (*store.Document, error) {
-	rt, err := e.pl.forKey(key)
+// writePlace returns the route of a write on key (where it is read) and
+// the collection it is written to; a key frozen by a reshard's cutover is
+// an error wrapping resolver.ErrMoving (ResolveForCreate's), which
+// guarded waits on.
+func (pl *placement) writePlace(key any) (*route, string, error) {
+	rt, err := pl.forKey(key)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	target, err := e.pl.createTarget(key)
+	target, err := pl.createTarget(key)
+	if err != nil {
+		return nil, "", err
+	}
+	return rt, target, nil
+}
+
+func (c *Client) patch(ctx context.Context, e *dbEntry, p store.Patcher, id string, key any, ops []store.PatchOp, o PatchOptions) (*store.Document, error) {
+	rt, target, err := e.pl.writePlace(key)
 	if err != nil {
 		return nil, err
 	}
