@@ -91,6 +91,12 @@ type Options struct {
 //   - Read: a point read by id and partition key.
 //   - Replace: replace by id (OldKey moves a document whose key changed).
 //   - Delete: delete by id and key (idempotent across a fenced retry).
+//   - Patch: a partial update by id and key (Cosmos DB's operations and
+//     conditions), exact during a reshard.
+//   - ExecuteBatch: a transactional batch on one key's documents, in the
+//     one collection the key lives in, all or nothing.
+//   - ReadMany: many documents by id and key, one answer per item in the
+//     caller's order, each collection read once and in parallel.
 //   - Query: a query across the collections it needs, merged exactly
 //     (ORDER BY, TOP, OFFSET/LIMIT, aggregates, DISTINCT, GROUP BY).
 //   - NewQueryPager: the same, one page at a time with continuation tokens.

@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/tidwall/gjson"
 
+	"github.com/docshard/docshard/internal/docpatch"
 	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/internal/storecheck"
 	"github.com/docshard/docshard/store"
@@ -70,11 +71,25 @@ func (s *Store) ExecuteBatch(ctx context.Context, l string, key any, ops []store
 	b := cc.NewTransactionalBatch(pk)
 	ids := make([]string, len(ops))
 	total := 0
+	var patches batchPatches
 	for i, o := range ops {
 		if ids[i], err = addBatchOp(&b, cs, l, keyText, o); err != nil {
 			return nil, &store.BatchError{Index: i, Err: err}
 		}
+		if o.Kind == store.BatchPatch {
+			body, err := docpatch.Encode(o.Patch, o.Condition)
+			if err != nil {
+				return nil, &store.BatchError{Index: i, Err: &store.Error{Kind: store.ErrBadRequest, Op: "patch", Link: l, ID: o.ID, Err: err}}
+			}
+			if patches == nil {
+				patches = batchPatches{}
+			}
+			patches[i] = body
+		}
 		total += len(o.Doc)
+	}
+	if patches != nil {
+		ctx = context.WithValue(ctx, patchBodyMark{}, patches)
 	}
 	if total > store.MaxDocumentSize {
 		return nil, store.Errorf(store.ErrTooLarge, op, l, "", "the batch's documents are %d bytes, more than %d", total, store.MaxDocumentSize)
@@ -115,7 +130,7 @@ func addBatchOp(b *azcosmos.TransactionalBatch, cs *containerSpec, l, keyText st
 	mode := o.Kind.String()
 	id := o.ID
 	switch o.Kind {
-	case store.BatchRead, store.BatchDelete, store.BatchReplace:
+	case store.BatchRead, store.BatchDelete, store.BatchReplace, store.BatchPatch:
 		if err := store.ValidateID(id); err != nil {
 			se := err.(*store.Error)
 			se.Op, se.Link = mode, l
@@ -128,7 +143,12 @@ func addBatchOp(b *azcosmos.TransactionalBatch, cs *containerSpec, l, keyText st
 	default:
 		return id, store.Errorf(store.ErrBadRequest, "batch", l, id, "unknown operation kind %d", int(o.Kind))
 	}
-	if o.Kind != store.BatchRead && o.Kind != store.BatchDelete {
+	if o.Kind == store.BatchPatch {
+		if _, err := docpatch.Compile(l, id, o.Patch, o.Condition); err != nil {
+			return id, err
+		}
+	}
+	if o.Kind != store.BatchRead && o.Kind != store.BatchDelete && o.Kind != store.BatchPatch {
 		bodyID, err := checkDoc(mode, l, o.Doc)
 		if err != nil {
 			if se, ok := err.(*store.Error); ok && se.ID == "" {
@@ -165,6 +185,10 @@ func addBatchOp(b *azcosmos.TransactionalBatch, cs *containerSpec, l, keyText st
 		b.UpsertItem(o.Doc, ifMatch)
 	case store.BatchDelete:
 		b.DeleteItem(id, ifMatch)
+	case store.BatchPatch:
+		var placeholder azcosmos.PatchOperations // patchBodyPolicy sends the patch itself
+		placeholder.AppendRemove("/docshard-patch-body")
+		b.PatchItem(id, placeholder, ifMatch)
 	}
 	return id, nil
 }

@@ -219,8 +219,9 @@ func (s *Store) client(what string, a Account) (*azcosmos.Client, error) {
 		retries = -1 // azcore: none (0 would mean its default, 3)
 	}
 	co := &azcosmos.ClientOptions{EnableContentResponseOnWrite: true, ClientOptions: azcore.ClientOptions{
-		// Documents without a partition-key value: see undefinedkey.go.
-		PerCallPolicies: []policy.Policy{undefinedKeyPolicy{}},
+		// Documents without a partition-key value: see undefinedkey.go;
+		// patches: see patch.go.
+		PerCallPolicies: []policy.Policy{undefinedKeyPolicy{}, patchBodyPolicy{}},
 		Retry: policy.RetryOptions{
 			MaxRetries:    retries,
 			RetryDelay:    50 * time.Millisecond,

@@ -28,6 +28,8 @@ func mapErr(op, link, id string, err error) error {
 	}
 	se := &store.Error{Kind: statusKind(re.StatusCode, id), Op: op, Link: link, ID: id, Status: re.StatusCode, Message: re.ErrorCode}
 	switch re.StatusCode {
+	case http.StatusBadRequest:
+		se.Message = serviceMessage(err) // what is wrong with the request, in the service's words
 	case http.StatusPreconditionFailed:
 		if fence, ok := fencedBy(re.RawResponse); ok {
 			se.Kind = store.ErrFenced

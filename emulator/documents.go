@@ -168,7 +168,7 @@ func (s *Server) document(c *call, ref collRef, id string) *apiError {
 		c.session(true)
 		c.empty(http.StatusNoContent, chargeWrite)
 	case http.MethodPatch:
-		d, e := s.patch(c, ref, id, key, ifMatch)
+		d, e := s.patch(c, ref, id, key, ifMatch, epoch)
 		if e != nil {
 			return e
 		}

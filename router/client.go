@@ -134,6 +134,7 @@ type Options struct {
 type Client struct {
 	raw   store.Store  // as given
 	st    *retry.Store // raw with retries and hooks: every call goes here (Follower: pollStore)
+	caps  store.Store  // st with raw's optional capabilities (Batcher, Patcher, ManyReader)
 	opts  Options
 	dbs   atomic.Pointer[registry] // immutable once published
 	regMu sync.Mutex               // serialises Register/Unregister
@@ -193,6 +194,7 @@ func New(st store.Store, opts *Options) *Client {
 		c.opts.RouteCacheSize = 4096
 	}
 	c.st = retry.New(st, retryOptions(c.opts.Retry, &c.opts.Hooks))
+	c.caps = c.st.Capable()
 	c.dbs.Store(newRegistry(map[string]*dbEntry{}))
 	return c
 }

@@ -105,6 +105,10 @@ const (
 	BatchReplace
 	BatchUpsert
 	BatchDelete
+	// BatchPatch applies BatchOp.Patch to the document ID, as
+	// Patcher.Patch does, to the document as the operations before it
+	// leave it.
+	BatchPatch
 )
 
 // String returns the operation's name ("create", "read", ...).
@@ -120,6 +124,8 @@ func (k BatchOpKind) String() string {
 		return "upsert"
 	case BatchDelete:
 		return "delete"
+	case BatchPatch:
+		return "patch"
 	}
 	return "unknown"
 }
@@ -131,9 +137,14 @@ type BatchOp struct {
 	ID string
 	// Doc is the JSON text of the document for create, replace and upsert.
 	Doc []byte
-	// IfMatch makes a replace, upsert or delete conditional on the stored
-	// document's ETag; empty means unconditional.
+	// IfMatch makes a replace, upsert, delete or patch conditional on the
+	// stored document's ETag; empty means unconditional.
 	IfMatch string
+	// Patch is the operations of a patch (at most MaxPatchOperations) and
+	// Condition its filter predicate ("FROM c WHERE ...", empty: none), as
+	// Patcher.Patch takes them.
+	Patch     []PatchOp
+	Condition string
 }
 
 // BatchOptions qualify a batch. A nil *BatchOptions means none.
@@ -144,8 +155,8 @@ type BatchOptions struct {
 
 // BatchResult is the outcome of one operation of a successful batch.
 type BatchResult struct {
-	// Document is the document as stored after a create, replace or upsert,
-	// or as read; nil after a delete.
+	// Document is the document as stored after a create, replace, upsert
+	// or patch, or as read; nil after a delete.
 	Document *Document
 	// Created says the operation created its document: a create, or an
 	// upsert that found none (which Cosmos DB answers 201, where an upsert
@@ -199,4 +210,41 @@ type Replacer interface {
 	// TTL (their "_ts" plus their own "ttl", or the new default). A
 	// missing collection is an error wrapping ErrCollectionNotFound.
 	ReplaceCollection(ctx context.Context, link string, spec *CollectionSpec) error
+}
+
+// Patcher applies a partial document update, as Cosmos DB's patch does:
+// up to MaxPatchOperations operations (PatchOp) applied in order to the
+// current version of one document, atomically (no write of the document
+// comes between the version read and the patched one written), on
+// condition of opts.IfMatch and of opts.Condition.
+type Patcher interface {
+	// Patch applies ops to the document id and returns it as stored
+	// after. A missing document is an error wrapping ErrNotFound; a
+	// stale opts.IfMatch or a false opts.Condition, ErrPreconditionFailed;
+	// a patch of no operations or more than MaxPatchOperations, an unknown
+	// operation, a malformed path or value, an operation that does not
+	// apply to the document (replace or remove of a missing property, incr
+	// of a string, ...) or one that would change the id, the partition
+	// key or a system property, ErrBadRequest; in every case nothing is
+	// written. Cost: one round trip.
+	Patch(ctx context.Context, link, id string, ops []PatchOp, opts *PatchOptions) (*Document, error)
+}
+
+// ManyReader reads several documents of one collection in one call, as
+// Cosmos DB's ReadManyItems does for a container.
+type ManyReader interface {
+	// ReadMany returns one document per item, in the items' order: the
+	// document with the item's id under its partition key, or nil when
+	// there is none (a missing document is no error). An item without a
+	// partition key is found by id as Read finds it. A malformed id or key
+	// is an error wrapping ErrBadRequest that names the item's index.
+	// Cost: one round trip.
+	ReadMany(ctx context.Context, link string, items []ItemRef) ([]*Document, error)
+}
+
+// ItemRef names a document of a collection: its id and partition-key
+// value (nil: not given), as a point read takes them.
+type ItemRef struct {
+	ID           string
+	PartitionKey any
 }

@@ -99,3 +99,41 @@ func (c replacerCap) ReplaceCollection(ctx context.Context, l string, spec *stor
 	c.s.metadata(ctx, l, err)
 	return err
 }
+
+// patcherCap is store.Patcher: a patch is charged as the write of the
+// document it leaves (Cosmos DB charges a patch about as a replace).
+type patcherCap struct {
+	s *Store
+	c store.Patcher
+}
+
+// Patch implements store.Patcher.
+func (c patcherCap) Patch(ctx context.Context, l, id string, ops []store.PatchOp, opts *store.PatchOptions) (*store.Document, error) {
+	d, err := c.c.Patch(ctx, l, id, ops, opts)
+	var pk any
+	if opts != nil {
+		pk = opts.PartitionKey
+	}
+	c.s.c.charge(ctx, Partition{l, pointKey(pk)}, Replace, c.s.c.charges.WriteRU(size(d, nil)), 0, err)
+	return d, err
+}
+
+// manyReaderCap is store.ManyReader: each item is charged as a point read
+// of what it found, in its own logical partition.
+type manyReaderCap struct {
+	s *Store
+	c store.ManyReader
+}
+
+// ReadMany implements store.ManyReader.
+func (c manyReaderCap) ReadMany(ctx context.Context, l string, items []store.ItemRef) ([]*store.Document, error) {
+	docs, err := c.c.ReadMany(ctx, l, items)
+	for i, it := range items {
+		var d *store.Document
+		if i < len(docs) {
+			d = docs[i]
+		}
+		c.s.c.charge(ctx, Partition{l, pointKey(it.PartitionKey)}, PointRead, c.s.c.charges.ReadRU(size(d, nil)), 0, err)
+	}
+	return docs, err
+}

@@ -6,7 +6,7 @@ import "github.com/docshard/docshard/store"
 
 // capabilityNames are the optional capabilities of package store that
 // withCapabilities keeps, sorted.
-var capabilityNames = []string{"Batcher", "ChangeFeeder", "Fencer", "Replacer"}
+var capabilityNames = []string{"Batcher", "ChangeFeeder", "Fencer", "ManyReader", "Patcher", "Replacer"}
 
 // withCapabilities returns s as a store.Store offering exactly the
 // capabilities of the store it wraps.
@@ -24,9 +24,17 @@ func withCapabilities(s *Store) store.Store {
 	if ok2 {
 		mask |= 4
 	}
-	c3, ok3 := s.inner.(store.Replacer)
+	c3, ok3 := s.inner.(store.ManyReader)
 	if ok3 {
 		mask |= 8
+	}
+	c4, ok4 := s.inner.(store.Patcher)
+	if ok4 {
+		mask |= 16
+	}
+	c5, ok5 := s.inner.(store.Replacer)
+	if ok5 {
+		mask |= 32
 	}
 	switch mask {
 	case 1:
@@ -72,55 +80,407 @@ func withCapabilities(s *Store) store.Store {
 	case 8:
 		return &struct {
 			*Store
-			replacerCap
-		}{s, replacerCap{s, c3}}
+			manyReaderCap
+		}{s, manyReaderCap{s, c3}}
 	case 9:
 		return &struct {
 			*Store
 			batcherCap
-			replacerCap
-		}{s, batcherCap{s, c0}, replacerCap{s, c3}}
+			manyReaderCap
+		}{s, batcherCap{s, c0}, manyReaderCap{s, c3}}
 	case 10:
 		return &struct {
 			*Store
 			changeFeederCap
-			replacerCap
-		}{s, changeFeederCap{s, c1}, replacerCap{s, c3}}
+			manyReaderCap
+		}{s, changeFeederCap{s, c1}, manyReaderCap{s, c3}}
 	case 11:
 		return &struct {
 			*Store
 			batcherCap
 			changeFeederCap
-			replacerCap
-		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, replacerCap{s, c3}}
+			manyReaderCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, manyReaderCap{s, c3}}
 	case 12:
 		return &struct {
 			*Store
 			fencerCap
-			replacerCap
-		}{s, fencerCap{s, c2}, replacerCap{s, c3}}
+			manyReaderCap
+		}{s, fencerCap{s, c2}, manyReaderCap{s, c3}}
 	case 13:
 		return &struct {
 			*Store
 			batcherCap
 			fencerCap
-			replacerCap
-		}{s, batcherCap{s, c0}, fencerCap{s, c2}, replacerCap{s, c3}}
+			manyReaderCap
+		}{s, batcherCap{s, c0}, fencerCap{s, c2}, manyReaderCap{s, c3}}
 	case 14:
 		return &struct {
 			*Store
 			changeFeederCap
 			fencerCap
-			replacerCap
-		}{s, changeFeederCap{s, c1}, fencerCap{s, c2}, replacerCap{s, c3}}
+			manyReaderCap
+		}{s, changeFeederCap{s, c1}, fencerCap{s, c2}, manyReaderCap{s, c3}}
 	case 15:
 		return &struct {
 			*Store
 			batcherCap
 			changeFeederCap
 			fencerCap
+			manyReaderCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, fencerCap{s, c2}, manyReaderCap{s, c3}}
+	case 16:
+		return &struct {
+			*Store
+			patcherCap
+		}{s, patcherCap{s, c4}}
+	case 17:
+		return &struct {
+			*Store
+			batcherCap
+			patcherCap
+		}{s, batcherCap{s, c0}, patcherCap{s, c4}}
+	case 18:
+		return &struct {
+			*Store
+			changeFeederCap
+			patcherCap
+		}{s, changeFeederCap{s, c1}, patcherCap{s, c4}}
+	case 19:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			patcherCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, patcherCap{s, c4}}
+	case 20:
+		return &struct {
+			*Store
+			fencerCap
+			patcherCap
+		}{s, fencerCap{s, c2}, patcherCap{s, c4}}
+	case 21:
+		return &struct {
+			*Store
+			batcherCap
+			fencerCap
+			patcherCap
+		}{s, batcherCap{s, c0}, fencerCap{s, c2}, patcherCap{s, c4}}
+	case 22:
+		return &struct {
+			*Store
+			changeFeederCap
+			fencerCap
+			patcherCap
+		}{s, changeFeederCap{s, c1}, fencerCap{s, c2}, patcherCap{s, c4}}
+	case 23:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			fencerCap
+			patcherCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, fencerCap{s, c2}, patcherCap{s, c4}}
+	case 24:
+		return &struct {
+			*Store
+			manyReaderCap
+			patcherCap
+		}{s, manyReaderCap{s, c3}, patcherCap{s, c4}}
+	case 25:
+		return &struct {
+			*Store
+			batcherCap
+			manyReaderCap
+			patcherCap
+		}{s, batcherCap{s, c0}, manyReaderCap{s, c3}, patcherCap{s, c4}}
+	case 26:
+		return &struct {
+			*Store
+			changeFeederCap
+			manyReaderCap
+			patcherCap
+		}{s, changeFeederCap{s, c1}, manyReaderCap{s, c3}, patcherCap{s, c4}}
+	case 27:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			manyReaderCap
+			patcherCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, manyReaderCap{s, c3}, patcherCap{s, c4}}
+	case 28:
+		return &struct {
+			*Store
+			fencerCap
+			manyReaderCap
+			patcherCap
+		}{s, fencerCap{s, c2}, manyReaderCap{s, c3}, patcherCap{s, c4}}
+	case 29:
+		return &struct {
+			*Store
+			batcherCap
+			fencerCap
+			manyReaderCap
+			patcherCap
+		}{s, batcherCap{s, c0}, fencerCap{s, c2}, manyReaderCap{s, c3}, patcherCap{s, c4}}
+	case 30:
+		return &struct {
+			*Store
+			changeFeederCap
+			fencerCap
+			manyReaderCap
+			patcherCap
+		}{s, changeFeederCap{s, c1}, fencerCap{s, c2}, manyReaderCap{s, c3}, patcherCap{s, c4}}
+	case 31:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			fencerCap
+			manyReaderCap
+			patcherCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, fencerCap{s, c2}, manyReaderCap{s, c3}, patcherCap{s, c4}}
+	case 32:
+		return &struct {
+			*Store
 			replacerCap
-		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, fencerCap{s, c2}, replacerCap{s, c3}}
+		}{s, replacerCap{s, c5}}
+	case 33:
+		return &struct {
+			*Store
+			batcherCap
+			replacerCap
+		}{s, batcherCap{s, c0}, replacerCap{s, c5}}
+	case 34:
+		return &struct {
+			*Store
+			changeFeederCap
+			replacerCap
+		}{s, changeFeederCap{s, c1}, replacerCap{s, c5}}
+	case 35:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			replacerCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, replacerCap{s, c5}}
+	case 36:
+		return &struct {
+			*Store
+			fencerCap
+			replacerCap
+		}{s, fencerCap{s, c2}, replacerCap{s, c5}}
+	case 37:
+		return &struct {
+			*Store
+			batcherCap
+			fencerCap
+			replacerCap
+		}{s, batcherCap{s, c0}, fencerCap{s, c2}, replacerCap{s, c5}}
+	case 38:
+		return &struct {
+			*Store
+			changeFeederCap
+			fencerCap
+			replacerCap
+		}{s, changeFeederCap{s, c1}, fencerCap{s, c2}, replacerCap{s, c5}}
+	case 39:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			fencerCap
+			replacerCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, fencerCap{s, c2}, replacerCap{s, c5}}
+	case 40:
+		return &struct {
+			*Store
+			manyReaderCap
+			replacerCap
+		}{s, manyReaderCap{s, c3}, replacerCap{s, c5}}
+	case 41:
+		return &struct {
+			*Store
+			batcherCap
+			manyReaderCap
+			replacerCap
+		}{s, batcherCap{s, c0}, manyReaderCap{s, c3}, replacerCap{s, c5}}
+	case 42:
+		return &struct {
+			*Store
+			changeFeederCap
+			manyReaderCap
+			replacerCap
+		}{s, changeFeederCap{s, c1}, manyReaderCap{s, c3}, replacerCap{s, c5}}
+	case 43:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			manyReaderCap
+			replacerCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, manyReaderCap{s, c3}, replacerCap{s, c5}}
+	case 44:
+		return &struct {
+			*Store
+			fencerCap
+			manyReaderCap
+			replacerCap
+		}{s, fencerCap{s, c2}, manyReaderCap{s, c3}, replacerCap{s, c5}}
+	case 45:
+		return &struct {
+			*Store
+			batcherCap
+			fencerCap
+			manyReaderCap
+			replacerCap
+		}{s, batcherCap{s, c0}, fencerCap{s, c2}, manyReaderCap{s, c3}, replacerCap{s, c5}}
+	case 46:
+		return &struct {
+			*Store
+			changeFeederCap
+			fencerCap
+			manyReaderCap
+			replacerCap
+		}{s, changeFeederCap{s, c1}, fencerCap{s, c2}, manyReaderCap{s, c3}, replacerCap{s, c5}}
+	case 47:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			fencerCap
+			manyReaderCap
+			replacerCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, fencerCap{s, c2}, manyReaderCap{s, c3}, replacerCap{s, c5}}
+	case 48:
+		return &struct {
+			*Store
+			patcherCap
+			replacerCap
+		}{s, patcherCap{s, c4}, replacerCap{s, c5}}
+	case 49:
+		return &struct {
+			*Store
+			batcherCap
+			patcherCap
+			replacerCap
+		}{s, batcherCap{s, c0}, patcherCap{s, c4}, replacerCap{s, c5}}
+	case 50:
+		return &struct {
+			*Store
+			changeFeederCap
+			patcherCap
+			replacerCap
+		}{s, changeFeederCap{s, c1}, patcherCap{s, c4}, replacerCap{s, c5}}
+	case 51:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			patcherCap
+			replacerCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, patcherCap{s, c4}, replacerCap{s, c5}}
+	case 52:
+		return &struct {
+			*Store
+			fencerCap
+			patcherCap
+			replacerCap
+		}{s, fencerCap{s, c2}, patcherCap{s, c4}, replacerCap{s, c5}}
+	case 53:
+		return &struct {
+			*Store
+			batcherCap
+			fencerCap
+			patcherCap
+			replacerCap
+		}{s, batcherCap{s, c0}, fencerCap{s, c2}, patcherCap{s, c4}, replacerCap{s, c5}}
+	case 54:
+		return &struct {
+			*Store
+			changeFeederCap
+			fencerCap
+			patcherCap
+			replacerCap
+		}{s, changeFeederCap{s, c1}, fencerCap{s, c2}, patcherCap{s, c4}, replacerCap{s, c5}}
+	case 55:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			fencerCap
+			patcherCap
+			replacerCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, fencerCap{s, c2}, patcherCap{s, c4}, replacerCap{s, c5}}
+	case 56:
+		return &struct {
+			*Store
+			manyReaderCap
+			patcherCap
+			replacerCap
+		}{s, manyReaderCap{s, c3}, patcherCap{s, c4}, replacerCap{s, c5}}
+	case 57:
+		return &struct {
+			*Store
+			batcherCap
+			manyReaderCap
+			patcherCap
+			replacerCap
+		}{s, batcherCap{s, c0}, manyReaderCap{s, c3}, patcherCap{s, c4}, replacerCap{s, c5}}
+	case 58:
+		return &struct {
+			*Store
+			changeFeederCap
+			manyReaderCap
+			patcherCap
+			replacerCap
+		}{s, changeFeederCap{s, c1}, manyReaderCap{s, c3}, patcherCap{s, c4}, replacerCap{s, c5}}
+	case 59:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			manyReaderCap
+			patcherCap
+			replacerCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, manyReaderCap{s, c3}, patcherCap{s, c4}, replacerCap{s, c5}}
+	case 60:
+		return &struct {
+			*Store
+			fencerCap
+			manyReaderCap
+			patcherCap
+			replacerCap
+		}{s, fencerCap{s, c2}, manyReaderCap{s, c3}, patcherCap{s, c4}, replacerCap{s, c5}}
+	case 61:
+		return &struct {
+			*Store
+			batcherCap
+			fencerCap
+			manyReaderCap
+			patcherCap
+			replacerCap
+		}{s, batcherCap{s, c0}, fencerCap{s, c2}, manyReaderCap{s, c3}, patcherCap{s, c4}, replacerCap{s, c5}}
+	case 62:
+		return &struct {
+			*Store
+			changeFeederCap
+			fencerCap
+			manyReaderCap
+			patcherCap
+			replacerCap
+		}{s, changeFeederCap{s, c1}, fencerCap{s, c2}, manyReaderCap{s, c3}, patcherCap{s, c4}, replacerCap{s, c5}}
+	case 63:
+		return &struct {
+			*Store
+			batcherCap
+			changeFeederCap
+			fencerCap
+			manyReaderCap
+			patcherCap
+			replacerCap
+		}{s, batcherCap{s, c0}, changeFeederCap{s, c1}, fencerCap{s, c2}, manyReaderCap{s, c3}, patcherCap{s, c4}, replacerCap{s, c5}}
 	}
 	return s
 }

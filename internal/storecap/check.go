@@ -80,6 +80,10 @@ func offersCapability(st store.Store, name string) (ok, known bool) {
 		_, ok = st.(store.Fencer)
 	case "Replacer":
 		_, ok = st.(store.Replacer)
+	case "Patcher":
+		_, ok = st.(store.Patcher)
+	case "ManyReader":
+		_, ok = st.(store.ManyReader)
 	default:
 		return false, false
 	}
@@ -110,6 +114,16 @@ func only(full store.Store, name string) store.Store {
 			store.Store
 			store.Replacer
 		}{full, full.(store.Replacer)}
+	case "Patcher":
+		return struct {
+			store.Store
+			store.Patcher
+		}{full, full.(store.Patcher)}
+	case "ManyReader":
+		return struct {
+			store.Store
+			store.ManyReader
+		}{full, full.(store.ManyReader)}
 	}
 	return nil
 }

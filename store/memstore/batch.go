@@ -4,19 +4,24 @@ import (
 	"context"
 	"slices"
 
+	"github.com/docshard/docshard/internal/docpatch"
 	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/internal/storecheck"
 	"github.com/docshard/docshard/store"
 )
 
-var _ store.Batcher = (*Store)(nil)
+var (
+	_ store.Batcher = (*Store)(nil)
+	_ store.Patcher = (*Store)(nil)
+)
 
 // batchOp is a validated operation of a batch.
 type batchOp struct {
-	mode    string // "create", "read", "replace", "upsert" or "delete"
+	mode    string // "create", "read", "replace", "upsert", "delete" or "patch"
 	id      string
 	in      incoming // create, replace, upsert
 	ifMatch string
+	patch   *docpatch.Spec // patch
 }
 
 // batchDoc is a document a batch touches: as the collection holds it, and
@@ -43,7 +48,10 @@ type batchDoc struct {
 // input, before anything is read: a document must carry partitionKey at
 // the collection's key path (a nil partitionKey is an error), a replace's
 // document must have the operation's ID, and If-Match is ignored on create
-// and read. The documents' texts may total at most store.MaxDocumentSize
+// and read. A patch (store.BatchPatch) applies, as Patch does, to the
+// document as the operations before it leave it; its refusals (a missing
+// document, a stale If-Match, a false condition, an operation that does
+// not apply) fail the batch at its index. The documents' texts may total at most store.MaxDocumentSize
 // bytes (Cosmos DB's 2 MB limit on a batch's payload); a larger batch is
 // an error wrapping store.ErrTooLarge. An operation's refusal, whether its
 // input is malformed or it fails against the stored documents, is a
@@ -106,15 +114,33 @@ func (s *Store) ExecuteBatch(ctx context.Context, l string, partitionKey any, op
 			results[i].Document = d.cur.document()
 			continue
 		}
-		if err := precondition(p.mode, l, p.id, pk, d.cur, p.ifMatch); err != nil {
-			return nil, &store.BatchError{Index: i, Err: err}
+		check := p.mode
+		if p.patch != nil {
+			check = "replace"
 		}
-		d.written, d.last = true, i
+		if err := precondition(check, l, p.id, pk, d.cur, p.ifMatch); err != nil {
+			return nil, &store.BatchError{Index: i, Err: withOp(err, p.mode, l)}
+		}
 		if p.mode == "delete" {
+			d.written, d.last = true, i
 			d.cur = nil
 			continue
 		}
-		e, err := s.version(c, p.mode, l, &p.in, d.cur, now)
+		in := &p.in
+		if p.patch != nil {
+			next, err := p.patch.Apply(ctx, l, p.id, d.cur.body, c.paths)
+			if err == nil {
+				var patched incoming
+				if patched, err = c.prepare(p.mode, l, next); err == nil {
+					in = &patched
+				}
+			}
+			if err != nil {
+				return nil, &store.BatchError{Index: i, Err: err}
+			}
+		}
+		d.written, d.last = true, i
+		e, err := s.version(c, p.mode, l, in, d.cur, now)
 		if err != nil {
 			return nil, &store.BatchError{Index: i, Err: err}
 		}
@@ -140,10 +166,14 @@ func (c *collection) planBatch(l, pk string, ops []store.BatchOp) ([]batchOp, er
 		case store.BatchRead, store.BatchDelete, store.BatchReplace:
 			err = withOp(store.ValidateID(o.ID), p.mode, l)
 		case store.BatchCreate, store.BatchUpsert:
+		case store.BatchPatch:
+			if err = withOp(store.ValidateID(o.ID), p.mode, l); err == nil {
+				p.patch, err = docpatch.Compile(l, o.ID, o.Patch, o.Condition)
+			}
 		default:
 			err = store.Errorf(store.ErrBadRequest, "batch", l, o.ID, "unknown operation kind %d", int(o.Kind))
 		}
-		if err == nil && o.Kind != store.BatchRead && o.Kind != store.BatchDelete {
+		if err == nil && o.Kind != store.BatchRead && o.Kind != store.BatchDelete && o.Kind != store.BatchPatch {
 			err = c.planDocument(&p, l, pk, o)
 			total += len(o.Doc)
 		}

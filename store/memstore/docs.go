@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/docshard/docshard/internal/docpatch"
 	"github.com/docshard/docshard/internal/jsontext"
 	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/partitionkey"
@@ -354,18 +355,27 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 			"the partition key given (%s) differs from the document's (%s at %s)", text, in.pk, c.paths)
 	}
 
+	return s.put(c, mode, l, in.id, in.pk, o, &in, nil)
+}
+
+// put writes the document (id, pk) under the fence of o.Epoch and the
+// document's write lock: in, checked against the current version by
+// precondition, or, for a patch (in nil), the current version as spec
+// leaves it, so the patch applies to the version it replaces atomically.
+func (s *Store) put(c *collection, mode, l, id, pk string, o store.WriteOptions, in *incoming, spec *docpatch.Spec) (*store.Document, error) {
 	var f *dbFence
 	if o.Epoch != 0 {
-		if f, err = s.enterFence(c, mode, l, in.id, o.Epoch); err != nil {
+		var err error
+		if f, err = s.enterFence(c, mode, l, id, o.Epoch); err != nil {
 			return nil, err
 		}
 	}
-	m := s.lockFor(c, in.pk, in.id)
+	m := s.lockFor(c, pk, id)
 	m.Lock()
 	defer unlock(m, f)
 	now := s.clock().Unix()
 	c.mu.RLock()
-	old := c.find(in.id, in.pk)
+	old := c.find(id, pk)
 	dropped := c.dropped
 	c.mu.RUnlock()
 	if dropped {
@@ -375,23 +385,38 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 	if old != nil && old.expireAt <= now {
 		live = nil
 	}
-	if err := precondition(mode, l, in.id, in.pk, live, o.IfMatch); err != nil {
-		return nil, err
+	check := mode
+	if spec != nil {
+		check = "replace"
 	}
-	e, err := s.version(c, mode, l, &in, live, now)
+	if err := precondition(check, l, id, pk, live, o.IfMatch); err != nil {
+		return nil, withOp(err, mode, l)
+	}
+	if spec != nil {
+		next, err := spec.Apply(context.Background(), l, id, live.body, c.paths)
+		if err != nil {
+			return nil, err
+		}
+		p, err := c.prepare(mode, l, next)
+		if err != nil {
+			return nil, err
+		}
+		in = &p
+	}
+	e, err := s.version(c, mode, l, in, live, now)
 	if err != nil {
 		return nil, err
 	}
 	e.quiet = o.Reshard
 	var claims []uniqueClaim
 	if c.uniq != nil {
-		claims = []uniqueClaim{{id: in.id, tuples: c.uniq.tuples(in.pk, e.body)}}
-		if _, err := c.claimUnique(mode, l, now, claims, func(id string) bool { return id == in.id }); err != nil {
+		claims = []uniqueClaim{{id: id, tuples: c.uniq.tuples(pk, e.body)}}
+		if _, err := c.claimUnique(mode, l, now, claims, func(other string) bool { return other == id }); err != nil {
 			return nil, err
 		}
 	}
 	g := growth(old, e)
-	if err := c.hold(mode, l, in.id, g); err != nil {
+	if err := c.hold(mode, l, id, g); err != nil {
 		if claims != nil {
 			c.mu.Lock()
 			c.releaseUnique(claims)
@@ -407,7 +432,7 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 			c.unhold(g)
 			c.releaseUnique(claims)
 			c.mu.Unlock()
-			return nil, s.diskErr(mode, l, in.id, err)
+			return nil, s.diskErr(mode, l, id, err)
 		}
 	}
 	c.mu.Lock()
@@ -421,6 +446,43 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 	s.purgeLocked(c, now, 16)
 	c.mu.Unlock()
 	return e.document(), nil
+}
+
+// Patch applies a partial update; see store.Patcher. The operations
+// (package docpatch, the one implementation serve shares) apply to the
+// current version under the document's write lock, so no write comes
+// between the version read and the one written; the patched document is
+// validated as a replace's is. Without opts.PartitionKey it resolves the
+// id as Read does. Cost: a replace's, plus decoding and encoding the
+// document.
+func (s *Store) Patch(ctx context.Context, l, id string, ops []store.PatchOp, opts *store.PatchOptions) (*store.Document, error) {
+	const op = "patch"
+	c, err := s.collection(ctx, op, l)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.ValidateID(id); err != nil {
+		return nil, withOp(err, op, l)
+	}
+	o := opt.Of(opts)
+	spec, err := docpatch.Compile(l, id, ops, o.Condition)
+	if err != nil {
+		return nil, err
+	}
+	pk, given, err := c.givenKey(op, l, id, o.PartitionKey, false)
+	if err != nil {
+		return nil, err
+	}
+	if !given {
+		c.mu.RLock()
+		e, err := c.resolve(op, l, id, "", false, s.clock().Unix())
+		c.mu.RUnlock()
+		if err != nil {
+			return nil, err
+		}
+		pk = e.pk
+	}
+	return s.put(c, op, l, id, pk, store.WriteOptions{IfMatch: o.IfMatch, Epoch: o.Epoch}, nil, spec)
 }
 
 // precondition checks a write of the document (id, pk) against live, its

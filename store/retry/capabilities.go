@@ -52,7 +52,8 @@ func (c fencerCap) Fence(ctx context.Context, dbLink string) (int64, error) {
 }
 
 // batcherCap is store.Batcher under the policy: a batch is repeatable
-// when every operation is (no create, no unconditional delete).
+// when every operation is (no create, no unconditional delete, no
+// unconditional patch but one that only sets values).
 type batcherCap struct {
 	s *Store
 	c store.Batcher
@@ -79,4 +80,33 @@ func (c replacerCap) ReplaceCollection(ctx context.Context, l string, spec *stor
 		return none{}, c.c.ReplaceCollection(ctx, l, spec)
 	})
 	return err
+}
+
+// patcherCap is store.Patcher under the policy: a patch is repeatable when
+// conditional on an ETag (its second attempt is refused, without a side
+// effect) or when every operation sets a value (docpatch.Repeatable).
+type patcherCap struct {
+	s *Store
+	c store.Patcher
+}
+
+// Patch implements store.Patcher.
+func (c patcherCap) Patch(ctx context.Context, l, id string, ops []store.PatchOp, opts *store.PatchOptions) (*store.Document, error) {
+	return do(ctx, c.s, l, "patch", func() bool { return patchRepeatable(ctx, ops, opts) }, func(ctx context.Context) (*store.Document, error) {
+		return c.c.Patch(ctx, l, id, ops, opts)
+	})
+}
+
+// manyReaderCap is store.ManyReader under the policy: a read is
+// repeatable.
+type manyReaderCap struct {
+	s *Store
+	c store.ManyReader
+}
+
+// ReadMany implements store.ManyReader.
+func (c manyReaderCap) ReadMany(ctx context.Context, l string, items []store.ItemRef) ([]*store.Document, error) {
+	return do(ctx, c.s, l, "read many", nil, func(ctx context.Context) ([]*store.Document, error) {
+		return c.c.ReadMany(ctx, l, items)
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/docshard/docshard/internal/docpatch"
 	"github.com/docshard/docshard/store"
 )
 
@@ -221,9 +222,16 @@ func batchRepeatable(ctx context.Context, ops []store.BatchOp) bool {
 	}
 	for _, op := range ops {
 		switch {
-		case op.Kind == store.BatchCreate, op.Kind == store.BatchDelete && op.IfMatch == "":
+		case op.Kind == store.BatchCreate, op.Kind == store.BatchDelete && op.IfMatch == "",
+			op.Kind == store.BatchPatch && op.IfMatch == "" && !docpatch.Repeatable(op.Patch):
 			return false
 		}
 	}
 	return true
+}
+
+// patchRepeatable: a patch is when conditional on an ETag, or when it
+// only sets values.
+func patchRepeatable(ctx context.Context, ops []store.PatchOp, o *store.PatchOptions) bool {
+	return (o != nil && o.IfMatch != "") || docpatch.Repeatable(ops) || marked(ctx)
 }
