@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,11 +15,13 @@ import (
 
 	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/emulator/emulatortest"
+	"github.com/docshard/docshard/hashring"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/router/routertest"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/memstore"
+	"github.com/docshard/docshard/store/retry"
 )
 
 const db = "dbs/app"
@@ -283,4 +286,123 @@ func TestInitStateCollectionPath(t *testing.T) {
 	require.NoError(t, st2.CreateCollection(ctx, coll, &store.CollectionSpec{PartitionKeyPath: `/"kind"`}))
 	_, err = shardstate.Init(ctx, st2, db, ring(t, 2), nil)
 	require.NoError(t, err)
+}
+
+// lostReply applies the first conditional replace and then answers
+// ErrUnavailable, as a connection that drops after the service wrote.
+type lostReply struct {
+	*memstore.Store
+	lost atomic.Bool
+}
+
+func (s *lostReply) Replace(ctx context.Context, l, id string, doc []byte, o *store.WriteOptions) (*store.Document, error) {
+	d, err := s.Store.Replace(ctx, l, id, doc, o)
+	if err == nil && o != nil && o.IfMatch != "" && s.lost.CompareAndSwap(false, true) {
+		return nil, &store.Error{Kind: store.ErrUnavailable, Op: "replace", Message: "the connection was reset after the request was sent"}
+	}
+	return d, err
+}
+
+// TestPublishLostReply: a publish whose swap landed but whose answer was
+// lost is the publish that happened: it succeeds, and the fence of its new
+// epoch is raised. Before, the retried swap was refused and Publish
+// reported a conflict with its own write, leaving the store's fence behind
+// the state's epoch (a spillover then never fenced the sealed collection),
+// whether the caller's context is marked Repeatable (the refusal) or not
+// (the unknown outcome).
+func TestPublishLostReply(t *testing.T) {
+	for _, marked := range []bool{false, true} {
+		ctx := context.Background()
+		if marked {
+			ctx = retry.Repeatable(ctx)
+		}
+		st := &lostReply{Store: memstore.New(nil)}
+		r, err := hashring.New([]string{"dbs/x/colls/a", "dbs/x/colls/b"}, nil)
+		require.NoError(t, err)
+		cur, err := shardstate.Init(ctx, st, "dbs/x", r, nil)
+		require.NoError(t, err)
+		next, err := shardstate.Publish(ctx, st, cur, shardstate.Change{NewEpoch: true, By: "me"})
+		require.NoError(t, err, "marked=%v", marked)
+		require.True(t, st.lost.Load(), "the reply was lost")
+		now, err := shardstate.Load(ctx, st, "dbs/x")
+		require.NoError(t, err)
+		require.Equal(t, now.Version, next.Version)
+		require.Equal(t, now.ETag, next.ETag)
+		fence, err := st.Fence(ctx, "dbs/x")
+		require.NoError(t, err)
+		require.Equal(t, now.Epoch, fence, "the fence is raised to the published epoch")
+	}
+}
+
+// TestHistorySinceAndETag: HistorySince returns the versions after the
+// one given, the current last; ETag is the current document's ETag, as
+// Load reads it; both say ErrNoState for a database without a state.
+func TestHistorySinceAndETag(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	t.Cleanup(func() { _ = st.Close() })
+	_, err := shardstate.ETag(ctx, st, db)
+	require.ErrorIs(t, err, shardstate.ErrNoState)
+	_, err = shardstate.HistorySince(ctx, st, db, 0)
+	require.ErrorIs(t, err, shardstate.ErrNoState)
+
+	s, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
+	require.NoError(t, err)
+	for _, n := range []int{3, 4} {
+		s, err = shardstate.Publish(ctx, st, s, shardstate.Change{Resolver: ring(t, n), NewEpoch: true})
+		require.NoError(t, err)
+	}
+	versions := func(after int64) []int64 {
+		h, err := shardstate.HistorySince(ctx, st, db, after)
+		require.NoError(t, err)
+		var out []int64
+		for _, x := range h {
+			out = append(out, x.Version)
+		}
+		return out
+	}
+	assert.Equal(t, []int64{1, 2, 3}, versions(0))
+	assert.Equal(t, []int64{2, 3}, versions(1))
+	assert.Equal(t, []int64{3}, versions(2))
+	assert.Equal(t, []int64{3}, versions(3))
+	etag, err := shardstate.ETag(ctx, st, db)
+	require.NoError(t, err)
+	cur, err := shardstate.Load(ctx, st, db)
+	require.NoError(t, err)
+	assert.Equal(t, cur.ETag, etag)
+	assert.Equal(t, s.ETag, etag)
+}
+
+// TestHistoryBounded: the history keeps the last HistoryKept versions, so
+// its partition does not grow without limit, and what reads its last
+// version (InUse, Restore) still finds it.
+func TestHistoryBounded(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	defer st.Close()
+	s, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
+	require.NoError(t, err)
+	const extra = 25
+	for range shardstate.HistoryKept + extra {
+		s, err = shardstate.Publish(ctx, st, s, shardstate.Change{})
+		require.NoError(t, err)
+	}
+	h, err := shardstate.History(ctx, st, db)
+	require.NoError(t, err)
+	require.Len(t, h, shardstate.HistoryKept+1, "the versions kept and the current one")
+	assert.Equal(t, int64(extra+1), h[0].Version, "the oldest kept")
+	assert.Equal(t, s.Version-1, h[len(h)-2].Version, "the last recorded")
+	coll, err := shardstate.CollectionLink(db)
+	require.NoError(t, err)
+	info, err := st.CollectionInfo(ctx, coll)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, info.Documents, int64(shardstate.HistoryKept+1), "the state document and the history kept")
+
+	// The state document lost: the history's last version still shows the
+	// fleet, and Restore goes above it.
+	require.NoError(t, st.Delete(ctx, coll, "state", nil))
+	require.ErrorIs(t, shardstate.InUse(ctx, st, db), shardstate.ErrInUse)
+	r, err := shardstate.Restore(ctx, st, db, ring(t, 2), nil)
+	require.NoError(t, err)
+	assert.Equal(t, s.Version+1, r.Version)
 }
