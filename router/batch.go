@@ -50,7 +50,7 @@ func (c *Client) ExecuteBatch(ctx context.Context, dbLink string, key any, ops [
 	if key == nil {
 		return nil, &resolver.KeyError{Err: resolver.ErrNoPartitionKey, Reason: "a transactional batch needs its partition key"}
 	}
-	return guarded(c, ctx, dbLink, func(e *dbEntry) ([]store.BatchResult, error) {
+	return guarded(c, ctx, dbLink, func(ctx context.Context, e *dbEntry) ([]store.BatchResult, error) {
 		if err := batchKeys(e.pl, key, ops); err != nil {
 			return nil, err
 		}

@@ -83,7 +83,7 @@ func (c *Client) Upsert(ctx context.Context, dbLink string, doc any, opts *Write
 }
 
 func (c *Client) write(ctx context.Context, op, dbLink string, doc any, opts *WriteOptions) (*store.Document, error) {
-	return guarded(c, ctx, dbLink, func(e *dbEntry) (*store.Document, error) {
+	return guarded(c, ctx, dbLink, func(ctx context.Context, e *dbEntry) (*store.Document, error) {
 		target, body, err := e.pl.newDocument(doc)
 		if err != nil {
 			return nil, err
@@ -240,7 +240,7 @@ func (c *Client) Read(ctx context.Context, dbLink, id string, key any) (*store.D
 // fails with nothing changed.
 func (c *Client) Replace(ctx context.Context, dbLink, id string, doc any, opts *ReplaceOptions) (*store.Document, error) {
 	o := opt.Of(opts)
-	return guarded(c, ctx, dbLink, func(e *dbEntry) (*store.Document, error) {
+	return guarded(c, ctx, dbLink, func(ctx context.Context, e *dbEntry) (*store.Document, error) {
 		return c.replace(ctx, e, id, doc, o)
 	})
 }
@@ -408,7 +408,7 @@ func (c *Client) move(ctx context.Context, id string, body []byte, source, targe
 // NotFound.
 func (c *Client) Delete(ctx context.Context, dbLink, id string, key any, opts *WriteOptions) error {
 	deleted := false // a copy was removed by an earlier attempt of this call
-	_, err := guarded(c, ctx, dbLink, func(e *dbEntry) (none, error) {
+	_, err := guarded(c, ctx, dbLink, func(ctx context.Context, e *dbEntry) (none, error) {
 		return none{}, c.delete(ctx, e, id, key, opts, &deleted)
 	})
 	return err

@@ -18,6 +18,7 @@ import (
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/retry"
 )
 
 // ErrLeaseExpired: the database's resolver comes from its shared state
@@ -837,7 +838,12 @@ const maxFencedRetries = 8
 //     coordinator opens it on seeing the refusal through Hooks.Call),
 //     polling every 25 ms meanwhile, at most FollowOptions.MovingWait in
 //     all (shared with the moving wait), then is placed again.
-func guarded[T any](c *Client, ctx context.Context, dbLink string, op func(e *dbEntry) (T, error)) (T, error) {
+//
+// The store's own retries (store/retry) of the write ask the lease again
+// before each attempt (retry.Guard): a write throttled past the moment the
+// router's lease lapsed stops with the *LeaseError instead of being sent
+// again.
+func guarded[T any](c *Client, ctx context.Context, dbLink string, op func(ctx context.Context, e *dbEntry) (T, error)) (T, error) {
 	retries := 0
 	var moving time.Time // when the write first found its key moving
 	for {
@@ -847,7 +853,7 @@ func guarded[T any](c *Client, ctx context.Context, dbLink string, op func(e *db
 			return zero, err
 		}
 		if e.follow == nil {
-			return op(e)
+			return op(ctx, e)
 		}
 		ok, err := e.enter("write")
 		if err != nil {
@@ -858,7 +864,10 @@ func guarded[T any](c *Client, ctx context.Context, dbLink string, op func(e *db
 			continue // replaced between the lookup and the count: use the new one
 		}
 		changed := e.follow.changed.Load()
-		v, err := op(e)
+		// The store's retries ask the lease again before each attempt: a
+		// write throttled past its lease's end is not sent again.
+		f := e.follow
+		v, err := op(retry.Guard(ctx, func() error { return f.leased("write") }), e)
 		e.inflight.Add(-1)
 		if errors.Is(err, resolver.ErrMoving) {
 			if e.follow.Version() != e.version.Load() {

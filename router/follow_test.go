@@ -469,3 +469,48 @@ func TestSameResolverNewVersion(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotSame(t, before, after)
 }
+
+// throttleStore throttles every create of a document outside the state
+// collection while on is set, counting the attempts.
+type throttleStore struct {
+	*fenceStore
+	on       atomic.Bool
+	attempts atomic.Int32
+}
+
+func (s *throttleStore) Create(ctx context.Context, l string, doc []byte, o *store.WriteOptions) (*store.Document, error) {
+	if s.on.Load() && !strings.HasSuffix(l, "/"+shardstate.CollectionID) {
+		s.attempts.Add(1)
+		return nil, &store.Error{Kind: store.ErrThrottled, Op: "create", Link: l, Status: 429, RetryAfter: 40 * time.Millisecond} // 8 waits: 320 ms, past a HoldFor of 60 ms
+	}
+	return s.fenceStore.Create(ctx, l, doc, o)
+}
+
+// TestThrottledWriteStopsAtLapse: a write the store keeps throttling is
+// retried by the store's retry layer, but not past the moment its router's
+// lease lapsed (renewals held back): it ends with the lease error, and no
+// attempt is sent after it (on Cosmos DB, which has no fence, a retry sent
+// then could land after a reshard's waiter counted the router out). Seen
+// failing before retry.Guard: the write ended throttled, still retried
+// after the lapse.
+func TestThrottledWriteStopsAtLapse(t *testing.T) {
+	st := &throttleStore{fenceStore: newFenceStore(t)}
+	c := router.New(st, nil)
+	f := follow(t, c, &router.FollowOptions{Seed: ring(t, 2), PollInterval: 20 * time.Millisecond, LeaseDuration: 150 * time.Millisecond,
+		RenewInterval: 20 * time.Millisecond})
+	_, err := c.EnsureCollections(ctx, db, nil)
+	require.NoError(t, err)
+	_, err = c.Create(ctx, db, user{ID: "a", UserID: "alice"}, nil)
+	require.NoError(t, err)
+
+	st.on.Store(true)
+	st.hold.Store(true) // renewals fail: the lease lapses within HoldFor
+	_, err = c.Create(ctx, db, user{ID: "b", UserID: "bob"}, nil)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, router.ErrLeaseExpired, "the retries stop at the lapse: %v", err)
+	assert.ErrorIs(t, err, store.ErrThrottled, "the error carries the last attempt's failure")
+	var le *router.LeaseError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, f.RouterID(), le.Router)
+	assert.Positive(t, st.attempts.Load())
+}

@@ -60,7 +60,7 @@ func (c *Client) Patch(ctx context.Context, dbLink, id string, key any, ops []st
 		return nil, fmt.Errorf("router: Patch %q in %s: the store (%T) is not a store.Patcher: %w", id, dbLink, c.raw, errors.ErrUnsupported)
 	}
 	o := opt.Of(opts)
-	return guarded(c, ctx, dbLink, func(e *dbEntry) (*store.Document, error) {
+	return guarded(c, ctx, dbLink, func(ctx context.Context, e *dbEntry) (*store.Document, error) {
 		return c.patch(ctx, e, p, id, key, ops, o)
 	})
 }

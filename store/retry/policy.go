@@ -193,6 +193,25 @@ func Repeatable(ctx context.Context) context.Context {
 	return context.WithValue(ctx, repeatableKey{}, true)
 }
 
+type guardKey struct{}
+
+// Guard makes every later attempt of a call made with the returned
+// context ask check first: a non-nil error stops the retries, and the call
+// returns it (wrapping the last attempt's failure too). The router guards
+// a followed database's writes with its lease, so a write throttled past
+// the moment its router's lease lapsed is not sent again (docs/design.md,
+// "The residual window on Cosmos DB"). The first attempt is not checked:
+// the caller checked before it. Cost: one call of check per retry.
+func Guard(ctx context.Context, check func() error) context.Context {
+	return context.WithValue(ctx, guardKey{}, check)
+}
+
+// guardOf returns the check Guard set on ctx, or nil.
+func guardOf(ctx context.Context) func() error {
+	g, _ := ctx.Value(guardKey{}).(func() error)
+	return g
+}
+
 // marked reports whether ctx was marked with Repeatable.
 func marked(ctx context.Context) bool {
 	v, _ := ctx.Value(repeatableKey{}).(bool)

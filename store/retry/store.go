@@ -177,6 +177,11 @@ func loop[T any](ctx context.Context, s *Store, l, op string, repeatable func() 
 			case <-t.C:
 			}
 			waited += wait
+			if g := guardOf(ctx); g != nil {
+				if gerr := g(); gerr != nil {
+					return v, fmt.Errorf("store: %s %s: not sent again: %w (after: %w)", op, l, gerr, err)
+				}
+			}
 		}
 		attempt++
 		actx := ctx
