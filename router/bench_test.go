@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -470,5 +471,266 @@ func BenchmarkOrderBy100K(b *testing.B) {
 			b.ReportMetric(float64(rows), "max-rows")
 			b.ReportMetric(float64(live)/1024, "peak-live-KB")
 		})
+	}
+}
+
+// BenchmarkDocumentOps measures the routed patch, transactional batch and
+// read-many against the store's own calls (docs/performance.md):
+//
+//	go test -run '^$' -bench 'DocumentOps' -benchmem -count 6 ./router
+//
+// patch and batch: 20,000 documents of 1 KB in 8 collections, keys in
+// turn (more than the route cache holds: the router places each key
+// twice, where it is read and where it is written, the caller once;
+// "warm": 2,000 keys, which the cache holds); the router's call against the
+// store's own on the collection a caller placed itself (the ring's hash,
+// then the store call), timed in alternating blocks (routertest.Paired,
+// metric "ratio"). readmany: 100 items, the router over 8 collections
+// against the router over one collection holding the same documents, and
+// the store's own ReadMany of the one collection.
+func BenchmarkDocumentOps(b *testing.B) {
+	st := memstore.New(nil)
+	defer st.Close()
+	c := setup(b, 8, st, nil)
+	r := ring(b, 8)
+	one := memstore.New(nil)
+	defer one.Close()
+	c1 := setup(b, 1, one, nil)
+	const n = 20000
+	keys := make([]any, n)
+	ids := make([]string, n)
+	docs := make([][]byte, n)
+	for i := range n {
+		docs[i] = benchDoc(i)
+		for _, cl := range []*router.Client{c, c1} {
+			if _, err := cl.Create(ctx, db, docs[i], nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		keys[i], ids[i] = fmt.Sprint("user-", i), strconv.Itoa(i)
+	}
+	at := func(i int) int { return (i * 7919) % n }
+	ops := []store.PatchOp{setOp(b, "/name", "patched"), incrOp("/age", 1)}
+	placedPatch := func(i int) error {
+		j := at(i)
+		l, err := r.ResolveForCreate(keys[j])
+		if err != nil {
+			return err
+		}
+		_, err = st.Patch(ctx, l, ids[j], ops, &store.PatchOptions{PartitionKey: keys[j]})
+		return err
+	}
+	routedPatch := func(i int) error {
+		j := at(i)
+		_, err := c.Patch(ctx, db, ids[j], keys[j], ops, nil)
+		return err
+	}
+	b.Run("patch/store+placement", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			if err := placedPatch(i); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("patch/router", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			if err := routedPatch(i); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("patch/router-vs-store+placement", func(b *testing.B) { routertest.Paired(b, 64, n/2, placedPatch, routedPatch) })
+
+	batch := func(j int) []store.BatchOp {
+		return []store.BatchOp{{Kind: store.BatchRead, ID: ids[j]}, {Kind: store.BatchReplace, ID: ids[j], Doc: docs[j]}, {Kind: store.BatchUpsert, Doc: docs[j]}}
+	}
+	placedBatch := func(i int) error {
+		j := at(i)
+		l, err := r.ResolveForCreate(keys[j])
+		if err != nil {
+			return err
+		}
+		_, err = st.ExecuteBatch(ctx, l, keys[j], batch(j), nil)
+		return err
+	}
+	routedBatch := func(i int) error {
+		j := at(i)
+		_, err := c.ExecuteBatch(ctx, db, keys[j], batch(j))
+		return err
+	}
+	b.Run("batch/store+placement", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			if err := placedBatch(i); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("batch/router", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			if err := routedBatch(i); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("batch/router-vs-store+placement", func(b *testing.B) { routertest.Paired(b, 64, n/2, placedBatch, routedBatch) })
+	// warm: 2,000 keys in turn, which the route cache holds.
+	warm := func(f func(int) error) func(int) error { return func(i int) error { return f(i % 2000) } }
+	b.Run("batch/warm/router-vs-store+placement", func(b *testing.B) {
+		routertest.Paired(b, 64, 1000, warm(placedBatch), warm(routedBatch))
+	})
+	b.Run("patch/warm/router-vs-store+placement", func(b *testing.B) {
+		routertest.Paired(b, 64, 1000, warm(placedPatch), warm(routedPatch))
+	})
+
+	const many = 100
+	sets := make([][]router.ReadItem, 64)
+	refs := make([][]store.ItemRef, len(sets))
+	for s := range sets {
+		sets[s] = make([]router.ReadItem, many)
+		refs[s] = make([]store.ItemRef, many)
+		for k := range many {
+			j := at(s*many + k)
+			sets[s][k] = router.ReadItem{ID: ids[j], Key: keys[j]}
+			refs[s][k] = store.ItemRef{ID: ids[j], PartitionKey: keys[j]}
+		}
+	}
+	oneLink := links(1)[0]
+	readOne := func(i int) error { _, err := c1.ReadMany(ctx, db, sets[i%len(sets)]); return err }
+	readEight := func(i int) error { _, err := c.ReadMany(ctx, db, sets[i%len(sets)]); return err }
+	b.Run("readmany100/store-1-collection", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			if _, err := one.ReadMany(ctx, oneLink, refs[i%len(refs)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("readmany100/router-1-collection", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			if err := readOne(i); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("readmany100/router-8-collections", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			if err := readEight(i); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("readmany100/8-collections-vs-1", func(b *testing.B) { routertest.Paired(b, 16, 0, readOne, readEight) })
+}
+
+// BenchmarkChangeFeed compares reading a database's change feed from its
+// beginning to its end through the router (Changes: one token over every
+// collection, the shared state read twice a call) with reading each
+// collection's feed on the store directly, one after another (what a
+// consumer without Changes does): 8 collections of a database that
+// follows its shared state, 40,000 documents of about 1 KB, pages of
+// 1,000 documents a collection. It reports documents a second of each and
+// the median over iterations of the ratio of their speeds (db/sum, each
+// iteration timing both, in turns: the target is at least 0.8), and the
+// same ratio by the process's CPU time (db/sum-cpu: on a shared host, time
+// slices lost to other processes inflate wall time but not CPU time).
+//
+//	go test -run '^$' -bench 'ChangeFeed' -benchtime 20x -count 6 ./router
+func BenchmarkChangeFeed(b *testing.B) {
+	const colls, docs = 8, 40000
+	st := memstore.New(nil)
+	b.Cleanup(func() { _ = st.Close() })
+	c := router.New(st, nil)
+	f, err := c.Follow(ctx, db, &router.FollowOptions{Seed: ring(b, colls)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = f.Close() })
+	if _, err := c.EnsureCollections(ctx, db, nil); err != nil {
+		b.Fatal(err)
+	}
+	for i := range docs {
+		if _, err := c.Create(ctx, db, benchDoc(i), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sum := func() int {
+		n := 0
+		for _, l := range links(colls) {
+			cont := ""
+			for {
+				p, err := st.ReadChanges(ctx, l, &store.ChangeFeedOptions{Continuation: cont, PageSize: 1000, HideReshard: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += len(p.Items)
+				cont = p.Continuation
+				if len(p.Items) == 0 {
+					break
+				}
+			}
+		}
+		return n
+	}
+	whole := func() int {
+		n, cont := 0, ""
+		for {
+			p, err := c.Changes(ctx, db, &router.ChangeOptions{Continuation: cont, PageSize: 1000})
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += len(p.Items)
+			cont = p.Continuation
+			if p.CaughtUp {
+				return n
+			}
+		}
+	}
+	if got := whole(); got != docs {
+		b.Fatalf("the database's feed read %d documents, want %d", got, docs)
+	}
+	if got := sum(); got != docs {
+		b.Fatalf("the collections' feeds read %d documents, want %d", got, docs)
+	}
+	var tSum, tDB, cSum, cDB time.Duration
+	var ratios, cpuRatios []float64
+	b.ResetTimer()
+	for i := range b.N {
+		// Alternate which goes first, so neither always reads a warmer cache.
+		var ds, dd, cs, cd time.Duration
+		for j := range 2 {
+			start := time.Now()
+			cpu0, _ := proctest.CPU()
+			if (i+j)%2 == 0 {
+				sum()
+				ds = time.Since(start)
+				cpu1, _ := proctest.CPU()
+				cs = cpu1 - cpu0
+			} else {
+				whole()
+				dd = time.Since(start)
+				cpu1, _ := proctest.CPU()
+				cd = cpu1 - cpu0
+			}
+		}
+		tSum, tDB, cSum, cDB = tSum+ds, tDB+dd, cSum+cs, cDB+cd
+		ratios = append(ratios, ds.Seconds()/dd.Seconds())
+		if cd > 0 {
+			cpuRatios = append(cpuRatios, cs.Seconds()/cd.Seconds())
+		}
+	}
+	n := float64(b.N * docs)
+	b.ReportMetric(n/tSum.Seconds(), "sum-docs/s")
+	b.ReportMetric(n/tDB.Seconds(), "db-docs/s")
+	slices.Sort(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "db/sum")
+	if len(cpuRatios) > 0 {
+		slices.Sort(cpuRatios)
+		b.ReportMetric(cpuRatios[len(cpuRatios)/2], "db/sum-cpu")
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/docshard/docshard/internal/cursor"
 	"github.com/docshard/docshard/internal/localquery"
+	"github.com/docshard/docshard/internal/localquery/localquerytest"
 	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
@@ -493,4 +494,16 @@ func TestQueryDecodesOnlyWhatItReads(t *testing.T) {
 		assert.Equal(t, 100, n)
 	}
 	assert.Equal(t, "300", query(`SELECT VALUE COUNT(1) FROM c`, nil), "the same answer over decoded documents")
+}
+
+// TestTieOrder: the check every store that pages a query itself runs; the
+// embedded store evaluates over its snapshot, in feed order, so a page
+// evaluated again ties rows as the first evaluation did.
+func TestTieOrder(t *testing.T) {
+	s := New(nil)
+	t.Cleanup(func() { _ = s.Close() })
+	l := "dbs/d/colls/c"
+	require.NoError(t, s.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	localquerytest.TieDocs(t, s, l, 40)
+	localquerytest.TieOrder(t, s, l, func() { s.cursors = cursor.NewSizedCache(s.opts.Cursors, s.opts.CursorBytes, (*resultSet).bytes) })
 }

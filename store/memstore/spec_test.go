@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/store"
 )
 
@@ -339,4 +340,78 @@ func TestReplaceCollectionUnderWrites(t *testing.T) {
 	page, err = s.Query(ctx, l, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "0", string(page.Items[0]))
+}
+
+// TestHierarchicalReopen: a hierarchical collection's paths and its
+// documents' composite keys are read back from disk, writable and
+// read-only: point reads under the full key, queries under a prefix.
+func TestHierarchicalReopen(t *testing.T) {
+	dir := t.TempDir()
+	const l = "dbs/app/colls/h"
+	s, err := Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPaths: []string{"/tenant", "/user"}}))
+	for _, d := range []string{`{"id":"a","tenant":"t1","user":"u1"}`, `{"id":"a","tenant":"t1","user":"u2"}`, `{"id":"b","tenant":"t2"}`} {
+		_, err := s.Create(ctx, l, []byte(d), nil)
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Close())
+
+	for _, readOnly := range []bool{false, true} {
+		s, err := Open(dir, &Options{ReadOnly: readOnly})
+		require.NoError(t, err)
+		info, err := s.CollectionInfo(ctx, l)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"/tenant", "/user"}, info.Spec.KeyPaths())
+		d, err := s.Read(ctx, l, "a", &store.ReadOptions{PartitionKey: partitionkey.CompositeKey{"t1", "u2"}})
+		require.NoError(t, err)
+		assert.Contains(t, string(d.Body), `"u2"`)
+		_, err = s.Read(ctx, l, "b", &store.ReadOptions{PartitionKey: partitionkey.CompositeKey{"t2", store.None}})
+		require.NoError(t, err, "read-only %v", readOnly)
+		page, err := s.Query(ctx, l, store.Query{Text: "SELECT VALUE c.user FROM c"}, &store.QueryOptions{PartitionKey: "t1"})
+		require.NoError(t, err)
+		assert.Len(t, page.Items, 2, "the prefix t1")
+		require.NoError(t, s.Close())
+	}
+}
+
+// TestQuotaSurvivesReopen: a collection's quota is kept on disk with it,
+// and a store opened again enforces it against the usage it loaded; a
+// collection created without one takes any number of documents.
+func TestQuotaSurvivesReopen(t *testing.T) {
+	dir := t.TempDir()
+	const l, free = "dbs/a/colls/q", "dbs/a/colls/free"
+	s, err := Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.CreateCollection(ctx, l, &store.CollectionSpec{Quota: &store.Quota{MaxDocuments: 3}}))
+	require.NoError(t, s.CreateCollection(ctx, free, nil))
+	for i := range 3 {
+		_, err := s.Create(ctx, l, fmt.Appendf(nil, `{"id":"d%d"}`, i), nil)
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Close())
+
+	s, err = Open(dir, nil)
+	require.NoError(t, err)
+	defer s.Close()
+	info, err := s.CollectionInfo(ctx, l)
+	require.NoError(t, err)
+	require.NotNil(t, info.Spec.Quota)
+	assert.Equal(t, store.Quota{MaxDocuments: 3}, *info.Spec.Quota)
+	_, err = s.Create(ctx, l, []byte(`{"id":"d3"}`), nil)
+	require.ErrorIs(t, err, store.ErrQuotaExceeded)
+	assert.Contains(t, err.Error(), "maxDocuments 3")
+	_, err = s.ExecuteBatch(ctx, l, "d4", []store.BatchOp{{Kind: store.BatchCreate, Doc: []byte(`{"id":"d4"}`)}}, nil)
+	require.ErrorIs(t, err, store.ErrQuotaExceeded, "a batch is held to the quota too")
+	info, err = s.CollectionInfo(ctx, l)
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, info.Documents, "nothing refused was written")
+
+	info, err = s.CollectionInfo(ctx, free)
+	require.NoError(t, err)
+	assert.Nil(t, info.Spec.Quota, "no quota: no limit")
+	for i := range 10 {
+		_, err := s.Create(ctx, free, fmt.Appendf(nil, `{"id":"d%d"}`, i), nil)
+		require.NoError(t, err)
+	}
 }
