@@ -100,6 +100,9 @@ type Options struct {
 //   - Query: a query across the collections it needs, merged exactly
 //     (ORDER BY, TOP, OFFSET/LIMIT, aggregates, DISTINCT, GROUP BY).
 //   - NewQueryPager: the same, one page at a time with continuation tokens.
+//   - Changes: the database's one change feed over all its collections,
+//     with one continuation token; a reshard's copies and clean-up are not
+//     reported.
 //   - EnsureCollections: create a database's missing collections.
 //   - Resolver, Version, Databases: what a database routes by.
 //   - Register, Unregister, Follow: route a database yourself (Open does
