@@ -261,7 +261,7 @@ reshard first.`,
 				return err
 			}
 			if s := rt.State; s != nil && len(s.Phase) > 0 {
-				return fmt.Errorf("%s is %s (version %d): finish it first (docshard reshard -c FILE resumes a reshard, --abort undoes one before its switch), then verify", db.Link, phaseSummary(s.Phase), s.Version)
+				return fmt.Errorf("%s is %s (version %d): finish it first (docshard reshard -c FILE resumes a reshard, --abort undoes one before its switch), then verify", db.Link, phaseSummary(s.Phase, s.UpdatedBy), s.Version)
 			}
 			rep, err := transition.Verify(ctx, st, db.Link, rt.Resolver)
 			if err != nil {
@@ -319,7 +319,7 @@ type verifyJSON struct {
 // phaseSummary says in a few words what a state's phase is doing ("being
 // resharded (step copy, started ..., by ...)"), never its whole JSON (a
 // reshard's holds feed positions).
-func phaseSummary(phase json.RawMessage) string {
+func phaseSummary(phase json.RawMessage, by string) string {
 	var p struct {
 		Reshard *struct {
 			Step    string    `json:"step"`
@@ -334,8 +334,12 @@ func phaseSummary(phase json.RawMessage) string {
 	switch {
 	case p.Reshard != nil:
 		s := "being resharded (step " + p.Reshard.Step + ", started " + p.Reshard.Started.UTC().Format(time.RFC3339)
-		if p.Reshard.Owner != "" {
-			s += ", by " + p.Reshard.Owner
+		owner := p.Reshard.Owner // phases of earlier releases name it; later ones keep it in the progress document
+		if owner == "" {
+			owner = by // the author of the version: the reshard that published it
+		}
+		if owner != "" {
+			s += ", by " + owner
 		}
 		return s + ")"
 	case p.Spillover != nil:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -181,4 +182,22 @@ func TestReshardInterrupted(t *testing.T) {
 	code, out, errOut = runCLI(t, "", "verify", "-c", cfg)
 	require.Equal(t, 0, code, errOut+out)
 	assert.Contains(t, out, "400 documents, each once where the resolver puts it")
+}
+
+// TestPhaseSummaryOwner: a reshard's phase names its owner in the summary
+// verify prints: an earlier release's phase held it; a later one keeps it
+// in the progress document, so the version's author stands for it.
+func TestPhaseSummaryOwner(t *testing.T) {
+	for _, tc := range []struct {
+		name, phase, by, want string
+	}{
+		{"earlier release", `{"reshard":{"step":"copy","started":"2026-11-27T10:00:00Z","owner":"h/1"}}`, "h/2", "being resharded (step copy, started 2026-11-27T10:00:00Z, by h/1)"},
+		{"owner in the progress document", `{"reshard":{"step":"copy","started":"2026-11-27T10:00:00Z"}}`, "h/2", "being resharded (step copy, started 2026-11-27T10:00:00Z, by h/2)"},
+		{"no author known", `{"reshard":{"step":"copy","started":"2026-11-27T10:00:00Z"}}`, "", "being resharded (step copy, started 2026-11-27T10:00:00Z)"},
+		{"spillover", `{"spillover":{"opening":"dbs/a/colls/e2"}}`, "h/2", "opening its next collection dbs/a/colls/e2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, phaseSummary(json.RawMessage(tc.phase), tc.by))
+		})
+	}
 }

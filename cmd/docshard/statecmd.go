@@ -154,7 +154,7 @@ resolver, same step) are one line.`,
 				case first.Reason != "":
 					what = first.Reason + "; routes by " + what
 				case len(first.Phase) > 0:
-					what += "; " + phaseSummary(first.Phase)
+					what += "; " + phaseSummary(first.Phase, "") // the author is its own column
 				}
 				if j-i == 1 {
 					fmt.Fprintf(g.stdout, "%d\tepoch %d\t%s\t%s\t%s\n", first.Version, first.Epoch, first.UpdatedAt.Format(time.RFC3339), first.UpdatedBy, what)
@@ -211,7 +211,7 @@ func stepOf(phase json.RawMessage) string {
 	if len(phase) == 0 {
 		return ""
 	}
-	return phaseSummary(phase)
+	return phaseSummary(phase, "")
 }
 
 func newStateSetCmd(g *globals) *cobra.Command {
