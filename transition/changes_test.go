@@ -52,6 +52,20 @@ func allDocs(t *testing.T, c *router.Client) []feedItem {
 	}
 }
 
+// followedRing2 is an embedded store and a client following its database,
+// seeded with a ring of 2 collections that exist, polling every poll.
+func followedRing2(t *testing.T, poll time.Duration) (store.Store, *router.Client) {
+	st := memstore.New(nil)
+	t.Cleanup(func() { _ = st.Close() })
+	c := router.New(st, nil)
+	f, err := c.Follow(context.Background(), db, &router.FollowOptions{Seed: ring(t, 2), PollInterval: poll, LeaseDuration: 5 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	_, err = c.EnsureCollections(context.Background(), db, nil)
+	require.NoError(t, err)
+	return st, c
+}
+
 // TestChangesAcrossReshard: a database of 2 collections becomes 3 under
 // writers while a consumer reads its change feed through another client;
 // the consumer sees every document's versions in order, nothing that is
@@ -59,14 +73,7 @@ func allDocs(t *testing.T, c *router.Client) []feedItem {
 // no writer was given), and ends with the database's view.
 func TestChangesAcrossReshard(t *testing.T) {
 	ctx := context.Background()
-	st := memstore.New(nil)
-	t.Cleanup(func() { _ = st.Close() })
-	c := router.New(st, nil)
-	f, err := c.Follow(ctx, db, &router.FollowOptions{Seed: ring(t, 2), PollInterval: 20 * time.Millisecond, LeaseDuration: 5 * time.Second})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = f.Close() })
-	_, err = c.EnsureCollections(ctx, db, nil)
-	require.NoError(t, err)
+	st, c := followedRing2(t, 20*time.Millisecond)
 
 	var mu sync.Mutex
 	acked := map[string]bool{} // ETags of acknowledged writes
@@ -177,14 +184,7 @@ func TestChangesAcrossReshard(t *testing.T) {
 // cleaned up from where the token last read them.
 func TestChangesTokenAcrossReshards(t *testing.T) {
 	ctx := context.Background()
-	st := memstore.New(nil)
-	t.Cleanup(func() { _ = st.Close() })
-	c := router.New(st, nil)
-	f, err := c.Follow(ctx, db, &router.FollowOptions{Seed: ring(t, 2), PollInterval: 10 * time.Millisecond, LeaseDuration: 5 * time.Second})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = f.Close() })
-	_, err = c.EnsureCollections(ctx, db, nil)
-	require.NoError(t, err)
+	st, c := followedRing2(t, 10*time.Millisecond)
 	acked := map[string]bool{}
 	var mu sync.Mutex
 	ver := map[string]int{}

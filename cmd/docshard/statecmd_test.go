@@ -197,18 +197,26 @@ databases:
 	assert.Equal(t, 1, strings.Count(out, "\n"), "one line")
 }
 
+// loadedOne is a configuration of one hash collection, loaded with one
+// document through the command, and its store opened (the caller closes it
+// before running a command on it).
+func loadedOne(t *testing.T) (cfg string, st *memstore.Store) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfg = writeFile(t, dir, "c.yaml", "store: {kind: embedded, path: "+data+"}\ndatabases:\n  - link: dbs/app\n    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/app/colls/u0]}\n")
+	code, _, errOut := runCLI(t, `{"id":"1","userId":"a"}`+"\n", "load", "-c", cfg, "-")
+	require.Equal(t, 0, code, errOut)
+	st, err := memstore.Open(data, nil)
+	require.NoError(t, err)
+	return cfg, st
+}
+
 // TestHistoryGroupsProgress: versions that only record a change's
 // progress (same resolver, same step) are one line of state history, so a
 // reshard reads as a few lines, not dozens.
 func TestHistoryGroupsProgress(t *testing.T) {
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	cfg := writeFile(t, dir, "c.yaml", "store: {kind: embedded, path: "+data+"}\ndatabases:\n  - link: dbs/app\n    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/app/colls/u0]}\n")
-	code, _, errOut := runCLI(t, `{"id":"1","userId":"a"}`+"\n", "load", "-c", cfg, "-")
-	require.Equal(t, 0, code, errOut)
+	cfg, st := loadedOne(t)
 	ctx := context.Background()
-	st, err := memstore.Open(data, nil)
-	require.NoError(t, err)
 	for i := range 3 {
 		s, err := shardstate.Load(ctx, st, "dbs/app")
 		require.NoError(t, err)
@@ -231,14 +239,8 @@ func TestHistoryGroupsProgress(t *testing.T) {
 // version with a reason as a line of its own, saying why, even where its
 // resolver and step are those of the version before.
 func TestHistoryOldAndNew(t *testing.T) {
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	cfg := writeFile(t, dir, "c.yaml", "store: {kind: embedded, path: "+data+"}\ndatabases:\n  - link: dbs/app\n    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/app/colls/u0]}\n")
-	code, _, errOut := runCLI(t, `{"id":"1","userId":"a"}`+"\n", "load", "-c", cfg, "-")
-	require.Equal(t, 0, code, errOut)
+	cfg, st := loadedOne(t)
 	ctx := context.Background()
-	st, err := memstore.Open(data, nil)
-	require.NoError(t, err)
 	publish := func(phase, reason string) {
 		s, err := shardstate.Load(ctx, st, "dbs/app")
 		require.NoError(t, err)
