@@ -133,6 +133,23 @@ type FollowOptions struct {
 // read every 2 s and a lease write every 40 s.
 const DefaultPollInterval = 2 * time.Second
 
+// Resolved returns o with the pacing fields left zero set to their
+// defaults, as Follow applies them: PollInterval DefaultPollInterval,
+// LeaseDuration five polls, RenewInterval four lease durations. Cost: none
+// (a copy of o).
+func (o FollowOptions) Resolved() FollowOptions {
+	if o.PollInterval <= 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.LeaseDuration <= 0 {
+		o.LeaseDuration = 5 * o.PollInterval
+	}
+	if o.RenewInterval == 0 {
+		o.RenewInterval = 4 * o.LeaseDuration
+	}
+	return o
+}
+
 // newRouterID is a lease id for this process: its "host/pid" and a
 // random suffix.
 func newRouterID() string {
@@ -218,18 +235,9 @@ func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions)
 	if err != nil {
 		return nil, err
 	}
-	o := opt.Of(opts)
-	if o.PollInterval <= 0 {
-		o.PollInterval = DefaultPollInterval
-	}
-	if o.LeaseDuration <= 0 {
-		o.LeaseDuration = 5 * o.PollInterval
-	}
+	o := opt.Of(opts).Resolved()
 	if o.LeaseDuration <= o.PollInterval {
 		return nil, fmt.Errorf("router: Follow %s: LeaseDuration %s must be longer than PollInterval %s", key, o.LeaseDuration, o.PollInterval)
-	}
-	if o.RenewInterval == 0 {
-		o.RenewInterval = 4 * o.LeaseDuration
 	}
 	if o.RenewInterval < o.PollInterval {
 		return nil, fmt.Errorf("router: Follow %s: RenewInterval %s must be at least PollInterval %s", key, o.RenewInterval, o.PollInterval)

@@ -152,16 +152,7 @@ func Run(ctx context.Context, st store.Store, dbLink string, opts Options) (*Res
 	if o.N <= 0 {
 		o.N = 1
 	}
-	// The router's own defaults, spelled out here because they pace the run.
-	if o.Follow.PollInterval <= 0 {
-		o.Follow.PollInterval = router.DefaultPollInterval
-	}
-	if o.Follow.LeaseDuration <= 0 {
-		o.Follow.LeaseDuration = 5 * o.Follow.PollInterval
-	}
-	if o.Follow.RenewInterval == 0 {
-		o.Follow.RenewInterval = 4 * o.Follow.LeaseDuration
-	}
+	o.Follow = o.Follow.Resolved() // the router's defaults pace the run
 	if o.Settle <= 0 {
 		o.Settle = 2 * o.Follow.PollInterval
 	}
