@@ -1,7 +1,6 @@
 package router
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -101,7 +100,7 @@ func (c *Client) Changes(ctx context.Context, dbLink string, opts *ChangeOptions
 	if err != nil {
 		return nil, err
 	}
-	cf, ok := c.st.Capable().(store.ChangeFeeder)
+	cf, ok := c.caps.(store.ChangeFeeder)
 	if !ok {
 		return nil, ErrNoChangeFeed
 	}
@@ -562,7 +561,7 @@ func decodeFeedToken(s string, bind [8]byte) (*feedToken, error) {
 		p.tok = string(d.bytes(d.int()))
 		p.caught = int64(d.uint())
 		p.joined = int64(d.uint())
-		if len(t.colls) > 0 && bytes.Compare([]byte(t.colls[len(t.colls)-1].link), []byte(p.link)) >= 0 {
+		if len(t.colls) > 0 && t.colls[len(t.colls)-1].link >= p.link {
 			d.fail()
 		}
 		t.colls = append(t.colls, p)

@@ -203,7 +203,7 @@ func (c *Client) Read(ctx context.Context, dbLink, id string, key any) (*store.D
 	}
 	if e.follow != nil {
 		var err error
-		if e, err = c.beginRead(e); err != nil {
+		if ctx, e, err = c.beginRead(ctx, e); err != nil {
 			return nil, err
 		}
 		defer e.inflight.Add(-1)

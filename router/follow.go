@@ -180,13 +180,16 @@ const fastPoll = 25 * time.Millisecond
 // finished, so a change waiting in shardstate.WaitForRouters knows that no
 // write by the old version is still on its way.
 type Follower struct {
-	c      *Client
-	st     store.Store
-	db     string
-	router string
-	opts   FollowOptions
-	base   time.Time    // the monotonic origin of deadline
-	skew   atomic.Int64 // added to the clock: tests pause the router (export_test.go)
+	c  *Client
+	st store.Store
+	// checkRead and checkWrite are the lease checks the store's retries
+	// ask before each attempt (retry.Guard), built once per Follower.
+	checkRead, checkWrite func() error
+	db                    string
+	router                string
+	opts                  FollowOptions
+	base                  time.Time    // the monotonic origin of deadline
+	skew                  atomic.Int64 // added to the clock: tests pause the router (export_test.go)
 
 	state    atomic.Pointer[shardstate.State] // the state routed by
 	frozen   atomic.Bool                      // the state refuses writes to moving keys
@@ -254,6 +257,8 @@ func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions)
 	}
 	f := &Follower{c: c, st: c.pollStore(o.PollInterval), db: key, router: o.RouterID, opts: o, base: time.Now(),
 		stop: make(chan struct{}), done: make(chan struct{}), kick: make(chan struct{}, 1), decode: (*shardstate.State).DecodeDocument}
+	f.checkRead = func() error { return f.leased("read") }
+	f.checkWrite = func() error { return f.leased("write") }
 	ch := make(chan struct{})
 	f.changed.Store(&ch)
 	if o.ShareLease {
@@ -707,7 +712,7 @@ func (f *Follower) settle() {
 // lease. It reports false, counting nothing, when e was replaced meanwhile
 // (look the database up again); with an error, nothing is counted either.
 // The caller ends the count: e.inflight.Add(-1). Cost: a clock read and
-// two atomic additions.
+// two atomic additions (the callers add one context for retry.Guard).
 func (e *dbEntry) enter(op string) (bool, error) {
 	e.inflight.Add(1)
 	if e.retired.Load() {
@@ -723,19 +728,24 @@ func (e *dbEntry) enter(op string) (bool, error) {
 
 // beginRead admits a read of a followed database by e's registration, or
 // by the one that replaced it (see enter), and returns the registration
-// to read by; the caller ends the count on it: e.inflight.Add(-1).
-func (c *Client) beginRead(e *dbEntry) (*dbEntry, error) {
+// to read by and the context to read with, whose store retries ask the
+// lease before each attempt (retry.Guard), as writes' do; the caller ends
+// the count on the registration: e.inflight.Add(-1).
+func (c *Client) beginRead(ctx context.Context, e *dbEntry) (context.Context, *dbEntry, error) {
 	for {
 		if e.follow == nil { // unfollowed since: counted, harmless
 			e.inflight.Add(1)
-			return e, nil
+			return ctx, e, nil
 		}
 		ok, err := e.enter("read")
-		if ok || err != nil {
-			return e, err
+		if err != nil {
+			return ctx, e, err
+		}
+		if ok {
+			return retry.Guard(ctx, e.follow.checkRead), e, nil
 		}
 		if e, err = c.entry(e.link); err != nil {
-			return nil, err
+			return ctx, nil, err
 		}
 	}
 }
@@ -874,8 +884,7 @@ func guarded[T any](c *Client, ctx context.Context, dbLink string, op func(ctx c
 		changed := e.follow.changed.Load()
 		// The store's retries ask the lease again before each attempt: a
 		// write throttled past its lease's end is not sent again.
-		f := e.follow
-		v, err := op(retry.Guard(ctx, func() error { return f.leased("write") }), e)
+		v, err := op(retry.Guard(ctx, e.follow.checkWrite), e)
 		e.inflight.Add(-1)
 		if errors.Is(err, resolver.ErrMoving) {
 			if e.follow.Version() != e.version.Load() {

@@ -364,7 +364,9 @@ func (p *Pager) NextPage(ctx context.Context) (*QueryPage, error) {
 		return nil, p.err
 	}
 	if p.entry != nil && p.entry.follow != nil {
-		e, err := p.c.beginRead(p.entry)
+		var e *dbEntry
+		var err error
+		ctx, e, err = p.c.beginRead(ctx, p.entry)
 		if err == nil {
 			defer e.inflight.Add(-1)
 			err = p.placedBy(e)

@@ -51,7 +51,7 @@ func (c *Client) ReadMany(ctx context.Context, dbLink string, items []ReadItem) 
 		return nil, err
 	}
 	if e.follow != nil {
-		if e, err = c.beginRead(e); err != nil {
+		if ctx, e, err = c.beginRead(ctx, e); err != nil {
 			return nil, err
 		}
 		defer e.inflight.Add(-1)

@@ -254,3 +254,30 @@ func TestEnsure(t *testing.T) {
 	_, err = e.Read(ctx, coll, "x", nil)
 	require.NoError(t, err, "a raw store gets the default policy")
 }
+
+// TestGuard: a guarded call asks its check before each retry, never before
+// the first attempt, and stops the retries on the first refusal: with a
+// check that refuses from its third asking on, exactly three attempts are
+// made, and the error carries the refusal and the last attempt's failure.
+func TestGuard(t *testing.T) {
+	throttled := &store.Error{Kind: store.ErrThrottled, RetryAfter: time.Millisecond}
+	sc := &script{fail: []error{throttled, throttled, throttled, throttled, throttled}}
+	refused := errors.New("lease lapsed")
+	var asked atomic.Int32
+	g := Guard(ctx, func() error {
+		if asked.Add(1) >= 3 {
+			return refused
+		}
+		return nil
+	})
+	_, err := Wrap(sc, nil).Read(g, coll, "x", nil)
+	assert.ErrorIs(t, err, refused)
+	assert.ErrorIs(t, err, store.ErrThrottled)
+	assert.EqualValues(t, 3, sc.calls.Load(), "the first attempt and the two the check allowed")
+	assert.EqualValues(t, 3, asked.Load(), "asked before each retry only")
+
+	sc = &script{fail: []error{throttled}}
+	_, err = Wrap(sc, nil).Read(Guard(ctx, func() error { return refused }), coll, "x", nil)
+	assert.ErrorIs(t, err, refused, "a refusal before the first retry")
+	assert.EqualValues(t, 1, sc.calls.Load())
+}
