@@ -124,3 +124,15 @@ func TestReshardIntoAnotherAccount(t *testing.T) {
 		assert.Zero(t, info.Documents, "%s emptied by the clean-up", l)
 	}
 }
+
+// TestAccountErrorOnePrefix: an error of the library, which names its
+// package ("docshard: ..."), is printed with one "docshard: ", not two.
+func TestAccountErrorOnePrefix(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "c.yaml", "store:\n  kind: cosmos\n  endpoint: https://a.documents.azure.com:443/\n  accounts:\n    - {bind: dbs/app, endpoint: https://b.documents.azure.com:443/}\ndatabases:\n  - link: dbs/app\n    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/app/colls/u0]}\n")
+	t.Setenv("DOCSHARD_STORE_KEY", "a2V5")
+	code, _, errOut := runCLI(t, "", "query", "-c", cfg, "SELECT * FROM c")
+	assert.Equal(t, 1, code, errOut)
+	assert.Contains(t, errOut, "has no keyEnv")
+	assert.NotContains(t, errOut, "docshard: docshard:")
+}

@@ -49,7 +49,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 			fmt.Fprintf(stderr, "docshard: %s (run docshard help for the commands)\n", oneLine(err.Error()))
 			return 2
 		}
-		fmt.Fprintf(stderr, "docshard: %s\n", oneLine(err.Error()))
+		// The library's own errors name their package, "docshard: ...":
+		// one prefix is enough.
+		fmt.Fprintf(stderr, "docshard: %s\n", strings.TrimPrefix(oneLine(err.Error()), "docshard: "))
 		return 1
 	}
 	return 0
