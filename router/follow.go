@@ -150,6 +150,11 @@ func (o FollowOptions) Resolved() FollowOptions {
 	return o
 }
 
+// holdFor is how long a renewal of the lease stands (shardstate.Lease.HoldFor):
+// three renew intervals, so two renewals may fail before the router stops
+// writing.
+func (o FollowOptions) holdFor() time.Duration { return 3 * o.RenewInterval }
+
 // newRouterID is a lease id for this process: its "host/pid" and a
 // random suffix.
 func newRouterID() string {
@@ -204,11 +209,12 @@ type Follower struct {
 	decode  func(*shardstate.State) (resolver.Resolver, error)
 	pending *decoding
 
-	mu        sync.Mutex        // serialises polls
-	lease     *shardstate.Lease // as last written; nil: none held
-	renewSent int64             // when the lease's last renewal was sent (now's clock)
-	share     *sharedLease      // the process's lease it shares (ShareLease); nil: its own
-	gen       uint64            // share's take seen at its last renewal
+	mu        sync.Mutex         // serialises polls
+	reader    *shardstate.Reader // reads the state: its copy, or the document itself
+	lease     *shardstate.Lease  // as last written; nil: none held
+	renewSent int64              // when the lease's last renewal was sent (now's clock)
+	share     *sharedLease       // the process's lease it shares (ShareLease); nil: its own
+	gen       uint64             // share's take seen at its last renewal
 	// renewedHeld: the last renewal was on condition of the lease held.
 	renewedHeld bool
 	keep        bool         // renew on every poll (see poll)
@@ -228,8 +234,10 @@ type Follower struct {
 // registration), and polls from a goroutine until Close. ctx bounds the
 // first read and lease only.
 //
-// Cost: a state read per poll interval and a lease write per renew
-// interval (and one per version acknowledged); writes to the
+// Cost: a state read per poll interval (of one of the copies of the
+// state, shardstate.StateCopies, on all but every StateCopies-th) and a
+// lease write per renew interval (and one per version acknowledged);
+// writes to the
 // database pay a clock read and two atomic additions for the lease check
 // and the in-flight count; point reads and query pages, a clock read for
 // the lease check.
@@ -266,7 +274,10 @@ func (c *Client) Follow(ctx context.Context, dbLink string, opts *FollowOptions)
 			f.router = f.share.router
 		}
 	}
-	if err := f.start(ctx); err != nil {
+	if f.reader, err = shardstate.NewReader(key, f.router); err == nil {
+		err = f.start(ctx)
+	}
+	if err != nil {
 		if f.share != nil {
 			f.share.leave(f)
 		}
@@ -424,8 +435,8 @@ func (f *Follower) poll(ctx context.Context, wait bool) error {
 		held = held && f.lease.ETag != "" && f.renewedHeld
 		renewed = true
 	}
-	sent := f.now() // the state read's
-	s, err := shardstate.Peek(ctx, f.st, f.db)
+	sent := f.now()                          // the state read's
+	s, err := f.reader.Peek(ctx, f.st, wait) // Follow and Refresh read the state document itself
 	switch {
 	case err == nil && cur != nil && s.Version < cur.Version:
 		err = f.stateLost(fmt.Sprintf("the state of %s went back from version %d to %d (was it deleted and created again?)", f.db, cur.Version, s.Version), cur, nil)
@@ -489,7 +500,7 @@ func (f *Follower) renew(ctx context.Context, cur *shardstate.State) error {
 	}
 	sent := f.now()
 	l := shardstate.Lease{Router: f.router, Database: f.db, Version: f.acked.Load(), ValidFor: f.opts.LeaseDuration,
-		HoldFor: 3 * f.opts.RenewInterval, RenewedAt: time.Now()}
+		HoldFor: f.opts.holdFor(), RenewedAt: time.Now()}
 	if cur != nil {
 		l.Epoch = cur.Epoch
 	}
@@ -528,7 +539,7 @@ func (f *Follower) extend(readSent int64) {
 	if f.share != nil && !f.share.readAfterTake(f, readSent) {
 		return // read before the shared lease was (re)taken
 	}
-	d := min(readSent+int64(f.opts.LeaseDuration), f.renewSent+3*int64(f.opts.RenewInterval))
+	d := min(readSent+int64(f.opts.LeaseDuration), f.renewSent+int64(f.opts.holdFor()))
 	if d > f.deadline.Load() {
 		f.deadline.Store(d)
 	}
@@ -619,15 +630,12 @@ func (f *Follower) install(d *decoding, r resolver.Resolver, err error) (failed 
 // no write by an earlier version is in flight, and tells OnChange. Called
 // with f.mu held, after switching from cur to s.
 func (f *Follower) acknowledge(ctx context.Context, s, cur *shardstate.State) {
-	if f.share != nil && f.lease != nil && f.acked.Load() == s.Version {
+	switch {
+	case f.lease == nil || f.acked.Load() != s.Version:
+	case f.share != nil:
 		_ = f.share.renew(ctx, f, false) // written once no member lags
-	} else if f.lease != nil && f.acked.Load() == s.Version {
-		l := *f.lease
-		l.Version, l.Epoch, l.RenewedAt = s.Version, s.Epoch, time.Now()
-		sent := f.now()
-		if lease, err := shardstate.RenewLease(ctx, f.st, l); err == nil {
-			f.lease, f.renewSent = lease, sent
-		}
+	default:
+		_ = f.renew(ctx, s) // a failure is the next poll's to mend, as any renewal's
 	}
 	f.keep = f.pending != nil || f.acked.Load() != s.Version
 	if cur != nil && f.opts.OnChange != nil {

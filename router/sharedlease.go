@@ -103,7 +103,7 @@ func (p *sharedLease) renew(ctx context.Context, f *Follower, force bool) error 
 			l.Epoch = s.Epoch
 		}
 		l.ValidFor = max(l.ValidFor, m.opts.LeaseDuration)
-		l.HoldFor = max(l.HoldFor, 3*m.opts.RenewInterval)
+		l.HoldFor = max(l.HoldFor, m.opts.holdFor())
 		if ri == 0 || m.opts.RenewInterval < ri {
 			ri = m.opts.RenewInterval
 		}

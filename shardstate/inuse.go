@@ -27,6 +27,7 @@ type InUseError struct {
 	Database string
 	Leases   []*Lease // the router leases held on it
 	History  int64    // the last version in its history; 0 when none
+	Copies   int64    // the highest version a copy of the state holds (StateCopies); 0 when none
 	Fence    int64    // the store's fence; 0 when none was raised, or the store does not fence
 }
 
@@ -48,6 +49,9 @@ func (e *InUseError) Error() string {
 	if e.History > 0 {
 		seen = append(seen, fmt.Sprintf("a history up to version %d", e.History))
 	}
+	if e.Copies > 0 {
+		seen = append(seen, fmt.Sprintf("copies of the state up to version %d", e.Copies))
+	}
 	if e.Fence > 0 {
 		seen = append(seen, fmt.Sprintf("the store's fence at epoch %d", e.Fence))
 	}
@@ -65,15 +69,18 @@ type traces struct {
 	db, coll             string // the database link and its state collection
 	leases               []*Lease
 	history, histEpoch   int64
+	copies               int64 // the highest version a copy of the state holds
 	fence                int64
 	leaseVer, leaseEpoch int64 // the highest among the leases
 }
 
-func (t *traces) used() bool { return len(t.leases) > 0 || t.history > 0 || t.fence > 0 }
+func (t *traces) used() bool {
+	return len(t.leases) > 0 || t.history > 0 || t.copies > 0 || t.fence > 0
+}
 
 // readTraces reads the traces of database dbLink in st (retry.Ensure'd).
 // Cost: a lease query, a history query for its last version, and a fence
-// read on a store.Fencer.
+// read on a store.Fencer, and StateCopies point reads.
 func readTraces(ctx context.Context, st store.Store, dbLink string) (*traces, error) {
 	db, coll, err := names(dbLink)
 	if err != nil {
@@ -100,6 +107,9 @@ func readTraces(ctx context.Context, st store.Store, dbLink string) (*traces, er
 		}
 		t.history, t.histEpoch = last.Version, last.Epoch
 	}
+	if t.copies, err = copiesVersion(ctx, st, db, coll); err != nil {
+		return nil, err
+	}
 	if f, ok := st.(store.Fencer); ok {
 		if t.fence, err = f.Fence(ctx, db); err != nil {
 			return nil, fmt.Errorf("shardstate: reading the fence of %s: %w", db, err)
@@ -114,7 +124,8 @@ func readTraces(ctx context.Context, st store.Store, dbLink string) (*traces, er
 // ErrNoState) naming the leases, history and fence when something does.
 // It does not look at the state document itself: call it after Load
 // found none. Init calls it before creating a state. Cost: a lease query,
-// a one-row history query, and a fence read on a store.Fencer.
+// a one-row history query, StateCopies point reads, and a fence read on a
+// store.Fencer.
 func InUse(ctx context.Context, st store.Store, dbLink string) error {
 	t, err := readTraces(ctx, retry.Ensure(st), dbLink)
 	if err != nil {
@@ -127,7 +138,7 @@ func (t *traces) inUse() error {
 	if !t.used() {
 		return nil
 	}
-	return &InUseError{Database: t.db, Leases: t.leases, History: t.history, Fence: t.fence}
+	return &InUseError{Database: t.db, Leases: t.leases, History: t.history, Copies: t.copies, Fence: t.fence}
 }
 
 // Restore creates a database's state document with resolver r when it is
@@ -135,7 +146,8 @@ func (t *traces) inUse() error {
 // fleet used (see InUse: its document was deleted) above everything the
 // fleet saw, so every router takes it as a new version and every stale
 // write is fenced: the version one above the lost one (the history's last
-// plus one, or the highest a lease names, whichever is higher), the epoch
+// plus one, or the highest a lease or a copy of the state names, whichever
+// is higher), the epoch
 // one above the highest of the history's, the leases' and the fence, which
 // it raises to it. r should be the resolver the fleet routes by (the
 // documents stay where they are). A state that exists is a *ConflictError
@@ -147,7 +159,7 @@ func Restore(ctx context.Context, st store.Store, dbLink string, r resolver.Reso
 	if err != nil {
 		return nil, err
 	}
-	v := max(t.history+1, t.leaseVer) // the lost version, at least
+	v := max(t.history+1, t.leaseVer, t.copies) // the lost version, at least
 	if !t.used() {
 		v = 0
 	}

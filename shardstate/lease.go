@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sort"
 	"strings"
 	"time"
@@ -43,11 +42,7 @@ const LeaseBuckets = 32
 const leaseMarkerID = "docshard.lease.2-routers-lease-in-partitions-lease-00-to-lease-31:upgrade-every-process-that-reshards"
 
 // leaseKind is the partition (the "kind") of router's lease.
-func leaseKind(router string) string {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(router))
-	return leaseBucket(int(h.Sum32() % LeaseBuckets))
-}
+func leaseKind(router string) string { return leaseBucket(bucketOf(router, LeaseBuckets)) }
 
 func leaseBucket(b int) string { return fmt.Sprintf("%s-%02d", kindLease, b) }
 
@@ -329,6 +324,37 @@ func leasesIn(ctx context.Context, st store.Store, db, coll, kind string, below 
 	return out, nil
 }
 
+// staleCounts returns, for each partition of kinds, how many leases in it
+// name a version below below, counted by the store (leaseReaders
+// partitions at a time). Cost: one aggregate query per partition, each
+// answering one number.
+func staleCounts(ctx context.Context, st store.Store, db, coll string, kinds []string, below int64) ([]int64, error) {
+	out := make([]int64, len(kinds))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(leaseReaders)
+	q := store.Query{Text: "SELECT VALUE COUNT(1) FROM c WHERE c.kind = @kind AND c.version < @v"}
+	for i, kind := range kinds {
+		g.Go(func() error {
+			q := q
+			q.Parameters = []store.Param{{Name: "@kind", Value: kind}, {Name: "@v", Value: below}}
+			page, err := st.Query(gctx, coll, q, &store.QueryOptions{PartitionKey: kind})
+			switch {
+			case errors.Is(err, store.ErrCollectionNotFound):
+				return nil
+			case err != nil:
+				return fmt.Errorf("shardstate: counting the leases of %s: %w", db, err)
+			case len(page.Items) != 1:
+				return fmt.Errorf("shardstate: counting the leases of %s in partition %q: %d answers, want 1", db, kind, len(page.Items))
+			}
+			if err := json.Unmarshal(page.Items[0], &out[i]); err != nil {
+				return fmt.Errorf("shardstate: counting the leases of %s in partition %q: %w", db, kind, err)
+			}
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
+
 // WaitOptions qualify WaitForRouters. A nil *WaitOptions means defaults.
 type WaitOptions struct {
 	// Poll is how often the leases still waited for are read; 0 means
@@ -350,7 +376,11 @@ type StaleRoutersError struct {
 	Database string
 	Version  int64
 	Routers  []*Lease
-	Err      error // the context's error
+	// Unnamed is how many more leases naming an older version the last
+	// poll counted without reading them (the wait reads a partition's
+	// stale leases once their count stops falling).
+	Unnamed int
+	Err     error // the context's error
 }
 
 // Error implements error.
@@ -359,8 +389,11 @@ func (e *StaleRoutersError) Error() string {
 	for i, l := range e.Routers {
 		names[i] = fmt.Sprintf("%s (version %d)", l.Router, l.Version)
 	}
+	if e.Unnamed > 0 {
+		names = append(names, fmt.Sprintf("%d more not read by name", e.Unnamed))
+	}
 	return fmt.Sprintf("shardstate: %s: %d router(s) neither acknowledged version %d nor let their lease lapse: %s: %v",
-		e.Database, len(e.Routers), e.Version, strings.Join(names, ", "), e.Err)
+		e.Database, len(e.Routers)+e.Unnamed, e.Version, strings.Join(names, ", "), e.Err)
 }
 
 // Unwrap returns the context's error.
@@ -378,11 +411,20 @@ func (e *StaleRoutersError) Unwrap() error { return e.Err }
 // (If-Match, so a renewal that lands meanwhile keeps its lease). When ctx
 // ends first, the error is a *StaleRoutersError naming the routers.
 //
-// Cost: a state read; then, per poll, one query per lease partition that
-// still holds a lease waited for (every partition on the first poll, and
-// on every poll while version is not published: LeaseBuckets + 1), each
-// returning only the leases naming an older version. The wait is at most the longest ValidFor plus the margin after
-// version was read published.
+// Version counts as published (the ValidFor rule above) once the state
+// read at the start holds it and every copy of the state the routers poll
+// (StateCopies) has been brought to it.
+//
+// Cost: a state read, StateCopies copy reads (and a write per copy
+// behind); then, per poll, for each lease partition that still holds a
+// lease waited for (every partition on the first poll, and on every poll
+// while version is not published: LeaseBuckets + 1), an aggregate query
+// counting its leases naming an older version while that count falls,
+// and once it stops falling a query returning those leases. A fleet that
+// acknowledges the change within a few polls is waited for at about
+// 3.3 RU per partition and poll on Cosmos DB's charges, whatever its size.
+// The wait is at most the longest ValidFor plus the margin after version
+// was read published, and a poll later for a lease first counted.
 func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version int64, opts *WaitOptions) error {
 	st = retry.Ensure(st)
 	o := opt.Of(opts)
@@ -395,9 +437,17 @@ func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version 
 	}
 	// A router goes on reading the state to go on writing: once version
 	// is read published, every read sent later finds it.
+	// Routers read copies of the state (StateCopies): version counts as
+	// published once every copy holds it too.
 	published := false
 	if s, err := Peek(ctx, st, db); err == nil {
-		published = s.Version >= version
+		if s.Version >= version {
+			serr := spread(ctx, st, coll, s)
+			if serr != nil && ctx.Err() != nil {
+				return serr
+			}
+			published = serr == nil
+		}
 	} else if !errors.Is(err, ErrNoState) && !errors.Is(err, ErrInvalidState) {
 		return err
 	}
@@ -413,11 +463,43 @@ func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version 
 	}
 	seen := map[string]sighting{}
 	kinds := allLeaseKinds()
-	var pending, last []*Lease // as of this poll, and the one before
+	// A partition's stale leases are counted (one small answer) until
+	// their count stops falling, then read (each lease, to time it): a
+	// fleet acknowledging a change is waited for at the cost of a count
+	// per partition and poll, and only the leases that stay stale are
+	// read.
+	counted := map[string]int64{} // the count of the poll before, by partition
+	reading := map[string]bool{}  // partitions whose stale leases are read
+	var pending, last []*Lease    // as of this poll, and the one before
 	for {
 		last, pending = pending, nil
 		var next []string // the partitions to read again
-		read, err := leasesOf(ctx, st, db, coll, kinds, version)
+		var toCount, toRead []string
+		for _, kind := range kinds {
+			if reading[kind] {
+				toRead = append(toRead, kind)
+			} else {
+				toCount = append(toCount, kind)
+			}
+		}
+		counts, err := staleCounts(ctx, st, db, coll, toCount, version)
+		var read [][]*Lease
+		unnamed := int64(0) // stale leases counted, not read
+		if err == nil {
+			for i, kind := range toCount {
+				switch c, seen := counted[kind]; {
+				case counts[i] == 0:
+				case seen && c == counts[i]:
+					reading[kind] = true
+					toRead = append(toRead, kind)
+				default:
+					counted[kind] = counts[i]
+					unnamed += counts[i]
+					next = append(next, kind)
+				}
+			}
+			read, err = leasesOf(ctx, st, db, coll, toRead, version)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				// Name the routers of the last poll, and those this one
@@ -431,18 +513,18 @@ func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version 
 						stale[l.kind+"/"+l.docID] = l
 					}
 				}
-				if len(stale) > 0 {
+				if len(stale) > 0 || unnamed > 0 {
 					routers := make([]*Lease, 0, len(stale))
 					for _, l := range stale {
 						routers = append(routers, l)
 					}
 					sort.Slice(routers, func(i, j int) bool { return routers[i].Router < routers[j].Router })
-					return &StaleRoutersError{Database: db, Version: version, Routers: routers, Err: ctx.Err()}
+					return &StaleRoutersError{Database: db, Version: version, Routers: routers, Unnamed: int(unnamed), Err: ctx.Err()}
 				}
 			}
 			return err
 		}
-		for i, kind := range kinds {
+		for i, kind := range toRead {
 			leases := read[i]
 			waits := false
 			for _, l := range leases {
@@ -488,14 +570,14 @@ func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version 
 		if o.Pending != nil {
 			o.Pending(pending)
 		}
-		if len(pending) == 0 {
+		if len(pending) == 0 && unnamed == 0 {
 			return nil
 		}
 		t := time.NewTimer(o.Poll)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return &StaleRoutersError{Database: db, Version: version, Routers: pending, Err: ctx.Err()}
+			return &StaleRoutersError{Database: db, Version: version, Routers: pending, Unnamed: int(unnamed), Err: ctx.Err()}
 		case <-t.C:
 		}
 	}

@@ -101,13 +101,8 @@ func TestProgressLostReply(t *testing.T) {
 // is a *DocumentError naming it.
 func TestProgressBroken(t *testing.T) {
 	ctx := context.Background()
-	st := memstore.New(nil)
-	defer st.Close()
-	_, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
-	require.NoError(t, err)
-	coll, err := shardstate.CollectionLink(db)
-	require.NoError(t, err)
-	_, err = st.Upsert(ctx, coll, []byte(`{"id":"progress","kind":"progress","format":"docshard.state/1","database":"dbs/other","change":"r","seq":1,"body":{}}`),
+	st, _, coll := initialized(t)
+	_, err := st.Upsert(ctx, coll, []byte(`{"id":"progress","kind":"progress","format":"docshard.state/1","database":"dbs/other","change":"r","seq":1,"body":{}}`),
 		&store.WriteOptions{PartitionKey: "progress"})
 	require.NoError(t, err)
 	_, err = shardstate.LoadProgress(ctx, st, db)

@@ -154,6 +154,9 @@ type document struct {
 	UpdatedBy string          `json:"updatedBy"`
 	UpdatedAt time.Time       `json:"updatedAt"`
 	Reason    string          `json:"reason,omitempty"`
+	// StateETag is, on a copy of the state (StateCopies), the state
+	// document's ETag when it held this version.
+	StateETag string `json:"stateETag,omitempty"`
 }
 
 func (s *State) document(id, kind string) document {
@@ -273,7 +276,7 @@ func parse(body []byte, db, kind string, decode bool) (*State, error) {
 		d.Phase = nil
 	}
 	return &State{Database: d.Database, Version: d.Version, Epoch: d.Epoch, Resolver: d.Resolver, Phase: d.Phase,
-		UpdatedBy: d.UpdatedBy, UpdatedAt: d.UpdatedAt, Reason: d.Reason}, nil
+		UpdatedBy: d.UpdatedBy, UpdatedAt: d.UpdatedAt, Reason: d.Reason, ETag: d.StateETag}, nil
 }
 
 // InitOptions qualify Init. A nil *InitOptions means defaults.
@@ -341,6 +344,7 @@ func create(ctx context.Context, st store.Store, t *traces, r resolver.Resolver,
 		return nil, fmt.Errorf("shardstate: creating the state of %s: %w", db, err)
 	}
 	s.ETag = d.ETag
+	_ = spread(ctx, st, coll, s) // copies a deleted state left behind (best effort, as in Publish)
 	return s, nil
 }
 
@@ -425,9 +429,14 @@ type Change struct {
 // new epoch after the swap; if that fails, the new state is returned with
 // the error, and RaiseFence finishes the job.
 //
-// Cost: a history create, a conditional replace, and for a new epoch on a
-// fencing store, a fence read and a fence raise (which waits out the
-// database's writes in progress).
+// After the swap it brings the copies of the state the routers poll
+// (StateCopies) forward, as far as it can: a copy it could not write is
+// brought forward by the routers reading it (on their next read of the
+// state document itself) and by WaitForRouters.
+//
+// Cost: a history create, a conditional replace, StateCopies point reads
+// and as many writes, and for a new epoch on a fencing store, a fence read
+// and a fence raise (which waits out the database's writes in progress).
 func Publish(ctx context.Context, st store.Store, cur *State, ch Change) (*State, error) {
 	st = retry.Ensure(st)
 	if cur == nil || cur.ETag == "" {
@@ -491,6 +500,9 @@ func Publish(ctx context.Context, st store.Store, cur *State, ch Change) (*State
 		return nil, fmt.Errorf("shardstate: publishing version %d of %s: %w", next.Version, db, err)
 	}
 	next.ETag = d.ETag
+	// The copies the routers poll (best effort: a router brings its own
+	// forward from the state document, WaitForRouters every one).
+	_ = spread(ctx, st, coll, &next)
 	if ch.NewEpoch {
 		if err := RaiseFence(ctx, st, &next); err != nil {
 			return &next, err

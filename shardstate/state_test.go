@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -378,10 +379,8 @@ func TestHistorySinceAndETag(t *testing.T) {
 // version (InUse, Restore) still finds it.
 func TestHistoryBounded(t *testing.T) {
 	ctx := context.Background()
-	st := memstore.New(nil)
-	defer st.Close()
-	s, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
-	require.NoError(t, err)
+	st, s, coll := initialized(t)
+	var err error
 	const extra = 25
 	for range shardstate.HistoryKept + extra {
 		s, err = shardstate.Publish(ctx, st, s, shardstate.Change{})
@@ -392,17 +391,239 @@ func TestHistoryBounded(t *testing.T) {
 	require.Len(t, h, shardstate.HistoryKept+1, "the versions kept and the current one")
 	assert.Equal(t, int64(extra+1), h[0].Version, "the oldest kept")
 	assert.Equal(t, s.Version-1, h[len(h)-2].Version, "the last recorded")
-	coll, err := shardstate.CollectionLink(db)
-	require.NoError(t, err)
 	info, err := st.CollectionInfo(ctx, coll)
 	require.NoError(t, err)
-	assert.LessOrEqual(t, info.Documents, int64(shardstate.HistoryKept+1), "the state document and the history kept")
+	assert.LessOrEqual(t, info.Documents, int64(shardstate.HistoryKept+1+shardstate.StateCopies), "the state document, its copies and the history kept")
 
 	// The state document lost: the history's last version still shows the
 	// fleet, and Restore goes above it.
-	require.NoError(t, st.Delete(ctx, coll, "state", nil))
+	require.NoError(t, st.Delete(ctx, coll, "state", &store.WriteOptions{PartitionKey: "state"}))
 	require.ErrorIs(t, shardstate.InUse(ctx, st, db), shardstate.ErrInUse)
 	r, err := shardstate.Restore(ctx, st, db, ring(t, 2), nil)
 	require.NoError(t, err)
 	assert.Equal(t, s.Version+1, r.Version)
+}
+
+// The copies of the state the routers poll (shardstate.StateCopies,
+// docs/design.md#state-copies): kept at the state's version by Publish,
+// brought forward by the routers and by WaitForRouters when a publish
+// left them behind, never moved back, and traces of a fleet when the state
+// document is lost.
+
+// copyVersions reads every copy of the state as stored: its version, 0
+// when missing.
+func copyVersions(t *testing.T, st store.Store) []int64 {
+	t.Helper()
+	coll, err := shardstate.CollectionLink(db)
+	require.NoError(t, err)
+	out := make([]int64, shardstate.StateCopies)
+	for i := range out {
+		k := fmt.Sprintf("state-%d", i)
+		d, err := st.Read(context.Background(), coll, k, &store.ReadOptions{PartitionKey: k})
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		require.NoError(t, err)
+		var v struct {
+			Version   int64  `json:"version"`
+			StateETag string `json:"stateETag"`
+		}
+		require.NoError(t, json.Unmarshal(d.Body, &v))
+		require.NotEmpty(t, v.StateETag, "copy %d names the state document's ETag", i)
+		out[i] = v.Version
+	}
+	return out
+}
+
+func all(n int, v int64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+// TestStateCopies: Init and Publish keep every copy at the state's
+// version; a Reader answers the state document on its first read and its
+// copy afterwards, with the state document's ETag, so a state it read can
+// be published on.
+func TestStateCopies(t *testing.T) { stores(t, testStateCopies) }
+
+func testStateCopies(t *testing.T, st store.Store) {
+	ctx := context.Background()
+	s, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
+	require.NoError(t, err)
+	assert.Equal(t, all(shardstate.StateCopies, 1), copyVersions(t, st))
+	s, err = shardstate.Publish(ctx, st, s, shardstate.Change{Resolver: ring(t, 3)})
+	require.NoError(t, err)
+	assert.Equal(t, all(shardstate.StateCopies, 2), copyVersions(t, st))
+
+	r, err := shardstate.NewReader(db, "host/1")
+	require.NoError(t, err)
+	for i := range 3 {
+		got, err := r.Peek(ctx, st, false)
+		require.NoError(t, err)
+		assert.Equal(t, s.Version, got.Version, "read %d", i)
+		assert.Equal(t, s.ETag, got.ETag, "read %d: the state document's ETag", i)
+		assert.JSONEq(t, string(s.Resolver), string(got.Resolver))
+	}
+	got, err := r.Peek(ctx, st, false)
+	require.NoError(t, err)
+	next, err := shardstate.Publish(ctx, st, got, shardstate.Change{Reason: "from a copy"})
+	require.NoError(t, err, "a state read from a copy carries the state document's ETag")
+	assert.Equal(t, s.Version+1, next.Version)
+}
+
+// refusingCopies refuses every write to a copy of the state while refuse
+// is set, as a publisher that crashed right after its swap leaves them.
+type refusingCopies struct {
+	store.Store
+	mu     sync.Mutex
+	refuse bool
+}
+
+var errRefused = errors.New("test: copy writes refused")
+
+func (s *refusingCopies) refused(o *store.WriteOptions) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, _ := o.PartitionKey.(string)
+	return s.refuse && strings.HasPrefix(k, "state-")
+}
+
+func (s *refusingCopies) set(v bool) { s.mu.Lock(); s.refuse = v; s.mu.Unlock() }
+
+func (s *refusingCopies) Create(ctx context.Context, l string, doc []byte, o *store.WriteOptions) (*store.Document, error) {
+	if s.refused(o) {
+		return nil, errRefused
+	}
+	return s.Store.Create(ctx, l, doc, o)
+}
+
+func (s *refusingCopies) Replace(ctx context.Context, l, id string, doc []byte, o *store.WriteOptions) (*store.Document, error) {
+	if s.refused(o) {
+		return nil, errRefused
+	}
+	return s.Store.Replace(ctx, l, id, doc, o)
+}
+
+// TestCopiesBroughtForward: a publish whose copy writes all failed still
+// publishes (the copies lag); a router's Reader never answers the lagging
+// copy's older version once it read the newer one, and brings its copy
+// forward on its next read of the state document; WaitForRouters brings
+// every copy forward before it counts the version as published, so every
+// router read after that finds it.
+func TestCopiesBroughtForward(t *testing.T) {
+	ctx := context.Background()
+	st := &refusingCopies{Store: memstore.New(nil)}
+	s, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
+	require.NoError(t, err)
+	r, err := shardstate.NewReader(db, "host/1")
+	require.NoError(t, err)
+	_, err = r.Peek(ctx, st, false) // the state document: version 1
+	require.NoError(t, err)
+	got, err := r.Peek(ctx, st, false) // its copy, read once: version 1
+	require.NoError(t, err)
+	require.Equal(t, int64(1), got.Version)
+
+	st.set(true)
+	s, err = shardstate.Publish(ctx, st, s, shardstate.Change{Resolver: ring(t, 3)})
+	require.NoError(t, err, "the swap is the publish; the copies are brought forward later")
+	assert.Equal(t, all(shardstate.StateCopies, 1), copyVersions(t, st), "every copy lags")
+	got, err = r.Peek(ctx, st, true) // the state document
+	require.NoError(t, err)
+	require.Equal(t, s.Version, got.Version)
+	got, err = r.Peek(ctx, st, false) // the lagging copy, refused: the state document again
+	require.NoError(t, err)
+	assert.Equal(t, s.Version, got.Version, "never back to the lagging copy's version")
+
+	st.set(false)
+	got, err = r.Peek(ctx, st, false) // the copy lags: read the document, bring the copy forward
+	require.NoError(t, err)
+	assert.Equal(t, s.Version, got.Version)
+	forward := 0
+	for _, v := range copyVersions(t, st) {
+		if v == s.Version {
+			forward++
+		}
+	}
+	assert.Equal(t, 1, forward, "the reader brought its own copy forward")
+
+	require.NoError(t, shardstate.WaitForRouters(ctx, st, db, s.Version, nil))
+	assert.Equal(t, all(shardstate.StateCopies, s.Version), copyVersions(t, st), "the wait brought every copy forward")
+}
+
+// countingReads counts point reads by partition-key value.
+type countingReads struct {
+	store.Store
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (s *countingReads) Read(ctx context.Context, l, id string, o *store.ReadOptions) (*store.Document, error) {
+	s.mu.Lock()
+	k, _ := o.PartitionKey.(string)
+	s.reads[k]++
+	s.mu.Unlock()
+	return s.Store.Read(ctx, l, id, o)
+}
+
+// TestReadersSpreadOverCopies: routers' polls fall on the copies by their
+// router ids, and on the state document only once in StateCopies reads,
+// so no partition takes much more than its share.
+func TestReadersSpreadOverCopies(t *testing.T) {
+	ctx := context.Background()
+	st := &countingReads{Store: memstore.New(nil), reads: map[string]int{}}
+	_, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
+	require.NoError(t, err)
+	st.reads = map[string]int{}
+	const routers, polls = 400, 2 * shardstate.StateCopies
+	for i := range routers {
+		r, err := shardstate.NewReader(db, fmt.Sprintf("host-%d/fleet-%d", i%7, i))
+		require.NoError(t, err)
+		for range polls {
+			_, err := r.Peek(ctx, st, false)
+			require.NoError(t, err)
+		}
+	}
+	t.Logf("reads by partition: %v", st.reads)
+	share := routers * polls / (shardstate.StateCopies + 1)
+	assert.Equal(t, routers*polls/shardstate.StateCopies, st.reads["state"], "the state document once in StateCopies reads")
+	for i := range shardstate.StateCopies {
+		k := fmt.Sprintf("state-%d", i)
+		assert.Positive(t, st.reads[k], k)
+		assert.LessOrEqual(t, st.reads[k], 2*share, "%s takes at most twice its share", k)
+	}
+}
+
+// initialized returns an embedded store holding dbs/app's state at version
+// 1 (ring(2)), and the state collection's link.
+func initialized(t *testing.T) (*memstore.Store, *shardstate.State, string) {
+	t.Helper()
+	st := memstore.New(nil)
+	t.Cleanup(func() { _ = st.Close() })
+	s, err := shardstate.Init(context.Background(), st, db, ring(t, 2), nil)
+	require.NoError(t, err)
+	coll, err := shardstate.CollectionLink(db)
+	require.NoError(t, err)
+	return st, s, coll
+}
+
+// TestRestoreAboveCopies: a state document lost at its first version
+// (no history, no lease) still shows in its copies: InUse reports them,
+// and Restore goes above them (a new version 1 would be the copies'
+// version with another resolver).
+func TestRestoreAboveCopies(t *testing.T) {
+	ctx := context.Background()
+	st, _, coll := initialized(t)
+	require.NoError(t, st.Delete(ctx, coll, "state", &store.WriteOptions{PartitionKey: "state"}))
+	err := shardstate.InUse(ctx, st, db)
+	var iu *shardstate.InUseError
+	require.ErrorAs(t, err, &iu)
+	assert.Equal(t, int64(1), iu.Copies)
+	assert.Contains(t, err.Error(), "copies of the state up to version 1")
+	s, err := shardstate.Restore(ctx, st, db, ring(t, 3), nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), s.Version)
+	assert.Equal(t, all(shardstate.StateCopies, 2), copyVersions(t, st))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store/memstore"
 )
 
@@ -259,7 +260,7 @@ func TestDamagedStoreAndSalvage(t *testing.T) {
 	saved := filepath.Join(dir, "saved")
 	code, out, errOut := runCLI(t, "", "salvage", "--dir", data, "--to", saved)
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "salvaged 31 documents", "29, the state document and the lease format's marker")
+	assert.Contains(t, out, fmt.Sprintf("salvaged %d documents", 31+shardstate.StateCopies), "29, the state document, its copies and the lease format's marker")
 	assert.Contains(t, errOut, `"d7"`)
 	cfg2 := writeFile(t, dir, "c2.yaml", "store: {kind: embedded, path: "+saved+"}\n"+threeUsers)
 	code, out, errOut = runCLI(t, "", "query", "-c", cfg2, "SELECT VALUE COUNT(1) FROM c")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -283,7 +284,13 @@ func Run(ctx context.Context, st store.Store, dbLink string, opts Options) (*Res
 	res.RUPerSecond = res.Steady.Total().RU / secs
 	var bu Usage
 	res.Busiest, bu = res.Steady.Busiest()
-	res.PollRate = float64(res.Steady.ByPartition[Partition{coll, "state"}].Calls[PointRead]) / float64(o.N) / secs * o.Follow.PollInterval.Seconds()
+	stateReads := int64(0) // of the state document and of its copies ("state-0", ...)
+	for p, u := range res.Steady.ByPartition {
+		if p.Link == coll && (p.Key == "state" || strings.HasPrefix(p.Key, "state-")) {
+			stateReads += u.Calls[PointRead]
+		}
+	}
+	res.PollRate = float64(stateReads) / float64(o.N) / secs * o.Follow.PollInterval.Seconds()
 	res.BusiestRUPerSecond = bu.RU / secs
 	logf("fleetsim: steady state %.0f RU/s, busiest %s %.0f RU/s", res.RUPerSecond, res.Busiest, res.BusiestRUPerSecond)
 

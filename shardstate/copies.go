@@ -1,0 +1,210 @@
+package shardstate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/docshard/docshard/store"
+	"github.com/docshard/docshard/store/retry"
+)
+
+// StateCopies is how many copies of the state document the state
+// collection keeps for the routers to poll, each in a logical partition of
+// its own ("state-0" to "state-7", each its partition's name as its id), so that a fleet's polls
+// are spread over StateCopies+1 partitions instead of loading one
+// (docs/design.md#state-copies). A router reads the copy its router id
+// hashes to (FNV-1a modulo StateCopies) and, on every StateCopies-th poll,
+// the state document itself, which brings its copy forward when it lags.
+// With N routers polling every P seconds at r RU a read, each of the
+// StateCopies+1 partitions takes about N·r/(P·StateCopies) RU/s. Fixed,
+// so every process agrees.
+//
+// A copy only ever moves forward (it is replaced on condition of its ETag,
+// and only by a newer version), and holds a version the state document
+// held; Publish brings every copy forward after its swap, WaitForRouters
+// before it counts a version as published (so every router read sent
+// after that finds the version, on the state document or on any copy).
+const StateCopies = 8
+
+// copyKind is the partition of copy i.
+func copyKind(i int) string { return fmt.Sprintf("%s-%d", kindState, i) }
+
+// bucketOf hashes a router id to one of n buckets (FNV-1a): its lease's
+// bucket, and the copy of the state it reads.
+func bucketOf(router string, n int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(router))
+	return int(h.Sum32() % uint32(n))
+}
+
+// A Reader reads a database's state for one router: from the copy of the
+// state document its router id hashes to, and every StateCopies-th read
+// (and whenever asked for a fresh read) from the state document itself. A
+// copy found missing, broken or behind the state document is brought
+// forward. It never answers a version older than one it answered before
+// from a copy that lags (it answers that one again: a read that finds an
+// older version on a copy also shows that no newer version was counted
+// as published by a waiting change, see StateCopies); the state document
+// itself is answered as it is, so a state that went back (deleted and
+// created again) shows. A Reader is not safe for concurrent use: a router
+// reads under its own lock.
+type Reader struct {
+	db, coll, kind string
+	n              int
+	last           *State // the last state answered
+	copyKnown      bool   // the copy was read: copyETag and copyVersion say what it holds
+	copyETag       string // the copy's ETag, as last read or written ("": missing)
+	copyVersion    int64  // the copy's version, as last read or written (0: missing or broken)
+}
+
+// NewReader returns a Reader of database dbLink's state for router.
+func NewReader(dbLink, router string) (*Reader, error) {
+	db, coll, err := names(dbLink)
+	if err != nil {
+		return nil, err
+	}
+	return &Reader{db: db, coll: coll, kind: copyKind(bucketOf(router, StateCopies))}, nil
+}
+
+// Peek reads the state as Peek does (the resolver is not decoded), from
+// the router's copy, or from the state document itself when fresh is set,
+// on the first read and on every StateCopies-th. A missing state document
+// is ErrNoState (found on a read of the state document itself: a copy
+// outlives it until then). Cost: one point read; when the copy is missing
+// or behind, a second read and a write to bring it forward.
+func (r *Reader) Peek(ctx context.Context, st store.Store, fresh bool) (*State, error) {
+	st = retry.Ensure(st)
+	r.n++
+	if fresh || r.n%StateCopies == 1 {
+		return r.primary(ctx, st)
+	}
+	d, err := st.Read(ctx, r.coll, r.kind, &store.ReadOptions{PartitionKey: r.kind})
+	if errors.Is(err, store.ErrNotFound) {
+		r.copyKnown, r.copyETag, r.copyVersion = true, "", 0
+		return r.primary(ctx, st)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("shardstate: reading the state of %s (its copy %q): %w", r.db, r.kind, err)
+	}
+	s, err := parse(d.Body, r.db, r.kind, false)
+	if err != nil {
+		// A broken copy: the state document says what it should be.
+		r.copyKnown, r.copyETag, r.copyVersion = true, d.ETag, 0
+		return r.primary(ctx, st)
+	}
+	r.copyKnown, r.copyETag, r.copyVersion = true, d.ETag, s.Version
+	if r.last != nil && s.Version < r.last.Version {
+		return r.primary(ctx, st)
+	}
+	r.last = s
+	return s, nil
+}
+
+// primary reads the state document and brings the router's copy forward
+// to it when the copy was last read missing, broken or behind (best
+// effort: a copy that cannot be written now is brought forward on a later
+// read, by Publish or by WaitForRouters; one that another router moved
+// meanwhile is refused by its ETag).
+func (r *Reader) primary(ctx context.Context, st store.Store) (*State, error) {
+	s, err := Peek(ctx, st, r.db)
+	if err != nil {
+		return nil, err
+	}
+	if r.copyKnown && s.Version > r.copyVersion {
+		if d, err := writeCopy(ctx, st, r.coll, r.kind, s, r.copyETag, r.copyETag != ""); err == nil {
+			r.copyETag, r.copyVersion = d.ETag, s.Version
+		}
+	}
+	r.last = s
+	return s, nil
+}
+
+// writeCopy writes s as the copy in partition kind: a replace on
+// condition of etag when the copy exists (exists), else a create.
+func writeCopy(ctx context.Context, st store.Store, coll, kind string, s *State, etag string, exists bool) (*store.Document, error) {
+	doc := s.document(kind, kind)
+	doc.StateETag = s.ETag
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("shardstate: encoding version %d of %s: %w", s.Version, s.Database, err)
+	}
+	if exists {
+		return st.Replace(ctx, coll, kind, body, &store.WriteOptions{PartitionKey: kind, IfMatch: etag})
+	}
+	return st.Create(ctx, coll, body, &store.WriteOptions{PartitionKey: kind})
+}
+
+// spread brings every copy of the state forward to s (or past it): each
+// copy is read and, when missing, broken or older, written on condition
+// of what was read, again until it holds s or a newer version. It returns
+// nil once every copy does. Cost: StateCopies point reads, and a write
+// per copy behind (a second round per copy another writer moved
+// meanwhile).
+func spread(ctx context.Context, st store.Store, coll string, s *State) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for i := range StateCopies {
+		kind := copyKind(i)
+		g.Go(func() error {
+			for {
+				d, err := st.Read(gctx, coll, kind, &store.ReadOptions{PartitionKey: kind})
+				etag, exists := "", err == nil
+				switch {
+				case err == nil:
+					etag = d.ETag
+					if c, perr := parse(d.Body, s.Database, kind, false); perr == nil && c.Version >= s.Version {
+						return nil
+					}
+				case !errors.Is(err, store.ErrNotFound):
+					return fmt.Errorf("shardstate: reading the copy %q of the state of %s: %w", kind, s.Database, err)
+				}
+				_, err = writeCopy(gctx, st, coll, kind, s, etag, exists)
+				switch {
+				case err == nil:
+					return nil
+				case errors.Is(err, store.ErrPreconditionFailed) || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound):
+					continue // moved meanwhile: read it again
+				default:
+					return fmt.Errorf("shardstate: bringing the copy %q of the state of %s to version %d: %w", kind, s.Database, s.Version, err)
+				}
+			}
+		})
+	}
+	return g.Wait()
+}
+
+// copiesVersion returns the highest version a copy of the state holds (0
+// when none does): a trace of a fleet, and a floor for a restored state.
+// Cost: StateCopies point reads.
+func copiesVersion(ctx context.Context, st store.Store, db, coll string) (int64, error) {
+	vs := make([]int64, StateCopies)
+	g, gctx := errgroup.WithContext(ctx)
+	for i := range StateCopies {
+		g.Go(func() error {
+			d, err := st.Read(gctx, coll, copyKind(i), &store.ReadOptions{PartitionKey: copyKind(i)})
+			switch {
+			case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrCollectionNotFound):
+				return nil
+			case err != nil:
+				return fmt.Errorf("shardstate: reading the copy %q of the state of %s: %w", copyKind(i), db, err)
+			}
+			var v struct {
+				Version int64 `json:"version"`
+			}
+			if err := json.Unmarshal(d.Body, &v); err != nil {
+				return &DocumentError{Link: coll, ID: copyKind(i), Err: err}
+			}
+			vs[i] = v.Version
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	return slices.Max(vs), nil
+}
