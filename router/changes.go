@@ -166,8 +166,7 @@ func (c *Client) Changes(ctx context.Context, dbLink string, opts *ChangeOptions
 			continue // the placement changed under the reads: read again by the new one
 		}
 		tok.ver = v.version
-		fr.page.Continuation = tok.encode(bind)
-		c.feedTokens.Store(e.link, &issuedToken{text: fr.page.Continuation, tok: tok})
+		fr.page.Continuation = c.issue(e.link, tok, bind)
 		return &fr.page, nil
 	}
 	// The placement kept changing: report no progress; the caller polls.
@@ -261,6 +260,20 @@ func (c *Client) feedTokenOf(link, text string, bind [8]byte) (*feedToken, error
 		}
 	}
 	return decodeFeedToken(text, bind)
+}
+
+// issue returns tok's text and keeps it as the last token issued for the
+// database: a poll at the present, whose positions did not move, returns
+// the text it was given without writing it again.
+func (c *Client) issue(link string, tok feedToken, bind [8]byte) string {
+	if t, ok := c.feedTokens.Load(link); ok {
+		if t := t.(*issuedToken); t.tok.ver == tok.ver && slices.Equal(t.tok.colls, tok.colls) {
+			return t.text
+		}
+	}
+	text := tok.encode(bind)
+	c.feedTokens.Store(link, &issuedToken{text: text, tok: tok})
+	return text
 }
 
 // loadView is feedView past its cache: the state and its history since,

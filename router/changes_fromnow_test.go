@@ -98,10 +98,12 @@ func TestChangesKeptView(t *testing.T) {
 	require.Len(t, p.Items, 10)
 
 	st.reads.Store(0)
-	p, err = c.Changes(ctx, db, &router.ChangeOptions{Continuation: p.Continuation})
+	given := p.Continuation
+	p, err = c.Changes(ctx, db, &router.ChangeOptions{Continuation: given})
 	require.NoError(t, err)
 	require.Empty(t, p.Items)
 	require.Equal(t, int64(1), st.reads.Load(), "point reads (of the state) for a poll")
+	require.Equal(t, given, p.Continuation, "a poll that moved nothing returns the token it was given")
 
 	// A third collection, written before the state names it: the feed
 	// must read it from its beginning once the state does.
