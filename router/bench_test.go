@@ -630,7 +630,7 @@ func BenchmarkDocumentOps(b *testing.B) {
 
 // BenchmarkChangeFeed compares reading a database's change feed from its
 // beginning to its end through the router (Changes: one token over every
-// collection, the shared state read twice a call) with reading each
+// collection, the shared state's ETag read once a call) with reading each
 // collection's feed on the store directly, one after another (what a
 // consumer without Changes does): 8 collections of a database that
 // follows its shared state, 40,000 documents of about 1 KB, pages of

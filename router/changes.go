@@ -9,8 +9,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/shardstate"
@@ -91,10 +92,16 @@ const maxViewRetries = 3
 // reshard's writes, its copies appear again, with the content the
 // consumer has already seen.
 //
-// Cost: one point read of the shared state before the reads and one after
-// (a page read while the placement changed is read again); then one change-feed read per collection, several at once, and
-// while a collection is behind a change of placement, one after another
-// until it has caught up.
+// Cost: one point read of the shared state after the reads (the client
+// keeps the view it read by; one more before the reads when it has none
+// that fits the token, and a query of the state's history when versions
+// passed since the token; a page read while the placement changed is read
+// again); then one change-feed read per collection, several at once when
+// the store is remote, and while a collection is behind a change of
+// placement, one after another until the page holds PageSize documents.
+// A continuation this client returned last is not decoded again. FromNow
+// without a token costs one change-feed read per collection named now,
+// however long the state's history.
 func (c *Client) Changes(ctx context.Context, dbLink string, opts *ChangeOptions) (*ChangePage, error) {
 	e, err := c.entry(dbLink)
 	if err != nil {
@@ -117,20 +124,33 @@ func (c *Client) Changes(ctx context.Context, dbLink string, opts *ChangeOptions
 	bind := changeBinding(e.link)
 	var start feedToken
 	if o.Continuation != "" {
-		t, err := decodeFeedToken(o.Continuation, bind)
+		t, err := c.feedTokenOf(e.link, o.Continuation, bind)
 		if err != nil {
 			return nil, err
 		}
 		start = *t
 	}
-	for range maxViewRetries {
-		v, err := c.feedView(ctx, e, start.ver)
-		if err != nil {
-			return nil, err
+	fromNow := o.Continuation == "" && o.FromNow
+	since := start.ver
+	if fromNow {
+		// Only the collections named now: nothing is written after now
+		// where the state's past versions alone sent writes.
+		since = math.MaxInt64
+	}
+	for try := range maxViewRetries {
+		// The view the client kept, unless it is stale for the token:
+		// the state's ETag read after the reads tells whether it was
+		// current throughout (one state read a call, not two).
+		v, kept := c.keptView(e.link, since), true
+		if v == nil || try > 0 {
+			kept = false
+			if v, err = c.feedView(ctx, e, since); err != nil {
+				return nil, err
+			}
 		}
 		tok := start.clone()
 		fr := &feedRead{c: c, cf: cf, v: v, o: o, tok: &tok}
-		if o.Continuation == "" && o.FromNow {
+		if fromNow {
 			err = fr.fromNow(ctx)
 		} else {
 			err = fr.read(ctx)
@@ -142,11 +162,11 @@ func (c *Client) Changes(ctx context.Context, dbLink string, opts *ChangeOptions
 		if err != nil {
 			return nil, err
 		}
-		if after.epoch != v.epoch || !slices.Equal(after.links, v.links) {
+		if kept && after.etag != v.etag || after.epoch != v.epoch || !slices.Equal(after.links, v.links) {
 			continue // the placement changed under the reads: read again by the new one
 		}
 		tok.ver = v.version
-		fr.page.Continuation = tok.encode(bind)
+		fr.page.Continuation = c.issue(e.link, tok, bind)
 		return &fr.page, nil
 	}
 	// The placement kept changing: report no progress; the caller polls.
@@ -201,16 +221,59 @@ func (c *Client) feedView(ctx context.Context, e *dbEntry, since int64) (*feedVi
 	case err != nil:
 		return nil, fmt.Errorf("router: change feed of %s: %w", e.link, err)
 	}
-	if v, ok := c.feedViews.Load(e.link); ok {
-		if v := v.(*feedView); v.etag == etag && since >= v.version-1 {
-			return v, nil // the state is unchanged, and nothing came and went since the token
-		}
+	if v := c.keptView(e.link, since); v != nil && v.etag == etag {
+		return v, nil // the state is unchanged, and nothing came and went since the token
 	}
 	v, err := c.loadView(ctx, e, since)
 	if err == nil && v.etag != "" && len(v.extra) == 0 {
 		c.feedViews.Store(e.link, v)
 	}
 	return v, err
+}
+
+// keptView returns the view the client kept for the database when nothing
+// came and went since the token's version (since), else nil. It reads
+// nothing: whether the view is still current is the caller's to check.
+func (c *Client) keptView(link string, since int64) *feedView {
+	if v, ok := c.feedViews.Load(link); ok {
+		if v := v.(*feedView); since >= v.version-1 {
+			return v
+		}
+	}
+	return nil
+}
+
+// issuedToken is the last continuation a client returned for a database's
+// feed, and what it holds: a consumer passes it back on its next call,
+// which then needs no decoding.
+type issuedToken struct {
+	text string
+	tok  feedToken // never modified (Changes reads a clone)
+}
+
+// feedTokenOf decodes a change-feed continuation of the database at link,
+// or takes the last one this client issued for it.
+func (c *Client) feedTokenOf(link, text string, bind [8]byte) (*feedToken, error) {
+	if t, ok := c.feedTokens.Load(link); ok {
+		if t := t.(*issuedToken); t.text == text {
+			return &t.tok, nil
+		}
+	}
+	return decodeFeedToken(text, bind)
+}
+
+// issue returns tok's text and keeps it as the last token issued for the
+// database: a poll at the present, whose positions did not move, returns
+// the text it was given without writing it again.
+func (c *Client) issue(link string, tok feedToken, bind [8]byte) string {
+	if t, ok := c.feedTokens.Load(link); ok {
+		if t := t.(*issuedToken); t.tok.ver == tok.ver && slices.Equal(t.tok.colls, tok.colls) {
+			return t.text
+		}
+	}
+	text := tok.encode(bind)
+	c.feedTokens.Store(link, &issuedToken{text: text, tok: tok})
+	return text
 }
 
 // loadView is feedView past its cache: the state and its history since,
@@ -302,12 +365,17 @@ type feedRead struct {
 // join adds the collections the view names and the token lacks, from
 // their beginning.
 func (fr *feedRead) join() {
-	for _, l := range slices.Concat(fr.v.links, fr.v.extra) {
-		if fr.tok.find(l) < 0 {
-			fr.tok.colls = append(fr.tok.colls, feedPos{link: l, joined: fr.v.epoch})
+	n := len(fr.tok.colls)
+	for _, ls := range [2][]string{fr.v.links, fr.v.extra} {
+		for _, l := range ls {
+			if fr.tok.find(l) < 0 {
+				fr.tok.colls = append(fr.tok.colls, feedPos{link: l, joined: fr.v.epoch})
+			}
 		}
 	}
-	slices.SortFunc(fr.tok.colls, func(a, b feedPos) int { return cmp.Compare(a.link, b.link) })
+	if len(fr.tok.colls) > n {
+		slices.SortFunc(fr.tok.colls, func(a, b feedPos) int { return cmp.Compare(a.link, b.link) })
+	}
 }
 
 // fromNow positions every collection at its present.
@@ -372,18 +440,20 @@ func (fr *feedRead) rankOf(l string) int {
 }
 
 // drain reads collection i until it has caught up or the page is full
-// (full: the caller stops there).
+// (full: the caller stops there). Each read asks for what the page has
+// left (as much as a page reading every collection holds): a call takes
+// few, large store pages, the first one the answer's, uncopied, and a
+// page of PageSize or more ends the call, so pages are seldom copied
+// together.
 func (fr *feedRead) drain(ctx context.Context, i int) (full bool, err error) {
-	budget := fr.o.PageSize * len(fr.tok.colls) // as much as a page reading every collection holds
+	budget := fr.o.PageSize * len(fr.tok.colls)
 	for {
-		// One store page of what the budget has left: the store's page is
-		// the answer's, uncopied, when it is the first; a page of PageSize
-		// or more ends the call, so pages are seldom copied together.
-		got, err := fr.readOne(ctx, i, budget-len(fr.page.Items))
+		pg, err := fr.readPage(ctx, &fr.tok.colls[i], budget-len(fr.page.Items))
 		if err != nil {
 			return false, err
 		}
-		if got == 0 {
+		fr.add(pg)
+		if len(pg.Items) == 0 {
 			return false, nil
 		}
 		if len(fr.page.Items) >= fr.o.PageSize {
@@ -392,31 +462,37 @@ func (fr *feedRead) drain(ctx context.Context, i int) (full bool, err error) {
 	}
 }
 
-// readOne reads one page of collection i's feed into the page and
-// advances its position; an empty page marks it caught up at the view's
-// epoch. A collection that does not exist is caught up with nothing (a
-// named one not created yet, a left one deleted).
-func (fr *feedRead) readOne(ctx context.Context, i, size int) (int, error) {
-	p := &fr.tok.colls[i]
+// readPage reads one page of the feed of the collection at p, at most size
+// documents, and advances p: an empty page marks it caught up at the
+// view's epoch. A collection that does not exist is caught up with nothing
+// (a named one not created yet, a left one deleted): an empty page. It
+// touches nothing but p, so several run at once on distinct positions.
+func (fr *feedRead) readPage(ctx context.Context, p *feedPos, size int) (*store.ChangePage, error) {
 	pg, err := fr.cf.ReadChanges(ctx, p.link, &store.ChangeFeedOptions{Continuation: p.tok, PageSize: size, HideReshard: true})
 	if errors.Is(err, store.ErrCollectionNotFound) {
 		p.tok, p.caught = "", fr.v.epoch
-		return 0, nil
+		return &store.ChangePage{}, nil
 	}
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	fr.page.RequestCharge += pg.RequestCharge
 	p.tok = pg.Continuation
-	if fr.page.Items == nil {
-		fr.page.Items = pg.Items // the store's page, as it is: no copy for the commonest case
-	} else {
-		fr.page.Items = append(fr.page.Items, pg.Items...)
-	}
 	if len(pg.Items) == 0 {
 		p.caught = fr.v.epoch
 	}
-	return len(pg.Items), nil
+	return pg, nil
+}
+
+// add puts a store page's documents and charge in the answer: the store's
+// slice itself when the answer has none yet (the commonest case: no
+// copy).
+func (fr *feedRead) add(pg *store.ChangePage) {
+	fr.page.RequestCharge += pg.RequestCharge
+	if cap(fr.page.Items) == 0 {
+		fr.page.Items = pg.Items
+	} else {
+		fr.page.Items = append(fr.page.Items, pg.Items...)
+	}
 }
 
 // dropLeft removes the collections no longer named that have been read to
@@ -430,54 +506,54 @@ func (fr *feedRead) dropLeft() {
 // readAll reads one page of every collection and appends them in link
 // order. The first is read on the calling goroutine; when that took long
 // enough to be a round trip (a remote store), the rest are read several
-// at once, else one after another (an in-process store answers faster than
-// goroutines start).
+// at once (MaxDegreeOfParallelism), else one after another (an in-process
+// store answers faster than goroutines start).
 func (fr *feedRead) readAll(ctx context.Context) error {
-	n := len(fr.tok.colls)
-	subs := make([]feedRead, n)
-	errs := make([]error, n)
-	one := func(i int) {
-		subs[i] = feedRead{cf: fr.cf, v: fr.v, tok: &feedToken{colls: []feedPos{fr.tok.colls[i]}}}
-		_, errs[i] = subs[i].readOne(ctx, 0, fr.o.PageSize)
+	colls := fr.tok.colls
+	n := len(colls)
+	if n == 0 {
+		fr.page.CaughtUp = true
+		return nil
 	}
-	start := time.Now()
-	if n > 0 {
-		one(0)
-	}
-	if par := parallelism(fr.c.opts.MaxDegreeOfParallelism, n-1); n > 1 && par > 1 && time.Since(start) >= remoteRead {
-		sem := make(chan struct{}, par)
-		var wg sync.WaitGroup
-		for i := 1; i < n; i++ {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				one(i)
-			}()
-		}
-		wg.Wait()
-	} else {
-		for i := 1; i < n && errs[i-1] == nil; i++ {
-			one(i)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	pages := make([]*store.ChangePage, n)
+	one := func(ctx context.Context, i int) (err error) {
+		pages[i], err = fr.readPage(ctx, &colls[i], fr.o.PageSize)
 		return err
 	}
-	total, caught := 0, true
-	for i := range subs {
-		total += len(subs[i].page.Items)
+	start := time.Now()
+	if err := one(ctx, 0); err != nil {
+		return err
 	}
-	if fr.page.Items == nil && total > 0 {
-		fr.page.Items = make([]json.RawMessage, 0, total)
+	if par := parallelism(fr.c.opts.MaxDegreeOfParallelism, n-1); n > 1 && par > 1 && time.Since(start) >= remoteRead {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(par)
+		for i := 1; i < n; i++ {
+			g.Go(func() error { return one(gctx, i) })
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+	} else {
+		for i := 1; i < n; i++ {
+			if err := one(ctx, i); err != nil {
+				return err
+			}
+		}
 	}
-	for i := range subs {
-		fr.tok.colls[i] = subs[i].tok.colls[0]
-		fr.page.Items = append(fr.page.Items, subs[i].page.Items...)
-		fr.page.RequestCharge += subs[i].page.RequestCharge
-		caught = caught && len(subs[i].page.Items) == 0
+	total, with := len(fr.page.Items), 0
+	for _, pg := range pages {
+		total += len(pg.Items)
+		if len(pg.Items) > 0 {
+			with++
+		}
 	}
-	fr.page.CaughtUp = caught
+	if with > 1 || with == 1 && len(fr.page.Items) > 0 {
+		fr.page.Items = slices.Grow(fr.page.Items, total-len(fr.page.Items)) // one allocation for the whole page
+	}
+	for _, pg := range pages {
+		fr.add(pg)
+	}
+	fr.page.CaughtUp = with == 0
 	return nil
 }
 
@@ -525,7 +601,11 @@ func changeBinding(dbLink string) [8]byte {
 // (uvarints); then the shared state's version (uvarint). The envelope's
 // links hash is 0: the links are in the body.
 func (t *feedToken) encode(bind [8]byte) string {
-	var body []byte
+	size := (2 + 4*len(t.colls)) * binary.MaxVarintLen64
+	for _, p := range t.colls {
+		size += len(p.link) + len(p.tok)
+	}
+	body := make([]byte, 0, size) // one allocation: a token is written every page
 	body = binary.AppendUvarint(body, uint64(len(t.colls)))
 	for _, p := range t.colls {
 		body = binary.AppendUvarint(body, uint64(len(p.link)))
@@ -554,11 +634,20 @@ func decodeFeedToken(s string, bind [8]byte) (*feedToken, error) {
 		return nil, err
 	}
 	d := tokenReader{b: body}
-	t := &feedToken{}
+	// Links and continuations are substrings of one copy of the body: one
+	// allocation, not two a collection.
+	text := string(body)
+	str := func() string {
+		n := d.int()
+		at := len(body) - len(d.b)
+		d.bytes(n)
+		return text[at : len(body)-len(d.b)]
+	}
 	n := d.int()
+	t := &feedToken{colls: make([]feedPos, 0, min(n, len(d.b)))}
 	for i := 0; i < n && d.err == nil; i++ {
-		p := feedPos{link: string(d.bytes(d.int()))}
-		p.tok = string(d.bytes(d.int()))
+		p := feedPos{link: str()}
+		p.tok = str()
 		p.caught = int64(d.uint())
 		p.joined = int64(d.uint())
 		if len(t.colls) > 0 && t.colls[len(t.colls)-1].link >= p.link {

@@ -144,7 +144,8 @@ type Client struct {
 
 	keys store.CollectionKeys // the kind of each collection a composite key reaches
 
-	feedViews sync.Map // database link → *feedView: the last change-feed view (changes.go)
+	feedViews  sync.Map // database link → *feedView: the last change-feed view (changes.go)
+	feedTokens sync.Map // database link → *issuedToken: the last change-feed token returned (changes.go)
 }
 
 // registry is the set of registrations, immutable once published: a
