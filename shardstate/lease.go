@@ -324,6 +324,14 @@ func leasesIn(ctx context.Context, st store.Store, db, coll, kind string, below 
 	return out, nil
 }
 
+// How long a wait counts a partition's stale leases before it reads them:
+// once a count of at most fewStale was found twice in a row, or a larger
+// one patience+1 times (a second at the default poll).
+const (
+	fewStale = 8
+	patience = 4
+)
+
 // staleCounts returns, for each partition of kinds, how many leases in it
 // name a version below below, counted by the store (leaseReaders
 // partitions at a time). Cost: one aggregate query per partition, each
@@ -424,7 +432,8 @@ func (e *StaleRoutersError) Unwrap() error { return e.Err }
 // acknowledges the change within a few polls is waited for at about
 // 3.3 RU per partition and poll on Cosmos DB's charges, whatever its size.
 // The wait is at most the longest ValidFor plus the margin after version
-// was read published, and a poll later for a lease first counted.
+// was read published, and a few polls more for a lease first counted (its
+// partition's count found unchanged twice, or five times when above 8).
 func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version int64, opts *WaitOptions) error {
 	st = retry.Ensure(st)
 	o := opt.Of(opts)
@@ -467,8 +476,14 @@ func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version 
 	// their count stops falling, then read (each lease, to time it): a
 	// fleet acknowledging a change is waited for at the cost of a count
 	// per partition and poll, and only the leases that stay stale are
-	// read.
-	counted := map[string]int64{} // the count of the poll before, by partition
+	// read. A count of more than fewStale must stay put for patience
+	// polls before its leases are read: the first polls after a change
+	// often find no router acknowledged yet.
+	type tally struct {
+		n     int64 // the last count
+		polls int   // how many polls in a row found it
+	}
+	counted := map[string]tally{} // by partition
 	reading := map[string]bool{}  // partitions whose stale leases are read
 	var pending, last []*Lease    // as of this poll, and the one before
 	for {
@@ -487,14 +502,20 @@ func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version 
 		unnamed := int64(0) // stale leases counted, not read
 		if err == nil {
 			for i, kind := range toCount {
-				switch c, seen := counted[kind]; {
-				case counts[i] == 0:
-				case seen && c == counts[i]:
+				c := counted[kind]
+				if c.n == counts[i] {
+					c.polls++
+				} else {
+					c = tally{n: counts[i], polls: 1}
+				}
+				counted[kind] = c
+				switch {
+				case c.n == 0:
+				case c.polls > 1 && c.n <= fewStale || c.polls > patience:
 					reading[kind] = true
 					toRead = append(toRead, kind)
 				default:
-					counted[kind] = counts[i]
-					unnamed += counts[i]
+					unnamed += c.n
 					next = append(next, kind)
 				}
 			}
