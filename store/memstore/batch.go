@@ -277,7 +277,7 @@ func (s *Store) commitBatch(c *collection, op, l, pk string, docs map[string]*ba
 		next := first
 		for i, d := range written {
 			if d.cur == nil {
-				ops[i] = &diskOp{kind: opDelete, bucket: docsBucket(c.uid), del: d.old.seq, mark: d.old.lsn}
+				ops[i] = deleteOp(c, d.old, false)
 				continue
 			}
 			d.cur.lsn = next // the record holds it

@@ -524,13 +524,34 @@ func (s *Store) version(c *collection, mode, l string, in *incoming, live *entry
 
 // putOp is the durable write of e over old, the entry of its identity in
 // the collection (nil when there is none): an expired old version at
-// another feed position is removed in the same commit.
+// another feed position is removed in the same commit, and so is the
+// record of the ghost that publishing e takes out of the feed
+// (collection.displaced). Caller holds the document's write lock, so
+// that ghost stays until e publishes.
 func putOp(c *collection, e, old *entry) *diskOp {
-	o := &diskOp{kind: opPut, bucket: docsBucket(c.uid), seq: e.seq, rec: encodeRecord(e)}
+	o := &diskOp{kind: opPut, bucket: docsBucket(c.uid), seq: e.seq, rec: encodeRecord(e, e.marks())}
 	if old != nil && old.seq != e.seq {
 		o.del = old.seq
 	}
-	return o
+	c.mu.RLock()
+	g := c.displaced(e)
+	c.mu.RUnlock()
+	if g == nil {
+		return o
+	}
+	return &diskOp{kind: opBatch, bucket: o.bucket, batch: []*diskOp{o, deleteOp(c, g, false)}}
+}
+
+// deleteOp is the durable delete of e, the current entry of its identity
+// (or a ghost): its record removed, the collection's mark raised to its
+// LSN. A reshard's clean-up (reshard) of an entry that is not itself a
+// copy keeps the record instead, marked moved, as collection.moveOut keeps
+// the entry as a ghost.
+func deleteOp(c *collection, e *entry, reshard bool) *diskOp {
+	if reshard && !e.quiet {
+		return &diskOp{kind: opPut, bucket: docsBucket(c.uid), seq: e.seq, rec: encodeRecord(e, markMoved)}
+	}
+	return &diskOp{kind: opDelete, bucket: docsBucket(c.uid), del: e.seq, mark: e.lsn}
 }
 
 // Create adds a document; see store.Documents. The partition-key value
@@ -669,7 +690,7 @@ func (s *Store) Delete(ctx context.Context, l, id string, opts *store.WriteOptio
 		return err
 	}
 	if s.disk != nil {
-		if err := s.disk.submit(&diskOp{kind: opDelete, bucket: docsBucket(c.uid), del: e.seq, mark: e.lsn}, true); err != nil {
+		if err := s.disk.submit(deleteOp(c, e, o.Reshard), true); err != nil {
 			return s.diskErr(op, l, id, err)
 		}
 	}
