@@ -135,7 +135,7 @@ func TestReshardMarksSurviveRestart(t *testing.T) {
 			dir := t.TempDir()
 			s, before := markedStore(t, dir)
 			want := feedsOf(t, s, before)
-			require.Equal(t, []string{`"a"`, `"b"`, `"x"`}, idsOf(t, want[marksSrc+" hidden"]), "src keeps a's and x's versions")
+			require.Equal(t, []string{"a", "b", "x"}, idsOf(t, want[marksSrc+" hidden"]), "src keeps a's and x's versions")
 			require.Empty(t, want[marksDst+" hidden"], "dst holds a copy only")
 			s = tc.reopen(t, s, dir)
 			defer func() { _ = s.Close() }()
@@ -156,7 +156,7 @@ func TestReshardMarksSurviveRestart(t *testing.T) {
 		_, err = s.Upsert(ctx, marksDst, []byte(`{"id":"x","v":2}`), &store.WriteOptions{Reshard: true})
 		require.NoError(t, err)
 		want := feedsOf(t, s, before)
-		assert.Equal(t, []string{`"b"`, `"x"`, `"a"`}, idsOf(t, want[marksSrc+" hidden"]))
+		assert.Equal(t, []string{"b", "x", "a"}, idsOf(t, want[marksSrc+" hidden"]))
 		require.NoError(t, s.Close())
 		s, err = Open(dir, nil)
 		require.NoError(t, err)
@@ -168,14 +168,14 @@ func TestReshardMarksSurviveRestart(t *testing.T) {
 	})
 }
 
-// idsOf returns the quoted ids of a feed's texts.
+// idsOf returns the ids of a feed's texts.
 func idsOf(t *testing.T, texts []string) []string {
 	t.Helper()
 	var out []string
 	for _, text := range texts {
-		var m struct{ ID json.RawMessage }
+		var m struct{ ID string }
 		require.NoError(t, json.Unmarshal([]byte(text), &m))
-		out = append(out, string(m.ID))
+		out = append(out, m.ID)
 	}
 	return out
 }
