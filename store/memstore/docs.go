@@ -355,14 +355,14 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 			"the partition key given (%s) differs from the document's (%s at %s)", text, in.pk, c.paths)
 	}
 
-	return s.put(c, mode, l, in.id, in.pk, o, &in, nil)
+	return s.put(ctx, c, mode, l, in.id, in.pk, o, &in, nil)
 }
 
 // put writes the document (id, pk) under the fence of o.Epoch and the
 // document's write lock: in, checked against the current version by
 // precondition, or, for a patch (in nil), the current version as spec
 // leaves it, so the patch applies to the version it replaces atomically.
-func (s *Store) put(c *collection, mode, l, id, pk string, o store.WriteOptions, in *incoming, spec *docpatch.Spec) (*store.Document, error) {
+func (s *Store) put(ctx context.Context, c *collection, mode, l, id, pk string, o store.WriteOptions, in *incoming, spec *docpatch.Spec) (*store.Document, error) {
 	var f *dbFence
 	if o.Epoch != 0 {
 		var err error
@@ -393,11 +393,7 @@ func (s *Store) put(c *collection, mode, l, id, pk string, o store.WriteOptions,
 		return nil, withOp(err, mode, l)
 	}
 	if spec != nil {
-		next, err := spec.Apply(context.Background(), l, id, live.body, c.paths)
-		if err != nil {
-			return nil, err
-		}
-		p, err := c.prepare(mode, l, next)
+		p, err := c.patched(ctx, mode, l, id, spec, live.body)
 		if err != nil {
 			return nil, err
 		}
@@ -482,7 +478,19 @@ func (s *Store) Patch(ctx context.Context, l, id string, ops []store.PatchOp, op
 		}
 		pk = e.pk
 	}
-	return s.put(c, op, l, id, pk, store.WriteOptions{IfMatch: o.IfMatch, Epoch: o.Epoch}, nil, spec)
+	return s.put(ctx, c, op, l, id, pk, store.WriteOptions{IfMatch: o.IfMatch, Epoch: o.Epoch}, nil, spec)
+}
+
+// patched is the document a patch of mode ("patch", alone or in a batch)
+// writes: spec applied (under ctx) to cur, the text of the version it
+// replaces, and validated as every written document is. Patch and
+// ExecuteBatch share it.
+func (c *collection) patched(ctx context.Context, mode, l, id string, spec *docpatch.Spec, cur []byte) (incoming, error) {
+	next, err := spec.Apply(ctx, l, id, cur, c.paths)
+	if err != nil {
+		return incoming{}, err
+	}
+	return c.prepare(mode, l, next)
 }
 
 // precondition checks a write of the document (id, pk) against live, its
