@@ -92,7 +92,8 @@ func feedsOf(t *testing.T, s *Store, before map[string]string) map[string][]stri
 // after its records were written again by a change of the default TTL,
 // the store's feeds, from the beginning and from positions taken before
 // the restart, are exactly what they were before it. A write after the
-// restart then moves the ghost aside as before, for good.
+// restart (alone or in a batch) then moves the ghost aside as before,
+// for good.
 func TestReshardMarksSurviveRestart(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -157,6 +158,10 @@ func TestReshardMarksSurviveRestart(t *testing.T) {
 		require.NoError(t, err)
 		want := feedsOf(t, s, before)
 		assert.Equal(t, []string{"b", "x", "a"}, idsOf(t, want[marksSrc+" hidden"]))
+		_, err = s.ExecuteBatch(ctx, marksSrc, "x", []store.BatchOp{{Kind: store.BatchUpsert, Doc: []byte(`{"id":"x","v":3}`)}}, nil)
+		require.NoError(t, err) // and x, in a batch
+		want = feedsOf(t, s, before)
+		assert.Equal(t, []string{"b", "a", "x"}, idsOf(t, want[marksSrc+" hidden"]))
 		require.NoError(t, s.Close())
 		s, err = Open(dir, nil)
 		require.NoError(t, err)
