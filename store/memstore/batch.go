@@ -128,16 +128,11 @@ func (s *Store) ExecuteBatch(ctx context.Context, l string, partitionKey any, op
 		}
 		in := &p.in
 		if p.patch != nil {
-			next, err := p.patch.Apply(ctx, l, p.id, d.cur.body, c.paths)
-			if err == nil {
-				var patched incoming
-				if patched, err = c.prepare(p.mode, l, next); err == nil {
-					in = &patched
-				}
-			}
+			patched, err := c.patched(ctx, p.mode, l, p.id, p.patch, d.cur.body)
 			if err != nil {
 				return nil, &store.BatchError{Index: i, Err: err}
 			}
+			in = &patched
 		}
 		d.written, d.last = true, i
 		e, err := s.version(c, p.mode, l, in, d.cur, now)
@@ -277,7 +272,7 @@ func (s *Store) commitBatch(c *collection, op, l, pk string, docs map[string]*ba
 		next := first
 		for i, d := range written {
 			if d.cur == nil {
-				ops[i] = &diskOp{kind: opDelete, bucket: docsBucket(c.uid), del: d.old.seq, mark: d.old.lsn}
+				ops[i] = deleteOp(c, d.old, false)
 				continue
 			}
 			d.cur.lsn = next // the record holds it

@@ -159,9 +159,9 @@ func keyBinding(pk string, scoped bool) string {
 // deleted (a delete so marked) keeps its last version in the feed until
 // its id and key are written in the collection again: the document moved,
 // and a reader behind the move still reads the version the application
-// wrote here. The marks live in memory: a durable store reopened reads
-// its documents as unmarked (copies written before it appear, ghosts of
-// moved documents are gone).
+// wrote here. A durable store keeps the marks in its records (a copy's,
+// and a moved document's record until its id and key are written again),
+// so after Open, and after Salvage, these feeds read as before.
 func (s *Store) ReadChanges(ctx context.Context, l string, opts *store.ChangeFeedOptions) (*store.ChangePage, error) {
 	const op = "read changes"
 	o := opt.Of(opts)

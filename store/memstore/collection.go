@@ -36,7 +36,8 @@ type entry struct {
 	body     []byte
 
 	// quiet marks a reshard's copy (store.WriteOptions.Reshard): change
-	// feeds read with HideReshard skip it. Set before publishing.
+	// feeds read with HideReshard skip it. Set before publishing; a
+	// durable record keeps it (markCopy).
 	quiet bool
 
 	// Under collection.mu:
@@ -45,7 +46,8 @@ type entry struct {
 	heapIdx int    // position in the expiry heap; -1 when not in it
 	// ghost marks an entry a reshard's clean-up deleted (moved away):
 	// gone from every read, it stays in changes for feeds read with
-	// HideReshard until its identity is written here again.
+	// HideReshard until its identity is written here again. A durable
+	// store keeps its record, marked (markMoved), until then.
 	ghost bool
 }
 
@@ -208,11 +210,7 @@ func (c *collection) publish(e *entry) {
 		}
 		c.uniq.add(e)
 	}
-	if g := c.ghosts[ghostKey(e.id, e.pk)]; g != nil && !(e.quiet && sameContent(g.body, e.body)) {
-		// The identity is written here again with another version: that
-		// version stands for it in the feed (visibly, or, for a copy, where
-		// it was copied from). A copy of the ghost's own version (the
-		// document moved back) leaves the ghost its one visible place.
+	if g := c.displaced(e); g != nil {
 		c.changes.remove(g)
 		delete(c.ghosts, ghostKey(e.id, e.pk))
 	}
@@ -278,11 +276,32 @@ func (c *collection) moveOut(e *entry) {
 	c.relink(e, nil)
 	c.unaccount(e)
 	c.kill(e)
+	c.keepGhost(e)
+}
+
+// keepGhost marks e, an entry in the change feed that is no longer
+// current, the ghost of its identity. Caller holds c.mu for writing.
+func (c *collection) keepGhost(e *entry) {
 	e.ghost = true
 	if c.ghosts == nil {
 		c.ghosts = map[string]*entry{}
 	}
 	c.ghosts[ghostKey(e.id, e.pk)] = e
+}
+
+// displaced returns the ghost that publishing e takes out of the change
+// feed, nil when none: the ghost of e's identity, unless e is a copy of
+// the ghost's own version. The identity is written here again with
+// another version: that version stands for it in the feed (visibly, or,
+// for a copy, where it was copied from). A copy of the ghost's own
+// version (the document moved back) leaves the ghost its one visible
+// place. Caller holds c.mu.
+func (c *collection) displaced(e *entry) *entry {
+	g := c.ghosts[ghostKey(e.id, e.pk)]
+	if g == nil || e.quiet && sameContent(g.body, e.body) {
+		return nil
+	}
+	return g
 }
 
 // sameContent reports whether two stored bodies hold the same document:

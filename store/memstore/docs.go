@@ -355,14 +355,14 @@ func (s *Store) write(ctx context.Context, mode, l, id string, doc []byte, opts 
 			"the partition key given (%s) differs from the document's (%s at %s)", text, in.pk, c.paths)
 	}
 
-	return s.put(c, mode, l, in.id, in.pk, o, &in, nil)
+	return s.put(ctx, c, mode, l, in.id, in.pk, o, &in, nil)
 }
 
 // put writes the document (id, pk) under the fence of o.Epoch and the
 // document's write lock: in, checked against the current version by
 // precondition, or, for a patch (in nil), the current version as spec
 // leaves it, so the patch applies to the version it replaces atomically.
-func (s *Store) put(c *collection, mode, l, id, pk string, o store.WriteOptions, in *incoming, spec *docpatch.Spec) (*store.Document, error) {
+func (s *Store) put(ctx context.Context, c *collection, mode, l, id, pk string, o store.WriteOptions, in *incoming, spec *docpatch.Spec) (*store.Document, error) {
 	var f *dbFence
 	if o.Epoch != 0 {
 		var err error
@@ -393,11 +393,7 @@ func (s *Store) put(c *collection, mode, l, id, pk string, o store.WriteOptions,
 		return nil, withOp(err, mode, l)
 	}
 	if spec != nil {
-		next, err := spec.Apply(context.Background(), l, id, live.body, c.paths)
-		if err != nil {
-			return nil, err
-		}
-		p, err := c.prepare(mode, l, next)
+		p, err := c.patched(ctx, mode, l, id, spec, live.body)
 		if err != nil {
 			return nil, err
 		}
@@ -482,7 +478,19 @@ func (s *Store) Patch(ctx context.Context, l, id string, ops []store.PatchOp, op
 		}
 		pk = e.pk
 	}
-	return s.put(c, op, l, id, pk, store.WriteOptions{IfMatch: o.IfMatch, Epoch: o.Epoch}, nil, spec)
+	return s.put(ctx, c, op, l, id, pk, store.WriteOptions{IfMatch: o.IfMatch, Epoch: o.Epoch}, nil, spec)
+}
+
+// patched is the document a patch of mode ("patch", alone or in a batch)
+// writes: spec applied (under ctx) to cur, the text of the version it
+// replaces, and validated as every written document is. Patch and
+// ExecuteBatch share it.
+func (c *collection) patched(ctx context.Context, mode, l, id string, spec *docpatch.Spec, cur []byte) (incoming, error) {
+	next, err := spec.Apply(ctx, l, id, cur, c.paths)
+	if err != nil {
+		return incoming{}, err
+	}
+	return c.prepare(mode, l, next)
 }
 
 // precondition checks a write of the document (id, pk) against live, its
@@ -524,13 +532,34 @@ func (s *Store) version(c *collection, mode, l string, in *incoming, live *entry
 
 // putOp is the durable write of e over old, the entry of its identity in
 // the collection (nil when there is none): an expired old version at
-// another feed position is removed in the same commit.
+// another feed position is removed in the same commit, and so is the
+// record of the ghost that publishing e takes out of the feed
+// (collection.displaced). Caller holds the document's write lock, so
+// that ghost stays until e publishes.
 func putOp(c *collection, e, old *entry) *diskOp {
-	o := &diskOp{kind: opPut, bucket: docsBucket(c.uid), seq: e.seq, rec: encodeRecord(e)}
+	o := &diskOp{kind: opPut, bucket: docsBucket(c.uid), seq: e.seq, rec: encodeRecord(e, e.marks())}
 	if old != nil && old.seq != e.seq {
 		o.del = old.seq
 	}
-	return o
+	c.mu.RLock()
+	g := c.displaced(e)
+	c.mu.RUnlock()
+	if g == nil {
+		return o
+	}
+	return &diskOp{kind: opBatch, bucket: o.bucket, batch: []*diskOp{o, deleteOp(c, g, false)}}
+}
+
+// deleteOp is the durable delete of e, the current entry of its identity
+// (or a ghost): its record removed, the collection's mark raised to its
+// LSN. A reshard's clean-up (reshard) of an entry that is not itself a
+// copy keeps the record instead, marked moved, as collection.moveOut keeps
+// the entry as a ghost.
+func deleteOp(c *collection, e *entry, reshard bool) *diskOp {
+	if reshard && !e.quiet {
+		return &diskOp{kind: opPut, bucket: docsBucket(c.uid), seq: e.seq, rec: encodeRecord(e, markMoved)}
+	}
+	return &diskOp{kind: opDelete, bucket: docsBucket(c.uid), del: e.seq, mark: e.lsn}
 }
 
 // Create adds a document; see store.Documents. The partition-key value
@@ -669,7 +698,7 @@ func (s *Store) Delete(ctx context.Context, l, id string, opts *store.WriteOptio
 		return err
 	}
 	if s.disk != nil {
-		if err := s.disk.submit(&diskOp{kind: opDelete, bucket: docsBucket(c.uid), del: e.seq, mark: e.lsn}, true); err != nil {
+		if err := s.disk.submit(deleteOp(c, e, o.Reshard), true); err != nil {
 			return s.diskErr(op, l, id, err)
 		}
 	}

@@ -36,7 +36,10 @@ import (
 // position), so Open resumes LSNs above the highest one on disk; the mark
 // of deleted records covers a deleted (or expired) document that held the
 // highest, so a change-feed position handed out before a restart is never
-// reused after it.
+// reused after it. A record keeps its reshard marks (a copy; a document a
+// reshard's clean-up moved out, whose record stays, marked, until its id
+// and key are written in the collection again), so feeds read with
+// store.ChangeFeedOptions.HideReshard read the same after Open.
 var (
 	collectionsBucket = []byte("collections")
 	fencesBucket      = []byte("fences")
@@ -251,7 +254,7 @@ func (s *Store) openDisk(dir string) error {
 	})
 	if err != nil {
 		_ = db.Close()
-		if errors.As(err, &ce) {
+		if errors.As(err, &ce) || errors.Is(err, ErrNewerFormat) {
 			return err
 		}
 		return fmt.Errorf("memstore: load %s: %w", path, err)
@@ -333,7 +336,7 @@ func fillCollection(tx *bolt.Tx, file string, c *collection, now int64) error {
 	if err != nil {
 		return err
 	}
-	var live, expired, upgraded []*entry
+	var live, ghosts, expired, upgraded []*entry
 	live = make([]*entry, 0, len(ents))
 	maxSeq, maxLSN := uint64(0), mark(tx, bucket)
 	for i, e := range ents {
@@ -345,7 +348,11 @@ func fillCollection(tx *bolt.Tx, file string, c *collection, now int64) error {
 		case old[i]:
 			upgraded = append(upgraded, e)
 		}
-		live = append(live, e)
+		if e.ghost {
+			ghosts = append(ghosts, e)
+		} else {
+			live = append(live, e)
+		}
 	}
 	maxLSN = giveLSNs(upgraded, maxLSN)
 	c.byID = make(map[string]*entry, len(live))
@@ -355,6 +362,16 @@ func fillCollection(tx *bolt.Tx, file string, c *collection, now int64) error {
 			return &CorruptError{File: file, Collection: link, ID: e.id, Key: e.seq, Reason: fmt.Sprintf("the document (key %s) is stored twice", e.pk)}
 		}
 		c.publish(e) // in seq order: appends
+	}
+	// The documents a reshard moved out, after the others: publish takes a
+	// ghost out of the feed.
+	for _, g := range ghosts {
+		if c.ghosts[ghostKey(g.id, g.pk)] != nil {
+			return &CorruptError{File: file, Collection: link, ID: g.id, Key: g.seq, Reason: fmt.Sprintf("the document (key %s) is stored twice as moved out", g.pk)}
+		}
+		g.dead = true
+		c.changes.insert(g)
+		c.keepGhost(g)
 	}
 	if !tx.Writable() { // read-only: expired documents stay on disk, old records as they are
 		c.nextSeq.Store(maxSeq + 1)
@@ -372,7 +389,7 @@ func fillCollection(tx *bolt.Tx, file string, c *collection, now int64) error {
 		return err
 	}
 	for _, e := range upgraded { // in the transaction that loads them
-		if err := b.Put(seqKey(e.seq), encodeRecord(e)); err != nil {
+		if err := b.Put(seqKey(e.seq), encodeRecord(e, e.marks())); err != nil {
 			return err
 		}
 	}
@@ -428,13 +445,17 @@ func decodeRecords(b *bolt.Bucket, file, link string) (ents []*entry, old []bool
 
 // readRecord decodes the record at key k of the collection link's bucket
 // (see decodeRecord), with its seq; a *CorruptError names a bad key or
-// record.
+// record, an error wrapping ErrNewerFormat a record of a newer version.
 func readRecord(file, link string, k, v []byte) (*entry, bool, error) {
 	if len(k) != 8 {
 		return nil, false, &CorruptError{File: file, Collection: link, Reason: fmt.Sprintf("a record's key %x is not 8 bytes", k)}
 	}
 	seq := binary.BigEndian.Uint64(k)
 	e, old, err := decodeRecord(v)
+	if errors.Is(err, errNewerRecord) {
+		return nil, false, fmt.Errorf("memstore: %s: collection %s, record %d: record format version %d, and this docshard reads versions %d to %d: %w; "+
+			"open the store with the docshard that wrote it (or a newer one)", file, link, seq, v[0], recordVersionV2, recordVersionMarks, ErrNewerFormat)
+	}
 	if err != nil {
 		return nil, false, recordError(file, link, seq, e, err)
 	}
@@ -579,26 +600,70 @@ func (d *disk) close() error {
 }
 
 // A record: format version, a CRC-32C of everything after it (since
-// version 5), _ts, expiry, LSN (since version 4), etag, id, key text, then
-// the stored JSON text to the end. The key text is the value's identity
-// text (partitionkey.IdentityText) since version 3; version 2 held
+// version 5), _ts, expiry, LSN (since version 4), the reshard marks (one
+// byte, in version 6 only: markCopy, markMoved), etag, id, key text, then
+// the stored JSON text to the end. The key text is the value's identity text
+// (partitionkey.IdentityText) since version 3; version 2 held
 // store.KeyText as it was before (encoding/json's strings, strconv's 'g'
 // numbers such as 1e-07). Records of versions 2 to 4 are converted when the
-// file is opened for writing: their key text, an LSN each, a checksum.
+// file is opened for writing: their key text, an LSN each, a checksum. A
+// record without marks is written in version 5 (recordVersion), one with
+// marks in version 6 (recordVersionMarks), so a store whose documents
+// carry none stays readable by a docshard that reads up to version 5; a
+// record of a version above 6 is refused with ErrNewerFormat.
 const (
-	recordVersion   = 5
-	recordVersionV4 = 4
-	recordVersionV3 = 3
-	recordVersionV2 = 2
-	recordCRCBytes  = 4
+	recordVersionMarks = 6 // the newest
+	recordVersion      = 5
+	recordVersionV4    = 4
+	recordVersionV3    = 3
+	recordVersionV2    = 2
+	recordCRCBytes     = 4
 )
 
-func encodeRecord(e *entry) []byte {
-	b := make([]byte, 1+recordCRCBytes, len(e.body)+len(e.etag)+len(e.id)+len(e.pk)+36)
+// The reshard marks a record keeps (version 6): see entry.quiet and
+// entry.ghost.
+const (
+	markCopy  byte = 1 << iota // a reshard's copy (entry.quiet)
+	markMoved                  // a document a reshard's clean-up moved out (entry.ghost)
+	markAll   = markCopy | markMoved
+)
+
+// ErrNewerFormat matches (errors.Is) the error of Open and Salvage for a
+// durable store holding a record of a format version newer than this
+// docshard reads: a newer docshard wrote it. The error names the file,
+// the collection, the record and its version; nothing is changed. Open
+// the store with the docshard that wrote it (or a newer one).
+var ErrNewerFormat = errors.New("written by a newer docshard")
+
+// errNewerRecord is decodeRecord's error for a record of a version above
+// recordVersionMarks; readRecord names it with ErrNewerFormat.
+var errNewerRecord = errors.New("a newer record version")
+
+// marks returns the reshard marks of e for its record. Caller holds the
+// collection's lock, or e is not published.
+func (e *entry) marks() byte {
+	var m byte
+	if e.quiet {
+		m |= markCopy
+	}
+	if e.ghost {
+		m |= markMoved
+	}
+	return m
+}
+
+// encodeRecord returns e's record with the reshard marks given (e.marks()
+// for its own): version 6 with marks, version 5 without.
+func encodeRecord(e *entry, marks byte) []byte {
+	b := make([]byte, 1+recordCRCBytes, len(e.body)+len(e.etag)+len(e.id)+len(e.pk)+37)
 	b[0] = recordVersion
 	b = binary.AppendVarint(b, e.ts)
 	b = binary.AppendVarint(b, e.expireAt)
 	b = binary.AppendUvarint(b, e.lsn)
+	if marks != 0 {
+		b[0] = recordVersionMarks
+		b = append(b, marks)
+	}
 	for _, s := range [...]string{e.etag, e.id, e.pk} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
@@ -616,13 +681,18 @@ var (
 )
 
 // decodeRecord reads a record; the body is copied out of bbolt's memory.
-// old reports a record of an older version (2 to 4), which the caller
+// old reports a record of a version before 5 (2 to 4), which the caller
 // writes again in the current one; a record of version 2 or 3 has no LSN
-// (0), and the caller gives it one. A record whose checksum fails returns
-// errSum with the entry as far as it decodes, for its id.
+// (0), and the caller gives it one. A record of version 6 sets the
+// entry's reshard marks (quiet, ghost). A record whose checksum fails
+// returns errSum with the entry as far as it decodes, for its id; one of
+// a version above recordVersionMarks, errNewerRecord.
 func decodeRecord(rec []byte) (e *entry, old bool, err error) {
 	bad := errRecord
-	if len(rec) == 0 || rec[0] < recordVersionV2 || rec[0] > recordVersion {
+	if len(rec) > 0 && rec[0] > recordVersionMarks {
+		return nil, false, errNewerRecord
+	}
+	if len(rec) == 0 || rec[0] < recordVersionV2 {
 		return nil, false, bad
 	}
 	version := rec[0]
@@ -650,6 +720,13 @@ func decodeRecord(rec []byte) (e *entry, old bool, err error) {
 			return nil, false, bad
 		}
 		r = r[n:]
+	}
+	if version >= recordVersionMarks {
+		if len(r) == 0 || r[0]&^markAll != 0 {
+			return nil, false, bad
+		}
+		e.quiet, e.ghost = r[0]&markCopy != 0, r[0]&markMoved != 0
+		r = r[1:]
 	}
 	var strs [3]string
 	for i := range strs {

@@ -127,7 +127,9 @@ func New(opts *Options) *Store {
 // and document into memory (documents that have expired are dropped). One
 // process at a time may open a directory: Open waits up to
 // Options.LockTimeout (5 seconds) for another to close it, then fails with
-// an error wrapping ErrLocked that names the file.
+// an error wrapping ErrLocked that names the file. A file a newer docshard
+// wrote records to that this one cannot read is refused, unchanged, with
+// an error wrapping ErrNewerFormat that names the file and the version.
 func Open(dir string, opts *Options) (*Store, error) {
 	s := New(opts)
 	if err := s.openDisk(dir); err != nil {
@@ -345,7 +347,7 @@ func (s *Store) purgeLocked(c *collection, now int64, limit int) {
 		return
 	}
 	for _, e := range gone {
-		_ = s.disk.submit(&diskOp{kind: opDelete, bucket: docsBucket(c.uid), del: e.seq, mark: e.lsn}, false)
+		_ = s.disk.submit(deleteOp(c, e, false), false)
 	}
 }
 

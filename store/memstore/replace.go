@@ -70,7 +70,7 @@ func (s *Store) ReplaceCollection(ctx context.Context, l string, spec *store.Col
 		for i, e := range live {
 			was := e.expireAt
 			e.expireAt = expiries[i]
-			puts[i] = &diskOp{kind: opPut, bucket: docsBucket(c.uid), seq: e.seq, rec: encodeRecord(e)}
+			puts[i] = &diskOp{kind: opPut, bucket: docsBucket(c.uid), seq: e.seq, rec: encodeRecord(e, e.marks())}
 			e.expireAt = was
 		}
 		if err := s.disk.submit(setCollOp(c, &sp, puts), true); err != nil {

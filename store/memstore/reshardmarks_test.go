@@ -1,7 +1,6 @@
 package memstore
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,20 +14,8 @@ import (
 // entries: a ghost, then the document written again).
 func hiddenIDs(t *testing.T, s *Store, l, cont string) ([]string, string) {
 	t.Helper()
-	var ids []string
-	for {
-		page, err := s.ReadChanges(ctx, l, &store.ChangeFeedOptions{Continuation: cont, PageSize: 2, HideReshard: true})
-		require.NoError(t, err)
-		cont = page.Continuation
-		if len(page.Items) == 0 {
-			return ids, cont
-		}
-		for _, it := range page.Items {
-			var m struct{ ID string }
-			require.NoError(t, json.Unmarshal(it, &m))
-			ids = append(ids, m.ID)
-		}
-	}
+	texts, end := feedTexts(t, s, l, cont, true)
+	return idsOf(t, texts), end
 }
 
 // TestReshardMarks: a write marked store.WriteOptions.Reshard (a copy) is

@@ -14,7 +14,7 @@ import (
 // SalvageReport says what Salvage copied and what it could not.
 type SalvageReport struct {
 	Collections int               // collections copied
-	Documents   int               // intact documents copied
+	Documents   int               // intact documents copied (not counting those a reshard moved out, kept for the change feed)
 	Damaged     []*CorruptError   // each damaged record, collection or part of the file left behind
 	Fences      int               // fence epochs copied
 	Stopped     map[string]string // collections whose walk stopped early (a page bbolt cannot read), with why
@@ -22,14 +22,16 @@ type SalvageReport struct {
 
 // Salvage copies every intact document of the durable store in dir into a
 // new store in the directory to (which must not hold one), with its system
-// properties, LSN and collection settings, and reports every damaged
-// record it leaves behind. It reads the damaged file read-only (bbolt's
-// panics and memory faults caught), so it works where Open refuses the
-// store: a record whose checksum fails, or a collection whose pages bbolt
-// cannot read past some point (the records before it are kept). A file
-// whose meta pages are both damaged cannot be read at all: Salvage then
-// fails with the *CorruptError. It costs one pass over the file and one
-// write of what it keeps.
+// properties, LSN, reshard marks and collection settings (and the records
+// a reshard's clean-up keeps for the change feed), and reports every
+// damaged record it leaves behind. It reads the damaged file read-only
+// (bbolt's panics and memory faults caught), so it works where Open
+// refuses the store: a record whose checksum fails, or a collection whose
+// pages bbolt cannot read past some point (the records before it are
+// kept). A file whose meta pages are both damaged cannot be read at all:
+// Salvage then fails with the *CorruptError; a record of a newer format
+// than this docshard reads fails it with an error wrapping ErrNewerFormat.
+// It costs one pass over the file and one write of what it keeps.
 func Salvage(dir, to string) (*SalvageReport, error) {
 	src := filepath.Join(dir, dbFile)
 	dst := filepath.Join(to, dbFile)
@@ -160,19 +162,29 @@ func salvageCollection(file string, r, w *bolt.Tx, link string, metaJSON []byte,
 		return nil
 	}
 	var kept []*entry
+	var newer error
 	werr := guard(file, func() error {
 		// Read as Open reads them (readRecord), on this goroutine (guarded),
-		// each damaged record reported and left behind.
+		// each damaged record reported and left behind; a record of a newer
+		// version stops the salvage, which would lose it.
 		return b.ForEach(func(k, v []byte) error {
 			e, _, err := readRecord(file, link, k, v)
-			if err != nil {
-				rep.Damaged = append(rep.Damaged, err.(*CorruptError))
+			var ce *CorruptError
+			switch {
+			case errors.As(err, &ce):
+				rep.Damaged = append(rep.Damaged, ce)
 				return nil
+			case err != nil:
+				newer = err
+				return err
 			}
 			kept = append(kept, e)
 			return nil
 		})
 	})
+	if newer != nil {
+		return newer
+	}
 	if werr != nil {
 		rep.Stopped[link] = werr.Error()
 	}
@@ -187,9 +199,13 @@ func salvageCollection(file string, r, w *bolt.Tx, link string, metaJSON []byte,
 	if err != nil {
 		return err
 	}
+	docs := 0
 	for _, e := range kept {
-		if err := nb.Put(seqKey(e.seq), encodeRecord(e)); err != nil {
+		if err := nb.Put(seqKey(e.seq), encodeRecord(e, e.marks())); err != nil { // a reshard's marks too
 			return err
+		}
+		if !e.ghost {
+			docs++
 		}
 	}
 	if err := w.Bucket(collectionsBucket).Put([]byte(link), metaJSON); err != nil {
@@ -201,6 +217,6 @@ func salvageCollection(file string, r, w *bolt.Tx, link string, metaJSON []byte,
 		}
 	}
 	rep.Collections++
-	rep.Documents += len(kept)
+	rep.Documents += docs
 	return nil
 }
