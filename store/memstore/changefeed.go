@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"hash/fnv"
 	"slices"
 	"strconv"
@@ -209,6 +210,11 @@ func (s *Store) ReadChanges(ctx context.Context, l string, opts *store.ChangeFee
 // full, h when the reader has caught up. Caller holds c.mu.
 func (c *collection) readChanges(page *store.ChangePage, from, h uint64, size, maxBytes int, sc scope, hide bool) uint64 {
 	bytes := 0
+	if h > from && page.Items == nil {
+		// At most one entry per position; sized once, not grown by doubling
+		// (a catching-up reader's pages hold thousands).
+		page.Items = make([]json.RawMessage, 0, min(uint64(size), h-from, 1<<13))
+	}
 	for e := range c.changes.after(from) {
 		if e.lsn > h {
 			break
