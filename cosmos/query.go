@@ -307,7 +307,7 @@ func (s *Store) containerErr(ctx context.Context, op, l string, cc *azcosmos.Con
 // nextDigest is a token's N: a digest of the service's token for the page
 // after the one being read (nil or empty at the end).
 func nextDigest(cont *string) string {
-	if cont == nil {
+	if cont == nil || *cont == "" {
 		return feedHash("next")
 	}
 	return feedHash("next", *cont)
