@@ -123,11 +123,22 @@ func toParams(ps []store.Param) []azcosmos.QueryParameter {
 // ignores them (a service page longer than the page size is kept in
 // s.pages to read on from).
 //
-// With byRID (documents only) each service page is put in _rid order before
-// it is sliced, and a token names the _rid of the last document taken: a
-// page whose copy is gone re-reads the service page and resumes after that
-// _rid, which documents deleted since cannot shift. Without it, an offset
-// into a re-read page could shift, and such a token is refused
+// A service page is sliced only where the server returns more items than
+// asked for: Cosmos DB returns at most x-ms-max-item-count (the .NET SDK's
+// reference of QueryRequestOptions.MaxItemCount: "This is a maximum"), so
+// there a token is the service's own; some emulators ignore it. With byRID (documents only) each service page is
+// put in _rid order before it is sliced, and a token names the _rid of the
+// last document taken and a digest of the service's token after the page:
+// a page whose copy is gone re-reads the service page and, if it still ends
+// where it did, resumes after that _rid, which documents deleted since
+// cannot shift. This needs no order of _rids across pages, which Cosmos DB
+// does not document (its references call a _rid a unique, hierarchical,
+// system-generated id); a re-read page that ends elsewhere (the server's
+// own page size, and documents deleted or created before its end) may hold
+// documents of the next page that sort before that _rid, so the token is
+// refused (errPageMoved) rather than skip them
+// (TestReadFeedResumeNeedsNoRIDOrder). Without byRID, an offset into a
+// re-read page could shift, and such a token is refused
 // (localquery.Restart).
 //
 // On docshard serve with its query extension (s.wholeQueries), every page
@@ -180,7 +191,12 @@ func (s *Store) servicePage(ctx context.Context, cc *azcosmos.ContainerClient, o
 		case ok || tok.O == 0:
 		case byRID && tok.R != "":
 			// Re-read (its copy is gone): resume after the last _rid
-			// taken, which documents deleted since cannot shift.
+			// taken, which documents deleted since cannot shift, if the
+			// page ends where it did. (A token without N, written before
+			// it was kept, resumes unchecked.)
+			if tok.N != "" && tok.N != nextDigest(cont) {
+				return nil, errPageMoved(op, l)
+			}
 			start = sort.Search(len(items), func(i int) bool { return rid(items[i]) > tok.R })
 		default:
 			// An offset into a re-read page, which may have changed.
@@ -202,7 +218,7 @@ func (s *Store) servicePage(ctx context.Context, cc *azcosmos.ContainerClient, o
 		case end < len(items):
 			next.ST, next.O, next.C = tok.ST, end, tok.C
 			if byRID && end > 0 {
-				next.R = rid(items[end-1])
+				next.R, next.N = rid(items[end-1]), nextDigest(cont)
 			}
 		case cont != nil && *cont != "":
 			next.ST = *cont
@@ -286,6 +302,21 @@ func (s *Store) containerErr(ctx context.Context, op, l string, cc *azcosmos.Con
 		return &store.Error{Kind: store.ErrCollectionNotFound, Op: op, Link: l, Status: 404}
 	}
 	return mapErr(op, l, "", err)
+}
+
+// nextDigest is a token's N: a digest of the service's token for the page
+// after the one being read (nil or empty at the end).
+func nextDigest(cont *string) string {
+	if cont == nil || *cont == "" {
+		return feedHash("next")
+	}
+	return feedHash("next", *cont)
+}
+
+// errPageMoved refuses a read-feed token whose service page, read again,
+// no longer ends where it did.
+func errPageMoved(op, l string) error {
+	return store.Errorf(store.ErrBadRequest, op, l, "", "continuation token: the server returned more documents than asked for, and the page this token was issued in no longer ends where it did (documents deleted or created in it since), so the walk cannot resume there without skipping some: read again from its first page")
 }
 
 // rid is a stored document's "_rid".

@@ -20,7 +20,8 @@ import (
 // the emulator derives a database's and a collection's from names
 // (SHA-256): stable across restarts and processes, the same for a name
 // deleted and created again. A document's follows its place in the store's
-// read feed (appendSeqRID), as the service's follow creation; from its key
+// read feed (appendSeqRID), so they follow creation (Cosmos DB documents
+// no order of _rids: a unique, hierarchical, system-generated id); from its key
 // and id (appendDocRID) where the store keeps no such place. The bits
 // Cosmos DB's SDKs read to tell resource kinds apart are set as theirs:
 // collection ids have the top bit of their first byte clear (set means a
@@ -80,9 +81,9 @@ func appendDocRID(dst, coll []byte, pkText, id string) []byte {
 // significant first, each in a 6-bit group of its own (the 12th to 20th
 // characters of the text), and a last byte of 0 (a document). Digits of
 // 5 bits are written 'A'-'Z' and 'a'-'f', in ASCII order, so the texts of
-// one collection's documents sort as their seqs do, as the service's
-// _rids follow creation order (the cosmos backend resumes a read feed
-// after the last _rid taken). Unique below 2^45 documents created in a
+// one collection's documents sort as their seqs do, so a page put in _rid
+// order keeps the feed's order (the cosmos backend's resume needs no such
+// order: TestReadFeedResumeNeedsNoRIDOrder). Unique below 2^45 documents created in a
 // collection.
 func appendSeqRID(dst, coll []byte, seq uint64) []byte {
 	var out [16]byte

@@ -82,7 +82,20 @@ type TLSOptions struct {
 // when http.Server.TLSConfig is nil or offers "h2"). An HTTP/1.x one is
 // handed over through Listener's rewriting, so that net/http's own
 // refusals (431, 400, 501, 505, 417) are Cosmos-shaped over HTTPS as
-// over HTTP; it keeps its TLS state (http.Request.TLS is set). A
+// over HTTP; it keeps its TLS state (http.Request.TLS is set).
+//
+// Over HTTP/2 a header list past http.Server.MaxHeaderBytes (and the 320
+// bytes net/http adds) cannot be answered in Cosmos DB's shape, and stays
+// net/http's HTML 431: its HTTP/2 server runs a fixed handler for it in
+// place of the Server's (http2handleHeaderListTooLong in net/http's
+// h2_bundle.go, Go 1.26; http.HTTP2Config has no setting for it), and its
+// answer leaves HPACK-compressed, so a connection could only rewrite it by
+// decoding and re-encoding every header block of the connection. A larger
+// header list, in CONTINUATION frames past the limit, ends the connection
+// (GOAWAY) unanswered. The limit is advertised in
+// SETTINGS_MAX_HEADER_LIST_SIZE, and conforming clients (Go's, so azcosmos)
+// refuse such a request before sending it (TestHTTP2HeadersPastTheLimit).
+// A
 // plain-HTTP request to the HTTPS port is answered with a Cosmos-shaped
 // 400 naming https://.
 //

@@ -15,11 +15,19 @@ import (
 // non-empty, at most MaxIDLength bytes, valid UTF-8. The error wraps
 // ErrBadRequest and names the id.
 //
-// Cosmos DB's documentation forbids '/', '\\', '?' and '#' in ids, but the
-// service creates documents with them (and with spaces at the end, escape
-// sequences such as "%20", CR, LF or Tab), and so does the embedded store,
-// which docshard serve answers over: a faithful emulator accepts what the
-// service accepts. Its gateway then cannot address some of them by id: an
+// Cosmos DB's documentation forbids '/', '\\', '?' and '#' in ids (the SDKs'
+// Resource.Id references; the REST reference's Create Document says only
+// that an id has at most 255 characters), but the service creates
+// documents with them (and with spaces at the end, escape sequences such as
+// "%20", CR, LF or Tab): Microsoft's own emulator tests expect 201 Created
+// for each (azcosmos v1.5.0, emulator_cosmos_item_test.go,
+// TestItemIdEncodingRoutingGW: "Disallowed/Chars", "Disallowed\\Chars",
+// "Disallowed#Chars", "Disallowed?Chars"), and users report such documents
+// created and then unreadable by id (Azure/azure-cosmos-dotnet-v3 issues
+// 2606 and 4129). So does the embedded store, which docshard serve answers
+// over: a faithful emulator accepts what the service accepts, and refusing
+// them here would fail that suite (TestIDsAsTheGatewayReadsThem). The
+// service's gateway then cannot address some of them by id: an
 // id holding '/', '\\' or '#', ending in a space or holding an escape
 // sequence is refused by point reads, replaces and deletes over HTTP (401),
 // one holding a control character too (400); queries find them all. The

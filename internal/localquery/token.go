@@ -22,7 +22,9 @@ const TokenVersion = 2
 // nil for no bound); and, for a page of a query a service runs (the
 // Cosmos DB backend's service mode), the service's own token of the page
 // being read (ST) and, when the service page is put in _rid order, the
-// _rid of the last item taken from it (R). For results without positions,
+// _rid of the last item taken from it (R) and a digest of the token the
+// service gave for the page after it (N), which tells whether a re-read
+// of the page ends where the first read did. For results without positions,
 // W names the state of the collection they were computed over (the
 // embedded store: its process and the collection's version).
 //
@@ -35,6 +37,7 @@ type Token struct {
 	Hash string `json:"h"`
 	ST   string `json:"s,omitempty"`
 	R    string `json:"r,omitempty"`
+	N    string `json:"n,omitempty"`
 	C    uint64 `json:"c,omitempty"`
 	O    int    `json:"o,omitempty"`
 	P    *Pos   `json:"p,omitempty"`
