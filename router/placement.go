@@ -165,8 +165,9 @@ func (pl *placement) forRead(key any) (*route, []string, error) {
 // place is where a call on one key goes: links, where the key is read,
 // in order, and for a write target, the collection it is written to. rt
 // is the key's route; it is nil only for a string key placed without one
-// (its first miss lately, see routeCache) and read from one collection
-// (a write's: target), whose calls take the key itself (Client.storeKey).
+// (its first miss lately, see routeCache), whose calls take the key itself
+// (Client.storeKey); writePlace leaves it nil only where the key is read
+// from its target alone.
 type place struct {
 	rt     *route
 	links  []string
