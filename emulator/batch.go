@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,17 +98,20 @@ func (s *Server) batch(c *call, ref collRef) *apiError {
 			}
 		}
 	}
-	ctx := c.r.Context()
-	path, e := s.pathOf(ctx, ref)
-	if e != nil {
-		return e
+	path, res, e, err := s.runBatch(c.r.Context(), bt, ref, key, ops, epoch)
+	if err != nil || e != nil {
+		// A malformed patch is refused as a whole, before anything else
+		// the batch did wrong; the store compiled the patches already, so
+		// only a failed batch compiles them again to tell.
+		if i, pe := malformedPatch(ops); pe != nil {
+			pe.msg = fmt.Sprintf("batch operation %d: %s", i, pe.msg)
+			return pe
+		}
 	}
-	if e := checkKeyArity(key, path); e != nil {
-		return e
-	}
-	res, err := bt.ExecuteBatch(ctx, ref.link, key, ops, &store.BatchOptions{Epoch: epoch})
 	var be *store.BatchError
 	switch {
+	case e != nil:
+		return e
 	case errors.As(err, &be) && be.Index >= 0 && be.Index < len(ops):
 		return c.batchFailed(len(ops), be.Index, fromStore(be.Err))
 	case err != nil:
@@ -115,6 +119,20 @@ func (s *Server) batch(c *call, ref collRef) *apiError {
 	}
 	c.batchDone(ref, path, ops, res)
 	return nil
+}
+
+// runBatch checks the batch's key against the collection and runs it:
+// the collection's key paths and the store's answer (res, err), or e for
+// a request refused before the store is asked.
+func (s *Server) runBatch(ctx context.Context, bt store.Batcher, ref collRef, key any, ops []store.BatchOp, epoch int64) (path partitionkey.Paths, res []store.BatchResult, e *apiError, err error) {
+	if path, e = s.pathOf(ctx, ref); e != nil {
+		return nil, nil, e, nil
+	}
+	if e = checkKeyArity(key, path); e != nil {
+		return nil, nil, e, nil
+	}
+	res, err = bt.ExecuteBatch(ctx, ref.link, key, ops, &store.BatchOptions{Epoch: epoch})
+	return path, res, nil, err
 }
 
 // batchDone answers a batch that succeeded: 200 with every operation's

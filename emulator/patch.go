@@ -7,24 +7,45 @@ import (
 	"github.com/docshard/docshard/store"
 )
 
-// parsePatch reads and checks a batch's patch operation in its REST form
-// (docpatch.Decode, docpatch.Compile) into op.Patch and op.Condition,
-// before any document is read.
+// parsePatch reads a batch's patch operation in its REST form
+// (docpatch.Decode) into op.Patch and op.Condition. The store checks it
+// (docpatch.Compile, before any document is read), once; a batch the
+// store refuses is then asked malformedPatch, so that a malformed patch is
+// still answered as a malformed request.
 func parsePatch(op *store.BatchOp) *apiError {
 	ops, cond, err := docpatch.Decode(op.Doc)
-	if err == nil {
-		_, err = docpatch.Compile("", op.ID, ops, cond)
-	}
 	if err != nil {
-		e := fromStore(err)
-		var se *store.Error
-		if errors.As(err, &se) && se.Message != "" {
-			e.msg = se.Message // the batch's answer names the operation itself
-		}
-		return e
+		return patchRefusal(err)
 	}
 	op.Patch, op.Condition, op.Doc = ops, cond, nil
 	return nil
+}
+
+// malformedPatch returns the refusal of the first patch operation of ops
+// that does not compile (index i), or nil. It runs only for a batch that
+// failed, so a batch that succeeds compiles its patches once, in the
+// store.
+func malformedPatch(ops []store.BatchOp) (int, *apiError) {
+	for i, op := range ops {
+		if op.Kind != store.BatchPatch {
+			continue
+		}
+		if _, err := docpatch.Compile("", op.ID, op.Patch, op.Condition); err != nil {
+			return i, patchRefusal(err)
+		}
+	}
+	return 0, nil
+}
+
+// patchRefusal is the answer to a malformed patch operation of a batch:
+// its message names the operation itself.
+func patchRefusal(err error) *apiError {
+	e := fromStore(err)
+	var se *store.Error
+	if errors.As(err, &se) && se.Message != "" {
+		e.msg = se.Message
+	}
+	return e
 }
 
 // patch answers PATCH on a document: the store's Patcher applies the

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/resolver"
 	"github.com/docshard/docshard/store"
 )
@@ -22,11 +21,18 @@ import (
 // store.BatchResult per operation, or a *store.BatchError naming the
 // operation that failed (nothing written).
 //
-// Every document a create, replace or upsert writes must carry key (the
-// router reads it as it reads a Create's); one that carries another is
-// refused before anything is sent, with a *store.BatchError at its index
-// wrapping store.ErrBadRequest. A nil key is an error wrapping
-// resolver.ErrNoPartitionKey.
+// Every document a create, replace or upsert writes must carry key; one
+// that carries another is refused with nothing written, with a
+// *store.BatchError at its index wrapping store.ErrBadRequest. Every
+// store.Batcher checks this at the path its collection is partitioned by,
+// which under a resolver whose key is one path is the resolver's own
+// (EnsureCollections refuses a collection partitioned by another, whose
+// documents keyed reads would miss): there the router leaves the check to
+// the store. Where the store's check is not the resolver's (a composite
+// key, whose collections may be partitioned by its first path alone; a
+// resolver without a resolver.KeyDef) the router reads each document's key
+// as it reads a Create's and refuses a mismatch before anything is sent. A
+// nil key is an error wrapping resolver.ErrNoPartitionKey.
 //
 // During a reshard the batch is exact: it goes to the collection the key
 // is written to and read from, and a key frozen by the cutover waits for
@@ -39,9 +45,13 @@ import (
 // version, as for a frozen key); under a resolver that spreads a key over
 // collections (a spillover), with an error wrapping store.ErrBadRequest.
 //
-// Cost over the store's own ExecuteBatch: finding the resolver, placing
-// the key once, and reading the key of each document written (raw JSON is
-// scanned only as far as the key).
+// Cost over the store's own ExecuteBatch: finding the resolver and
+// placing the key, where it is read and where it is written (for a string
+// key placed before, two route-cache lookups under one hash; otherwise the
+// resolver's two placements, allocating nothing the first time a key is
+// seen lately); under a composite key or a resolver without a KeyDef,
+// reading the key of each document written too (raw JSON scanned only as
+// far as the key).
 func (c *Client) ExecuteBatch(ctx context.Context, dbLink string, key any, ops []store.BatchOp) ([]store.BatchResult, error) {
 	b, ok := c.caps.(store.Batcher)
 	if !ok {
@@ -51,67 +61,58 @@ func (c *Client) ExecuteBatch(ctx context.Context, dbLink string, key any, ops [
 		return nil, &resolver.KeyError{Err: resolver.ErrNoPartitionKey, Reason: "a transactional batch needs its partition key"}
 	}
 	return guarded(c, ctx, dbLink, func(ctx context.Context, e *dbEntry) ([]store.BatchResult, error) {
-		if err := batchKeys(e.pl, key, ops); err != nil {
-			return nil, err
+		if !e.pl.storeChecksKeys() {
+			if err := batchKeys(e.pl, key, ops); err != nil {
+				return nil, err
+			}
 		}
-		rt, target, err := e.pl.writePlace(key)
+		w, err := e.pl.writePlace(key)
 		if err != nil {
 			return nil, err
 		}
-		if len(rt.links) != 1 || rt.links[0] != target {
-			return nil, splitBatch(e.pl, key, target, rt.links)
+		if !w.one() {
+			return nil, splitBatch(e.pl, key, w.target, w.links)
 		}
-		wo, err := c.writeOptions(ctx, rt, target, "")
+		sk, err := c.storeKey(ctx, w, key, w.target)
 		if err != nil {
 			return nil, err
 		}
 		var bo *store.BatchOptions
-		if wo.Epoch != 0 {
-			bo = &store.BatchOptions{Epoch: wo.Epoch}
+		if e.pl.epoch != 0 {
+			bo = &store.BatchOptions{Epoch: e.pl.epoch}
 		}
-		return b.ExecuteBatch(ctx, target, wo.PartitionKey, ops, bo)
+		return b.ExecuteBatch(ctx, w.target, sk, ops, bo)
 	})
 }
 
-// batchKeys checks that every document a batch writes carries key. A
-// string key is compared in place with the document's (pl.stringKey),
-// allocating nothing.
+// storeChecksKeys reports whether a store's own check that a document
+// carries a write's key is the router's: the resolver's key is one path,
+// the one its collections are partitioned by.
+func (pl *placement) storeChecksKeys() bool { return !pl.kd.IsZero() && !pl.kd.Composite() }
+
+// batchKeys checks that every document a batch writes carries key
+// (placement.carriesKey: a string key is compared in place, allocating
+// nothing).
 func batchKeys(pl *placement, key any, ops []store.BatchOp) error {
-	ks, isString := key.(string)
-	var buf [64]byte
 	for i, op := range ops {
 		if op.Kind != store.BatchCreate && op.Kind != store.BatchReplace && op.Kind != store.BatchUpsert {
 			continue
 		}
-		if isString {
-			if text, ok := pl.stringKey(op.Doc, buf[:0]); ok && string(text) == ks {
-				continue
-			}
+		same, got, err := pl.carriesKey(op.Doc, key)
+		if err == nil && same {
+			continue
 		}
-		var got any
-		var err error
-		if !pl.kd.IsZero() {
-			got, err = pl.kd.ExtractBorrowed(op.Doc)
-		} else {
-			got, err = pl.r.PartitionKey(json.RawMessage(op.Doc))
+		id := op.ID
+		if id == "" {
+			var d struct{ ID string }
+			_ = json.Unmarshal(op.Doc, &d)
+			id = d.ID
 		}
-		same := false
-		if err == nil {
-			same, err = partitionkey.Equal(got, key)
+		msg := fmt.Sprintf("the document's partition key (%v) is not the batch's (%v): a transactional batch writes the documents of one key", got, key)
+		if err != nil {
+			msg = fmt.Sprintf("the document's partition key: %v", err)
 		}
-		if err != nil || !same {
-			id := op.ID
-			if id == "" {
-				var d struct{ ID string }
-				_ = json.Unmarshal(op.Doc, &d)
-				id = d.ID
-			}
-			msg := fmt.Sprintf("the document's partition key (%v) is not the batch's (%v): a transactional batch writes the documents of one key", got, key)
-			if err != nil {
-				msg = fmt.Sprintf("the document's partition key: %v", err)
-			}
-			return &store.BatchError{Index: i, Err: &store.Error{Kind: store.ErrBadRequest, Op: op.Kind.String(), ID: id, Message: msg}}
-		}
+		return &store.BatchError{Index: i, Err: &store.Error{Kind: store.ErrBadRequest, Op: op.Kind.String(), ID: id, Message: msg}}
 	}
 	return nil
 }

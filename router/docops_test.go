@@ -138,7 +138,7 @@ func TestExecuteBatchRouted(t *testing.T) {
 	assert.Equal(t, 1, be.Index)
 	require.ErrorIs(t, err, store.ErrBadRequest)
 	assert.Contains(t, err.Error(), `"z"`)
-	assert.Contains(t, err.Error(), "is not the batch's")
+	assert.Contains(t, err.Error(), `"other"`, "names the document's key (the store's check: one key path)")
 	_, err = c.Read(ctx, db, "y", "k")
 	require.ErrorIs(t, err, store.ErrNotFound, "nothing sent")
 

@@ -2,13 +2,11 @@ package router
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/docshard/docshard/internal/docpatch"
 	"github.com/docshard/docshard/internal/opt"
-	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/store"
 )
 
@@ -65,47 +63,31 @@ func (c *Client) Patch(ctx context.Context, dbLink, id string, key any, ops []st
 	})
 }
 
-// writePlace returns the route of a write on key (where it is read) and
-// the collection it is written to; a key frozen by a reshard's cutover is
-// an error wrapping resolver.ErrMoving (ResolveForCreate's), which
-// guarded waits on.
-func (pl *placement) writePlace(key any) (*route, string, error) {
-	rt, err := pl.forKey(key)
-	if err != nil {
-		return nil, "", err
-	}
-	target, err := pl.createTarget(key)
-	if err != nil {
-		return nil, "", err
-	}
-	return rt, target, nil
-}
-
 func (c *Client) patch(ctx context.Context, e *dbEntry, p store.Patcher, id string, key any, ops []store.PatchOp, o PatchOptions) (*store.Document, error) {
-	rt, target, err := e.pl.writePlace(key)
+	w, err := e.pl.writePlace(key)
 	if err != nil {
 		return nil, err
 	}
 	at := func(l string) (*store.Document, error) {
-		wo, err := c.writeOptions(ctx, rt, l, o.IfMatch)
+		sk, err := c.storeKey(ctx, w, key, l)
 		if err != nil {
 			return nil, err
 		}
-		return p.Patch(ctx, l, id, ops, &store.PatchOptions{PartitionKey: wo.PartitionKey, IfMatch: o.IfMatch, Condition: o.Condition, Epoch: wo.Epoch})
+		return p.Patch(ctx, l, id, ops, &store.PatchOptions{PartitionKey: sk, IfMatch: o.IfMatch, Condition: o.Condition, Epoch: e.pl.epoch})
 	}
-	if len(rt.links) == 1 && rt.links[0] == target {
-		return at(target) // the common case: one place, where the document stays
+	if w.one() {
+		return at(w.target) // the common case: one place, where the document stays
 	}
 	spec, err := docpatch.Compile("", id, ops, o.Condition)
 	if err != nil {
 		return nil, err // refused before the document is looked for, as the store refuses it
 	}
-	source, old, err := c.find(ctx, rt, id)
+	source, old, err := c.find(ctx, w.rt, id)
 	if err != nil {
 		return nil, err
 	}
-	if source == target {
-		return at(target)
+	if source == w.target {
+		return at(w.target)
 	}
 	if o.IfMatch != "" && o.IfMatch != old.ETag {
 		return nil, &store.Error{Kind: store.ErrPreconditionFailed, Op: "patch", Link: source, ID: id, Message: fmt.Sprintf("If-Match %s, stored ETag %s", o.IfMatch, old.ETag)}
@@ -114,21 +96,8 @@ func (c *Client) patch(ctx context.Context, e *dbEntry, p store.Patcher, id stri
 	if err != nil {
 		return nil, err
 	}
-	if err := samePatchedKey(e, body, key, source, id); err != nil {
-		return nil, err
+	if same, _, err := e.pl.carriesKey(body, key); err != nil || !same {
+		return nil, &store.Error{Kind: store.ErrBadRequest, Op: "patch", Link: source, ID: id, Message: "a patch cannot change the document's partition key"}
 	}
-	return c.move(ctx, id, body, source, target, rt, rt, old.ETag)
-}
-
-// samePatchedKey refuses a patched document whose key (as the resolver
-// reads it) is no longer key: a patch never changes the partition key.
-func samePatchedKey(e *dbEntry, body []byte, key any, l, id string) error {
-	got, err := e.pl.r.PartitionKey(json.RawMessage(body))
-	if err == nil {
-		var same bool
-		if same, err = partitionkey.Equal(got, key); err == nil && same {
-			return nil
-		}
-	}
-	return &store.Error{Kind: store.ErrBadRequest, Op: "patch", Link: l, ID: id, Message: "a patch cannot change the document's partition key"}
+	return c.move(ctx, id, body, source, w.target, w.rt, w.rt, old.ETag)
 }

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -161,6 +162,84 @@ func (pl *placement) forRead(key any) (*route, []string, error) {
 	return rt, nil, nil
 }
 
+// place is where a call on one key goes: links, where the key is read,
+// in order, and for a write target, the collection it is written to. rt
+// is the key's route; it is nil only for a string key placed without one
+// (its first miss lately, see routeCache), whose calls take the key itself
+// (Client.storeKey); writePlace leaves it nil only where the key is read
+// from its target alone.
+type place struct {
+	rt     *route
+	links  []string
+	target string
+}
+
+// one reports whether the key is read from the one collection it is
+// written to: the write's common case, one store call where the document
+// stays.
+func (w place) one() bool { return len(w.links) == 1 && w.links[0] == w.target }
+
+// writePlace places a write on key: where it is read (ResolveForRead) and
+// where it is written (ResolveForCreate; a key frozen by a reshard's
+// cutover is an error wrapping resolver.ErrMoving, which guarded waits
+// on). A string key is hashed once for both route-cache tables; on its
+// first miss lately nothing is allocated or cached (the write costs the
+// resolver's two placements), after that its route and create link are
+// cached as forKey and createTarget cache them.
+func (pl *placement) writePlace(key any) (place, error) {
+	s, isString := key.(string)
+	if !isString || pl.cache == nil {
+		rt, err := pl.forKey(key)
+		if err != nil {
+			return place{}, err
+		}
+		target, err := pl.createTarget(key)
+		return place{rt: rt, links: rt.links, target: target}, err
+	}
+	rt, h, slot := pl.cache.readRoute(s)
+	var links []string
+	if rt != nil {
+		links = rt.links
+	} else {
+		var err error
+		if links, err = pl.r.ResolveForRead(key); err != nil {
+			return place{}, err
+		}
+	}
+	target, cached := pl.cache.createLinkString(h, s)
+	if !cached {
+		var err error
+		if target, err = pl.r.ResolveForCreate(key); err != nil {
+			return place{}, err
+		}
+	}
+	if rt == nil && slot != nil { // the key's second miss: cache it
+		rt = newRoute(h, s, links, key, pl.epoch)
+		slot.Store(rt)
+	}
+	if !cached && rt != nil {
+		pl.cache.putCreate(h, s, target)
+	}
+	w := place{rt: rt, links: links, target: target}
+	if rt == nil && !w.one() {
+		w.rt = newRoute(h, s, links, key, pl.epoch) // for the rare paths, which read through a route
+	}
+	return w, nil
+}
+
+// storeKey returns the partition key the store takes for a call on key,
+// placed at p, in collection l: the key itself for a string key placed
+// without a route, else as the route's read and write options give it.
+func (c *Client) storeKey(ctx context.Context, p place, key any, l string) (any, error) {
+	switch {
+	case p.rt == nil:
+		return partitionkey.CollectionKey(key), nil
+	case p.rt.full == nil:
+		return p.rt.wo.PartitionKey, nil
+	}
+	return c.keys.Key(ctx, c.st, l, p.rt.full)
+}
+
 // forKeyText is forKey for a string key held as bytes (a key read in place
 // from raw JSON), whose route-cache hash is h: a cached route costs no
 // allocation.
@@ -312,6 +391,30 @@ func (pl *placement) stringKey(raw, buf []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return rv[0].AppendText(buf), true
+}
+
+// carriesKey reports whether the raw JSON document doc carries key, as
+// the resolver reads documents: a string key is compared in place with
+// the document's (stringKey), allocating nothing; any other is read (by
+// the resolver's KeyDef in place, else by the resolver) and compared with
+// partitionkey.Equal. got is the key read, for a message, when it is not
+// key; err says why the document's key could not be read.
+func (pl *placement) carriesKey(doc []byte, key any) (same bool, got any, err error) {
+	if ks, ok := key.(string); ok {
+		var buf [64]byte
+		if text, ok := pl.stringKey(doc, buf[:0]); ok && string(text) == ks {
+			return true, nil, nil
+		}
+	}
+	if !pl.kd.IsZero() {
+		got, err = pl.kd.ExtractBorrowed(doc)
+	} else {
+		got, err = pl.r.PartitionKey(json.RawMessage(doc))
+	}
+	if err == nil {
+		same, err = partitionkey.Equal(got, key)
+	}
+	return same, got, err
 }
 
 // forQuery returns the collections a query with this partition key runs on

@@ -59,19 +59,22 @@ func (c *Client) ReadMany(ctx context.Context, dbLink string, items []ReadItem) 
 	out := make([]ReadManyResult, len(items))
 	groups := map[string][]int{} // collection -> indexes of its items
 	var order []string           // the collections, in the order first named
-	routes := make([]*route, len(items))
+	placed := make([]place, len(items))
 	var apart []int // items read collection after collection
 	for i, it := range items {
-		rt, err := e.pl.forKey(it.Key)
+		rt, links, err := e.pl.forRead(it.Key)
 		if err != nil {
 			return nil, fmt.Errorf("router: ReadMany item %d (id %q): %w", i, it.ID, err)
 		}
-		routes[i] = rt
-		if len(rt.links) != 1 {
+		if rt != nil {
+			links = rt.links
+		}
+		placed[i] = place{rt: rt, links: links}
+		if len(links) != 1 {
 			apart = append(apart, i)
 			continue
 		}
-		l := rt.links[0]
+		l := links[0]
 		if _, ok := groups[l]; !ok {
 			order = append(order, l)
 		}
@@ -86,22 +89,22 @@ func (c *Client) ReadMany(ctx context.Context, dbLink string, items []ReadItem) 
 	}
 	if tasks == 1 && len(order) == 1 && many {
 		// One collection: no goroutine.
-		return out, c.readGroup(ctx, mr, order[0], groups[order[0]], items, routes, out)
+		return out, c.readGroup(ctx, mr, order[0], groups[order[0]], items, placed, out)
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(parallelism(c.opts.MaxDegreeOfParallelism, tasks))
 	for _, l := range order {
 		idx := groups[l]
 		if many {
-			g.Go(func() error { return c.readGroup(gctx, mr, l, idx, items, routes, out) })
+			g.Go(func() error { return c.readGroup(gctx, mr, l, idx, items, placed, out) })
 			continue
 		}
 		for _, i := range idx {
-			g.Go(func() error { return c.readOne(gctx, items, routes, out, i) })
+			g.Go(func() error { return c.readOne(gctx, items, placed, out, i) })
 		}
 	}
 	for _, i := range apart {
-		g.Go(func() error { return c.readOne(gctx, items, routes, out, i) })
+		g.Go(func() error { return c.readOne(gctx, items, placed, out, i) })
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
@@ -110,14 +113,14 @@ func (c *Client) ReadMany(ctx context.Context, dbLink string, items []ReadItem) 
 }
 
 // readGroup reads the items idx of collection l with one ManyReader call.
-func (c *Client) readGroup(ctx context.Context, mr store.ManyReader, l string, idx []int, items []ReadItem, routes []*route, out []ReadManyResult) error {
+func (c *Client) readGroup(ctx context.Context, mr store.ManyReader, l string, idx []int, items []ReadItem, placed []place, out []ReadManyResult) error {
 	refs := make([]store.ItemRef, len(idx))
 	for j, i := range idx {
-		ro, err := c.readOptions(ctx, routes[i], l)
+		sk, err := c.storeKey(ctx, placed[i], items[i].Key, l)
 		if err != nil {
 			return fmt.Errorf("router: ReadMany item %d (id %q): %w", i, items[i].ID, err)
 		}
-		refs[j] = store.ItemRef{ID: items[i].ID, PartitionKey: ro.PartitionKey}
+		refs[j] = store.ItemRef{ID: items[i].ID, PartitionKey: sk}
 	}
 	docs, err := mr.ReadMany(ctx, l, refs)
 	if err != nil {
@@ -132,8 +135,14 @@ func (c *Client) readGroup(ctx context.Context, mr store.ManyReader, l string, i
 }
 
 // readOne reads item i as Read does.
-func (c *Client) readOne(ctx context.Context, items []ReadItem, routes []*route, out []ReadManyResult, i int) error {
-	_, d, err := c.find(ctx, routes[i], items[i].ID)
+func (c *Client) readOne(ctx context.Context, items []ReadItem, placed []place, out []ReadManyResult, i int) error {
+	var d *store.Document
+	var err error
+	if p := placed[i]; p.rt != nil {
+		_, d, err = c.find(ctx, p.rt, items[i].ID)
+	} else {
+		_, d, err = c.findIn(ctx, p.links, items[i].ID, &store.ReadOptions{PartitionKey: partitionkey.CollectionKey(items[i].Key)}, nil)
+	}
 	switch {
 	case err == nil:
 		out[i] = ReadManyResult{Document: d, Found: true}
