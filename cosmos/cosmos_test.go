@@ -2,7 +2,6 @@ package cosmos_test
 
 import (
 	"maps"
-	"os"
 	"testing"
 	"time"
 
@@ -11,16 +10,12 @@ import (
 	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/cosmos/cosmostest"
 	"github.com/docshard/docshard/emulator/emulatortest"
+	"github.com/docshard/docshard/internal/testserver"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/storetest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	cosmostest.StopShared()
-	emulatortest.StopShared()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testserver.Main(m, cosmostest.StopShared, emulatortest.StopShared) }
 
 // cosmiumStore connects to the shared cosmium. cosmium's query engine is
 // not faithful, so queries are evaluated here (QueryLocal).

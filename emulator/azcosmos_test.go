@@ -27,13 +27,10 @@ import (
 
 	"github.com/docshard/docshard/emulator"
 	"github.com/docshard/docshard/emulator/emulatortest"
+	"github.com/docshard/docshard/internal/testserver"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	emulatortest.StopShared()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testserver.Main(m, emulatortest.StopShared) }
 
 // newClient returns an azcosmos client of the server, which returns
 // documents on writes and never retries (so statuses are the server's).

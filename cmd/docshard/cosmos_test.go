@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,13 +11,10 @@ import (
 
 	"github.com/docshard/docshard/cosmos/cosmostest"
 	"github.com/docshard/docshard/emulator/emulatortest"
+	"github.com/docshard/docshard/internal/testserver"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	cosmostest.StopShared()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testserver.Main(m, cosmostest.StopShared) }
 
 // TestLoadAndQueryOnCosmos drives load and query with store.kind cosmos
 // against the local cosmium server.
