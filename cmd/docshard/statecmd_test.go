@@ -26,11 +26,7 @@ func TestStateCommands(t *testing.T) {
 	require.Equal(t, 1, code)
 	assert.Contains(t, errOut, "no shared state document yet")
 
-	var lines strings.Builder
-	for i := range 20 {
-		fmt.Fprintf(&lines, `{"id":"%d","userId":"user%d"}`+"\n", i, i)
-	}
-	code, out, errOut := runCLI(t, lines.String(), "load", "-c", cfg, "-")
+	code, out, errOut := runCLI(t, oneUserEach(20), "load", "-c", cfg, "-")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "20 documents loaded")
 	assert.Contains(t, errOut, "the file's resolver is now its version 1")
@@ -113,17 +109,9 @@ databases:
 // object per line with --json.
 func TestJSONOutputs(t *testing.T) {
 	dir := t.TempDir()
-	cfg := writeFile(t, dir, "app.yaml", `store: {kind: embedded, path: data}
-databases:
-  - link: dbs/app
-    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/app/colls/u0, dbs/app/colls/u1]}
-`)
+	cfg := writeFile(t, dir, "app.yaml", oneRing)
 	next := writeFile(t, dir, "next.json", `{"kind":"hash","partitionKey":"/userId","collections":["dbs/app/colls/u0","dbs/app/colls/u1","dbs/app/colls/u2"]}`)
-	var lines strings.Builder
-	for i := range 30 {
-		fmt.Fprintf(&lines, `{"id":"%d","userId":"user%d"}`+"\n", i, i)
-	}
-	code, _, errOut := runCLI(t, lines.String(), "load", "-c", cfg, "-")
+	code, _, errOut := runCLI(t, oneUserEach(30), "load", "-c", cfg, "-")
 	require.Equal(t, 0, code, errOut)
 
 	code, out, errOut := runCLI(t, "", "plan", "-c", cfg, "--next", next, "--keys", "3000", "--json")
@@ -211,18 +199,23 @@ func loadedOne(t *testing.T) (cfg string, st *memstore.Store) {
 	return cfg, st
 }
 
+// publishPhase publishes a version of dbs/app's state with phase (JSON)
+// and reason, by "test".
+func publishPhase(t *testing.T, st store.Store, phase, reason string) {
+	ctx := context.Background()
+	s, err := shardstate.Load(ctx, st, "dbs/app")
+	require.NoError(t, err)
+	_, err = shardstate.Publish(ctx, st, s, shardstate.Change{Phase: json.RawMessage(phase), By: "test", Reason: reason})
+	require.NoError(t, err)
+}
+
 // TestHistoryGroupsProgress: versions that only record a change's
 // progress (same resolver, same step) are one line of state history, so a
 // reshard reads as a few lines, not dozens.
 func TestHistoryGroupsProgress(t *testing.T) {
 	cfg, st := loadedOne(t)
-	ctx := context.Background()
 	for i := range 3 {
-		s, err := shardstate.Load(ctx, st, "dbs/app")
-		require.NoError(t, err)
-		phase := fmt.Sprintf(`{"reshard":{"id":"r1","step":"published","started":"2026-11-27T10:00:00Z","copy":{"dbs/app/colls/u0":"pos%d"}}}`, i)
-		_, err = shardstate.Publish(ctx, st, s, shardstate.Change{Phase: json.RawMessage(phase), By: "test"})
-		require.NoError(t, err)
+		publishPhase(t, st, fmt.Sprintf(`{"reshard":{"id":"r1","step":"published","started":"2026-11-27T10:00:00Z","copy":{"dbs/app/colls/u0":"pos%d"}}}`, i), "")
 	}
 	require.NoError(t, st.Close())
 	code, out, errOut := runCLI(t, "", "state", "history", "-c", cfg)
@@ -240,13 +233,7 @@ func TestHistoryGroupsProgress(t *testing.T) {
 // resolver and step are those of the version before.
 func TestHistoryOldAndNew(t *testing.T) {
 	cfg, st := loadedOne(t)
-	ctx := context.Background()
-	publish := func(phase, reason string) {
-		s, err := shardstate.Load(ctx, st, "dbs/app")
-		require.NoError(t, err)
-		_, err = shardstate.Publish(ctx, st, s, shardstate.Change{Phase: json.RawMessage(phase), By: "test", Reason: reason})
-		require.NoError(t, err)
-	}
+	publish := func(phase, reason string) { publishPhase(t, st, phase, reason) }
 	for i := range 3 { // versions 2-4: an earlier release's progress
 		publish(fmt.Sprintf(`{"reshard":{"id":"r1","step":"copy","started":"2026-11-27T10:00:00Z","copy":{"dbs/app/colls/u0":"pos%d"}}}`, i), "")
 	}
