@@ -29,6 +29,30 @@ func stateCalls(s fleetsim.Snapshot) map[string]fleetsim.Usage {
 	return out
 }
 
+// meteredFollowers starts n Followers of db, the i-th with opts(i), over
+// one embedded store whose calls meter counts, its state initialised; they
+// close when the test ends.
+func meteredFollowers(t *testing.T, n int, opts func(i int) *router.FollowOptions) (*fleetsim.Counter, store.Store) {
+	meter := fleetsim.NewCounter(nil)
+	cs := meter.Wrap(newMem(t))
+	_, err := shardstate.Init(ctx, cs, db, ring(t, 2), nil)
+	require.NoError(t, err)
+	for i := range n {
+		follow(t, router.New(cs, nil), opts(i))
+	}
+	return meter, cs
+}
+
+// stateWindow lets the followers run for about d and returns what the
+// state collection took meanwhile (stateCalls) and the window's length,
+// whatever it turned out to be.
+func stateWindow(meter *fleetsim.Counter, d time.Duration) (map[string]fleetsim.Usage, time.Duration) {
+	before := meter.Snapshot()
+	start := time.Now()
+	time.Sleep(d)
+	return stateCalls(meter.Snapshot().Sub(before)), time.Since(start)
+}
+
 // writesOf counts u's document writes.
 func writesOf(u fleetsim.Usage) int {
 	return int(u.Calls[fleetsim.Create] + u.Calls[fleetsim.Upsert] + u.Calls[fleetsim.Replace] + u.Calls[fleetsim.Delete])
@@ -64,22 +88,10 @@ func TestControlPlaneCost(t *testing.T) {
 		lease = time.Second // long: a poll's calls time out after it, and a slow machine must not lose leases
 		renew = 200 * time.Millisecond
 	)
-	meter := fleetsim.NewCounter(nil)
-	cs := meter.Wrap(newMem(t))
-	_, err := shardstate.Init(ctx, cs, db, ring(t, 2), nil)
-	require.NoError(t, err)
-	for i := range n {
-		c := router.New(cs, nil)
-		f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: poll, LeaseDuration: lease, RenewInterval: renew, RouterID: fmt.Sprintf("router-%d", i)})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = f.Close() })
-	}
-
-	before := meter.Snapshot()
-	start := time.Now()
-	time.Sleep(5 * renew) // the window measured, whatever its length turns out to be
-	calls := stateCalls(meter.Snapshot().Sub(before))
-	e := time.Since(start)
+	meter, cs := meteredFollowers(t, n, func(i int) *router.FollowOptions {
+		return &router.FollowOptions{PollInterval: poll, LeaseDuration: lease, RenewInterval: renew, RouterID: fmt.Sprintf("router-%d", i)}
+	})
+	calls, e := stateWindow(meter, 5*renew)
 	routers := leaseHolders(t, cs)
 
 	perRouter := float64(e)/float64(renew) + 1 // the most renewals a router makes in the window
@@ -115,8 +127,8 @@ func TestControlPlaneCost(t *testing.T) {
 	// due), and a wait that reads the stale leases only.
 	cur, err := shardstate.Load(ctx, cs, db)
 	require.NoError(t, err)
-	before = meter.Snapshot()
-	start = time.Now()
+	before := meter.Snapshot()
+	start := time.Now()
 	next, err := shardstate.Publish(ctx, cs, cur, shardstate.Change{Resolver: ring(t, 3)})
 	require.NoError(t, err)
 	polls := 0
@@ -218,20 +230,10 @@ func TestShareLeaseCost(t *testing.T) {
 		poll  = 20 * time.Millisecond
 		renew = 200 * time.Millisecond
 	)
-	meter := fleetsim.NewCounter(nil)
-	cs := meter.Wrap(newMem(t))
-	_, err := shardstate.Init(ctx, cs, db, ring(t, 2), nil)
-	require.NoError(t, err)
-	for range n {
-		f, err := router.New(cs, nil).Follow(ctx, db, &router.FollowOptions{PollInterval: poll, LeaseDuration: 5 * poll, RenewInterval: renew, ShareLease: true})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = f.Close() })
-	}
-	before := meter.Snapshot()
-	start := time.Now()
-	time.Sleep(5 * renew) // the window measured, whatever its length turns out to be
-	calls := stateCalls(meter.Snapshot().Sub(before))
-	e := time.Since(start)
+	meter, cs := meteredFollowers(t, n, func(int) *router.FollowOptions {
+		return &router.FollowOptions{PollInterval: poll, LeaseDuration: 5 * poll, RenewInterval: renew, ShareLease: true}
+	})
+	calls, e := stateWindow(meter, 5*renew)
 	writes := 0
 	for p, u := range calls {
 		if strings.HasPrefix(p, "lease") {
