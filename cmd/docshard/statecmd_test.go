@@ -209,19 +209,31 @@ func publishPhase(t *testing.T, st store.Store, phase, reason string) {
 	require.NoError(t, err)
 }
 
+// publishProgress publishes versions 2 to 4 of dbs/app's state, each
+// recording a reshard's progress at step, with no reason (as an earlier
+// release wrote them).
+func publishProgress(t *testing.T, st store.Store, step string) {
+	for i := range 3 {
+		publishPhase(t, st, fmt.Sprintf(`{"reshard":{"id":"r1","step":%q,"started":"2026-11-27T10:00:00Z","copy":{"dbs/app/colls/u0":"pos%d"}}}`, step, i), "")
+	}
+}
+
+// historyLines closes st and returns the lines of state history.
+func historyLines(t *testing.T, cfg string, st store.Store) []string {
+	require.NoError(t, st.Close())
+	code, out, errOut := runCLI(t, "", "state", "history", "-c", cfg)
+	require.Equal(t, 0, code, errOut)
+	return strings.Split(strings.TrimSpace(out), "\n")
+}
+
 // TestHistoryGroupsProgress: versions that only record a change's
 // progress (same resolver, same step) are one line of state history, so a
 // reshard reads as a few lines, not dozens.
 func TestHistoryGroupsProgress(t *testing.T) {
 	cfg, st := loadedOne(t)
-	for i := range 3 {
-		publishPhase(t, st, fmt.Sprintf(`{"reshard":{"id":"r1","step":"published","started":"2026-11-27T10:00:00Z","copy":{"dbs/app/colls/u0":"pos%d"}}}`, i), "")
-	}
-	require.NoError(t, st.Close())
-	code, out, errOut := runCLI(t, "", "state", "history", "-c", cfg)
-	require.Equal(t, 0, code, errOut)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 2, out)
+	publishProgress(t, st, "published")
+	lines := historyLines(t, cfg, st)
+	require.Len(t, lines, 2, lines)
 	assert.True(t, strings.HasPrefix(lines[1], "2-4\t"), lines[1])
 	assert.Contains(t, lines[1], "being resharded (step published, started 2026-11-27T10:00:00Z) (3 versions recording its progress)")
 }
@@ -234,25 +246,21 @@ func TestHistoryGroupsProgress(t *testing.T) {
 func TestHistoryOldAndNew(t *testing.T) {
 	cfg, st := loadedOne(t)
 	publish := func(phase, reason string) { publishPhase(t, st, phase, reason) }
-	for i := range 3 { // versions 2-4: an earlier release's progress
-		publish(fmt.Sprintf(`{"reshard":{"id":"r1","step":"copy","started":"2026-11-27T10:00:00Z","copy":{"dbs/app/colls/u0":"pos%d"}}}`, i), "")
-	}
+	// Versions 2-4: an earlier release's progress.
+	publishProgress(t, st, "copy")
 	publish(`{"reshard":{"id":"r1","step":"copy","started":"2026-11-27T10:00:00Z"}}`, "reshard 1 → 1 collection: resumed by b") // 5
 	publish(`{"reshard":{"id":"r1","step":"copy","started":"2026-11-27T10:00:00Z"}}`, "reshard 1 → 1 collection: resumed by c") // 6
 	publish(`null`, "reshard 1 → 1 collection done: the moved documents removed from their sources")                            // 7
-	require.NoError(t, st.Close())
 
-	code, out, errOut := runCLI(t, "", "state", "history", "-c", cfg)
-	require.Equal(t, 0, code, errOut)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 5, out)
+	lines := historyLines(t, cfg, st)
+	require.Len(t, lines, 5, lines)
 	assert.True(t, strings.HasPrefix(lines[1], "2-4\t"), lines[1])
 	assert.Contains(t, lines[1], "being resharded (step copy, started 2026-11-27T10:00:00Z) (3 versions recording its progress)")
 	assert.Regexp(t, `^5\tepoch 1\t\S+\ttest\treshard 1 → 1 collection: resumed by b; routes by hash over 1 collection\(s\): dbs/app/colls/u0$`, lines[2])
 	assert.Regexp(t, `^6\t.*resumed by c;`, lines[3])
 	assert.Regexp(t, `^7\t.*\treshard 1 → 1 collection done: the moved documents removed from their sources; routes by hash over 1 collection\(s\)`, lines[4])
 
-	code, out, errOut = runCLI(t, "", "state", "history", "-c", cfg, "--json")
+	code, out, errOut := runCLI(t, "", "state", "history", "-c", cfg, "--json")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, `"reason":"reshard 1 → 1 collection: resumed by b"`)
 }
