@@ -72,16 +72,21 @@ func TestConformanceCosmium(t *testing.T) {
 	storetest.Run(t, cosmiumStore, &storetest.Options{Database: "storetest" + time.Now().Format("150405"), Skip: skips})
 }
 
-// TestRouterOracleOnCosmium runs the router's oracle test over the
-// cosmium-backed store: the same documents in one container and spread over
-// 2 and 7 containers answer a generated corpus of queries alike, whole and
-// page by page from resumed tokens, through the real azcosmos client.
-func TestRouterOracleOnCosmium(t *testing.T) {
-	cfg := routertest.Config{Store: newCosmium, Docs: 150, Queries: 60, Splits: []int{2, 7}, PageSizes: []int{3, 17}, Seed: 7}
-	if testing.Short() {
-		cfg.Queries = 20
+// TestRouterOracle runs the router's oracle test over the backend, against
+// cosmium and against docshard's emulator: the same documents in one
+// container and spread over 2 and 7 containers answer a generated corpus of
+// queries alike, whole and page by page from resumed tokens, through the
+// real azcosmos client.
+func TestRouterOracle(t *testing.T) {
+	for name, st := range map[string]func(testing.TB) store.Store{"cosmium": newCosmium, "emulator": emulatorStore} {
+		t.Run(name, func(t *testing.T) {
+			cfg := routertest.Config{Store: st, Docs: 150, Queries: 60, Splits: []int{2, 7}, PageSizes: []int{3, 17}, Seed: 7}
+			if testing.Short() {
+				cfg.Queries = 20
+			}
+			routertest.Run(t, cfg)
+		})
 	}
-	routertest.Run(t, cfg)
 }
 
 // TestTieOrder: the check every store that pages a query itself runs, on
