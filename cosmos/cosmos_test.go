@@ -2,7 +2,6 @@ package cosmos_test
 
 import (
 	"maps"
-	"os"
 	"testing"
 	"time"
 
@@ -11,16 +10,14 @@ import (
 	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/cosmos/cosmostest"
 	"github.com/docshard/docshard/emulator/emulatortest"
+	"github.com/docshard/docshard/internal/localquery/localquerytest"
+	"github.com/docshard/docshard/internal/testserver"
+	"github.com/docshard/docshard/router/routertest"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/storetest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	cosmostest.StopShared()
-	emulatortest.StopShared()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testserver.Main(m, cosmostest.StopShared, emulatortest.StopShared) }
 
 // cosmiumStore connects to the shared cosmium. cosmium's query engine is
 // not faithful, so queries are evaluated here (QueryLocal).
@@ -73,4 +70,35 @@ func TestConformanceCosmium(t *testing.T) {
 		skips[k] = cosmiumNoChangeFeed
 	}
 	storetest.Run(t, cosmiumStore, &storetest.Options{Database: "storetest" + time.Now().Format("150405"), Skip: skips})
+}
+
+// TestRouterOracle runs the router's oracle test over the backend, against
+// cosmium and against docshard's emulator: the same documents in one
+// container and spread over 2 and 7 containers answer a generated corpus of
+// queries alike, whole and page by page from resumed tokens, through the
+// real azcosmos client.
+func TestRouterOracle(t *testing.T) {
+	for name, st := range map[string]func(testing.TB) store.Store{"cosmium": newCosmium, "emulator": emulatorStore} {
+		t.Run(name, func(t *testing.T) {
+			cfg := routertest.Config{Store: st, Docs: 150, Queries: 60, Splits: []int{2, 7}, PageSizes: []int{3, 17}, Seed: 7}
+			if testing.Short() {
+				cfg.Queries = 20
+			}
+			routertest.Run(t, cfg)
+		})
+	}
+}
+
+// TestTieOrder: the check every store that pages a query itself runs, on
+// the local evaluation, whole (QueryLocal) and with the WHERE pushed down
+// (QueryAuto); cosmium returns documents in an order that changes from one
+// read to the next.
+func TestTieOrder(t *testing.T) {
+	for _, mode := range []cosmos.QueryMode{cosmos.QueryLocal, cosmos.QueryAuto} {
+		s := cosmiumWith(t, mode)
+		l := "dbs/ties/colls/c" + time.Now().Format("150405.000000")
+		require.NoError(t, s.CreateCollection(t.Context(), l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+		localquerytest.TieDocs(t, s, l, 40)
+		localquerytest.TieOrder(t, s, l, func() { cosmos.ForgetCursors(s) })
+	}
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/emulator/emulatortest"
-	"github.com/docshard/docshard/router/routertest"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/storetest"
 )
@@ -32,17 +31,6 @@ func emulatorStore(t testing.TB) store.Store {
 func TestConformanceEmulator(t *testing.T) {
 	srv := emulatortest.Shared(t)
 	storetest.Run(t, func(t *testing.T) store.Store { return emulatorStore(t) }, &storetest.Options{Advance: srv.Advance})
-}
-
-// TestRouterOracleOnEmulator runs the router's oracle over the backend
-// against docshard's emulator, as TestRouterOracleOnCosmium does against
-// cosmium.
-func TestRouterOracleOnEmulator(t *testing.T) {
-	cfg := routertest.Config{Store: emulatorStore, Docs: 150, Queries: 60, Splits: []int{2, 7}, PageSizes: []int{3, 17}, Seed: 7}
-	if testing.Short() {
-		cfg.Queries = 20
-	}
-	routertest.Run(t, cfg)
 }
 
 // TestChangeFeedOfRecreatedCollection: a change-feed token of a collection

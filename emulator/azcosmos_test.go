@@ -6,6 +6,7 @@ package emulator_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,13 +28,10 @@ import (
 
 	"github.com/docshard/docshard/emulator"
 	"github.com/docshard/docshard/emulator/emulatortest"
+	"github.com/docshard/docshard/internal/testserver"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	emulatortest.StopShared()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testserver.Main(m, emulatortest.StopShared) }
 
 // newClient returns an azcosmos client of the server, which returns
 // documents on writes and never retries (so statuses are the server's).
@@ -47,6 +45,13 @@ func newClient(t testing.TB, srv *emulatortest.Server) *azcosmos.Client {
 	})
 	require.NoError(t, err)
 	return c
+}
+
+// sharedContainer is newContainer on the test binary's shared server,
+// through newClient.
+func sharedContainer(t testing.TB, pkPath string) *azcosmos.ContainerClient {
+	t.Helper()
+	return newContainer(t, newClient(t, emulatortest.Shared(t)), pkPath)
 }
 
 // newContainer creates a database and a container keyed by pkPath, both
@@ -115,8 +120,7 @@ func etag(s string) *azcore.ETag {
 // keys of every type, with Cosmos DB's statuses, ETags and system
 // properties.
 func TestItemCRUD(t *testing.T) {
-	srv := emulatortest.Shared(t)
-	cc := newContainer(t, newClient(t, srv), "/pk")
+	cc := sharedContainer(t, "/pk")
 	ctx := context.Background()
 	cases := []struct {
 		name string
@@ -181,8 +185,7 @@ func TestItemCRUD(t *testing.T) {
 // TestIDsScopedByPartitionKey: one id under two keys is two documents; a
 // read, replace or delete with another key finds nothing.
 func TestIDsScopedByPartitionKey(t *testing.T) {
-	srv := emulatortest.Shared(t)
-	cc := newContainer(t, newClient(t, srv), "/tenant")
+	cc := sharedContainer(t, "/tenant")
 	ctx := context.Background()
 	a, b := azcosmos.NewPartitionKeyString("a"), azcosmos.NewPartitionKeyString("b")
 	_, err := cc.CreateItem(ctx, a, []byte(`{"id":"x","tenant":"a","v":"a"}`), nil)
@@ -225,8 +228,7 @@ func TestIDsScopedByPartitionKey(t *testing.T) {
 // TestItemErrors: 409, 404, 412 (replace, delete, upsert) and 400, each
 // leaving the document as it was.
 func TestItemErrors(t *testing.T) {
-	srv := emulatortest.Shared(t)
-	cc := newContainer(t, newClient(t, srv), "/pk")
+	cc := sharedContainer(t, "/pk")
 	ctx := context.Background()
 	pk := azcosmos.NewPartitionKeyString("p")
 	first, err := cc.CreateItem(ctx, pk, []byte(`{"id":"a","pk":"p","v":1}`), nil)
@@ -297,8 +299,7 @@ func TestItemErrors(t *testing.T) {
 
 // TestPatch: every operation, conditions, and what a patch may not change.
 func TestPatch(t *testing.T) {
-	srv := emulatortest.Shared(t)
-	cc := newContainer(t, newClient(t, srv), "/pk")
+	cc := sharedContainer(t, "/pk")
 	ctx := context.Background()
 	pk := azcosmos.NewPartitionKeyString("p")
 	d, err := cc.CreateItem(ctx, pk, []byte(`{"id":"a","pk":"p","n":1,"big":9007199254740993,"tags":["x","y"],"inner":{"q":1},"old":true}`), nil)
@@ -432,8 +433,7 @@ func queryPages(t testing.TB, ctx context.Context, cc *azcosmos.ContainerClient,
 // TestPagedQueries: hundreds of items read page by page, each exactly
 // once, across partitions and within one, with parameters.
 func TestPagedQueries(t *testing.T) {
-	srv := emulatortest.Shared(t)
-	cc := newContainer(t, newClient(t, srv), "/pk")
+	cc := sharedContainer(t, "/pk")
 	all := seedItems(t, cc, 600)
 	for _, size := range []int32{1, 7, 100, 599, -1} {
 		t.Run(fmt.Sprintf("page size %d", size), func(t *testing.T) {
@@ -471,8 +471,7 @@ func TestPagedQueries(t *testing.T) {
 // emulator answers ORDER BY, aggregates, DISTINCT, GROUP BY, TOP and
 // OFFSET/LIMIT whole, paged.
 func TestCrossPartitionQueries(t *testing.T) {
-	srv := emulatortest.Shared(t)
-	cc := newContainer(t, newClient(t, srv), "/pk")
+	cc := sharedContainer(t, "/pk")
 	all := seedItems(t, cc, 300)
 	ns := func(keep func(m map[string]any) bool) []any {
 		var out []any
@@ -799,8 +798,7 @@ func TestChangeFeed(t *testing.T) {
 // TestUnsupportedAnswersClearly: what the emulator leaves out is refused
 // with 501 and says so, never half done.
 func TestUnsupportedAnswersClearly(t *testing.T) {
-	srv := emulatortest.Shared(t)
-	cc := newContainer(t, newClient(t, srv), "/pk")
+	cc := sharedContainer(t, "/pk")
 	ctx := context.Background()
 	pk := azcosmos.NewPartitionKeyString("p")
 	batch := cc.NewTransactionalBatch(pk)
@@ -1020,4 +1018,119 @@ func countQuery(ctx context.Context, cc *azcosmos.ContainerClient, text string, 
 		n += len(page.Items)
 	}
 	return n, nil
+}
+
+// TestIDsAsTheGatewayReadsThem: every id the service creates is created
+// (201), and point operations over HTTP answer what the service's gateway
+// answers for it (azcosmos's TestItemIdEncodingRoutingGW): ids that end in
+// a space, hold '/', '\', '#' or an escape sequence are read by the
+// gateway as another resource link than the SDK signed (401); ids holding
+// CR, LF or Tab make an invalid URL (400). A query finds every one.
+func TestIDsAsTheGatewayReadsThem(t *testing.T) {
+	cc := sharedContainer(t, "/pk")
+	ctx := context.Background()
+	cases := []struct {
+		id   string
+		want int // read, replace; delete is 204 where this is 200
+	}{
+		{"Test", http.StatusOK},
+		{"This is a test", http.StatusOK},
+		{" Test", http.StatusOK},
+		{"Test ", http.StatusUnauthorized},
+		{"Test  ", http.StatusUnauthorized},
+		{"WithAllowedSpecial,=.:~+-@()^${}[]!_Chars", http.StatusOK},
+		{"BQE1D3PdG4N4bzU9TKaCIM3qc0TVcZ2-Y3jnsRfwdHC1ombkX3F1dot-SG0-UTq9AbgdX3kOWoP6qL6lJqWeKgV3zwWWPZO-t5X0ehJzv9LGkWld07LID2rhWhGT6huBM6Q=", http.StatusOK},
+		{"IdEndingWithPercentEncodedWhitespace%20", http.StatusUnauthorized},
+		{"WithPercentEncodedSpecialChar%E9%B1%80", http.StatusUnauthorized},
+		{"Disallowed?Chars", http.StatusOK},
+		{"Disallowed/Chars", http.StatusUnauthorized},
+		{"Disallowed\\Chars", http.StatusUnauthorized},
+		{"Disallowed#Chars", http.StatusUnauthorized},
+		{"With\rCarriageReturn", http.StatusBadRequest},
+		{"With\tTab", http.StatusBadRequest},
+		{"With\nLineFeed", http.StatusBadRequest},
+		{"WithUnicode鱀", http.StatusOK},
+		{"100%", http.StatusOK},
+	}
+	for _, tc := range cases {
+		t.Run(tc.id, func(t *testing.T) {
+			pk := azcosmos.NewPartitionKeyString(tc.id)
+			body, err := json.Marshal(map[string]string{"id": tc.id, "pk": tc.id})
+			require.NoError(t, err)
+			_, err = cc.CreateItem(ctx, pk, body, nil)
+			require.NoError(t, err, "the service creates it")
+			got := func(err error, ok int) int {
+				if err != nil {
+					return status(err)
+				}
+				return ok
+			}
+			_, err = cc.ReadItem(ctx, pk, tc.id, nil)
+			assert.Equal(t, tc.want, got(err, http.StatusOK), "read")
+			_, err = cc.ReplaceItem(ctx, pk, tc.id, body, nil)
+			assert.Equal(t, tc.want, got(err, http.StatusOK), "replace")
+			found := queryAll(t, cc, "SELECT VALUE c.id FROM c WHERE c.id = @id", pk,
+				&azcosmos.QueryOptions{QueryParameters: []azcosmos.QueryParameter{{Name: "@id", Value: tc.id}}})
+			assert.Len(t, found, 1, "a query finds it")
+			wantDelete := tc.want
+			if wantDelete == http.StatusOK {
+				wantDelete = http.StatusNoContent
+			}
+			_, err = cc.DeleteItem(ctx, pk, tc.id, nil)
+			assert.Equal(t, wantDelete, got(err, http.StatusNoContent), "delete")
+		})
+	}
+}
+
+// TestQueryMetrics: azcosmos asks every query page for its metrics
+// (x-ms-documentdb-populatequerymetrics) and, with PopulateIndexMetrics,
+// for its index utilization; the service answers both headers, and
+// Microsoft's own emulator tests (TestSinglePartitionQueryWithIndexMetrics,
+// the query tests that check QueryMetrics) fail without them. The metrics
+// are what the server measures: the page's time, its result count and
+// size; the index lists are empty, since the store keeps no indexes.
+func TestQueryMetrics(t *testing.T) {
+	cc := sharedContainer(t, "/pk")
+	seedItems(t, cc, 30)
+	pager := cc.NewQueryItemsPager("SELECT * FROM c WHERE c.pk = 'k1'", azcosmos.NewPartitionKeyString("k1"),
+		&azcosmos.QueryOptions{PopulateIndexMetrics: true})
+	require.True(t, pager.More())
+	page, err := pager.NextPage(context.Background())
+	require.NoError(t, err)
+	require.NotNil(t, page.QueryMetrics, "x-ms-documentdb-query-metrics")
+	metrics := map[string]string{}
+	for _, kv := range strings.Split(*page.QueryMetrics, ";") {
+		k, v, ok := strings.Cut(kv, "=")
+		require.True(t, ok, "%q in %q is name=value", kv, *page.QueryMetrics)
+		metrics[k] = v
+	}
+	assert.Contains(t, metrics, "totalExecutionTimeInMs")
+	assert.Equal(t, metrics["outputDocumentCount"], jsonNumber(len(page.Items)))
+	size := 0
+	for _, it := range page.Items {
+		size += len(it)
+	}
+	assert.Equal(t, jsonNumber(size), metrics["outputDocumentSize"], "the bytes of the page's results")
+	assert.NotEmpty(t, page.Items)
+
+	require.NotNil(t, page.IndexMetrics, "x-ms-cosmos-index-utilization")
+	raw, err := base64.StdEncoding.DecodeString(*page.IndexMetrics)
+	require.NoError(t, err)
+	var used map[string][]any
+	require.NoError(t, json.Unmarshal(raw, &used))
+	assert.Len(t, used, 4)
+	assert.Empty(t, used["UtilizedSingleIndexes"])
+
+	// Without PopulateIndexMetrics, no index utilization (azcosmos always
+	// asks for the query metrics).
+	plain := cc.NewQueryItemsPager("SELECT VALUE COUNT(1) FROM c", azcosmos.NewPartitionKeyString("k1"), nil)
+	page, err = plain.NextPage(context.Background())
+	require.NoError(t, err)
+	assert.NotNil(t, page.QueryMetrics)
+	assert.Nil(t, page.IndexMetrics)
+}
+
+func jsonNumber(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
 }

@@ -110,8 +110,7 @@ func TestTransactionalBatch(t *testing.T) {
 // nothing with the rest; an upsert answers 201 when it created the
 // document and 200 when it replaced it, as the service answers.
 func TestBatchPatchAndUpsert(t *testing.T) {
-	srv := emulatortest.Shared(t)
-	cc := newContainer(t, newClient(t, srv), "/pk")
+	cc := sharedContainer(t, "/pk")
 	ctx := context.Background()
 	pk := azcosmos.NewPartitionKeyString("p")
 	stored, err := cc.CreateItem(ctx, pk, []byte(`{"id":"s","pk":"p","n":1}`), nil)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,10 +42,7 @@ func TestTenantLookupWithRingDefault(t *testing.T) {
 	ring, err := hashring.New(colls("shared0", "shared1"), nil)
 	require.NoError(t, err)
 
-	for _, tc := range []struct {
-		key  any
-		want string
-	}{
+	resolvertest.Places(t, r, coll, resolvertest.Cases{
 		{"bigcorp", "bigcorp"},
 		{"megacorp", "bigcorp"},
 		{"42", "answer"},
@@ -54,14 +50,7 @@ func TestTenantLookupWithRingDefault(t *testing.T) {
 		{42.0, "answer"},
 		{uint8(42), "answer"},
 		{json.Number("4.2e1"), "answer"},
-	} {
-		got, err := r.ResolveForCreate(tc.key)
-		require.NoError(t, err, "%v", tc.key)
-		assert.Equal(t, coll(tc.want), got, "%v", tc.key)
-		read, err := r.ResolveForRead(tc.key)
-		require.NoError(t, err)
-		assert.Equal(t, []string{coll(tc.want)}, read)
-	}
+	})
 	for i := 0; i < 100; i++ {
 		for _, tenant := range []any{fmt.Sprint("small-", i), i, float64(i) + 0.5} {
 			if tenant == 42 {
@@ -106,10 +95,7 @@ func TestCanonicalText(t *testing.T) {
 		"":           to("empty"),
 	}, resolver.Target{})
 	require.NoError(t, err)
-	for _, tc := range []struct {
-		key  any
-		want string // "" = no entry; "type" = not a lookup key
-	}{
+	resolvertest.Places(t, r, coll, resolvertest.Cases{
 		{7, "seven"}, {int64(7), "seven"}, {7.0, "seven"}, {float32(7), "seven"}, {json.Number("7.00"), "seven"}, {"7", "seven"},
 		{1.5, "one-and-a-half"}, {float32(1.5), "one-and-a-half"}, {"1.5", "one-and-a-half"},
 		{1e21, "big"}, {json.Number("1000000000000000000000"), "big"},
@@ -122,23 +108,7 @@ func TestCanonicalText(t *testing.T) {
 		{true, "type"}, {resolver.Null, "type"}, {time.Now(), "type"}, {map[string]any{}, "type"},
 		{math.NaN(), "type"}, {math.Inf(1), "type"}, {resolver.CompositeKey{}, "type"},
 		{rangeresolver.Range[string]{Low: "a", High: "b"}, "type"},
-	} {
-		got, err := r.ResolveForCreate(tc.key)
-		switch tc.want {
-		case "":
-			require.ErrorIs(t, err, resolver.ErrNoTarget, "%v", tc.key)
-			var ke *resolver.KeyError
-			require.ErrorAs(t, err, &ke)
-			assert.Equal(t, tc.key, ke.Key)
-		case "type":
-			assert.ErrorIs(t, err, resolver.ErrKeyType, "%v", tc.key)
-			_, err = r.ResolveForRead(tc.key)
-			assert.ErrorIs(t, err, resolver.ErrKeyType, "%v", tc.key)
-		default:
-			require.NoError(t, err, "%v", tc.key)
-			assert.Equal(t, coll(tc.want), got, "%v", tc.key)
-		}
-	}
+	})
 	key, err := r.PartitionKey([]byte(`{"region":"eu","shard":42}`))
 	require.NoError(t, err)
 	got, err := r.ResolveForCreate(key)
@@ -349,29 +319,21 @@ func TestConcurrentUse(t *testing.T) {
 	require.NoError(t, err)
 	ring, err := hashring.New(colls("shared0", "shared1"), nil)
 	require.NoError(t, err)
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 300; i++ {
-				tenant := fmt.Sprint("t", i)
-				got, err := r.ResolveForCreate(tenant)
-				assert.NoError(t, err)
-				want, _ := ring.ResolveForCreate(tenant)
-				assert.Equal(t, want, got)
-				got, err = r.ResolveForCreate("bigcorp")
-				assert.NoError(t, err)
-				assert.Equal(t, coll("bigcorp"), got)
-				all, err := r.ResolveForRead(nil)
-				assert.NoError(t, err)
-				assert.Len(t, all, 4)
-				_, err = resolver.Marshal(r)
-				assert.NoError(t, err)
-			}
-		}()
-	}
-	wg.Wait()
+	resolvertest.Concurrently(300, func(i int) {
+		tenant := fmt.Sprint("t", i)
+		got, err := r.ResolveForCreate(tenant)
+		assert.NoError(t, err)
+		want, _ := ring.ResolveForCreate(tenant)
+		assert.Equal(t, want, got)
+		got, err = r.ResolveForCreate("bigcorp")
+		assert.NoError(t, err)
+		assert.Equal(t, coll("bigcorp"), got)
+		all, err := r.ResolveForRead(nil)
+		assert.NoError(t, err)
+		assert.Len(t, all, 4)
+		_, err = resolver.Marshal(r)
+		assert.NoError(t, err)
+	})
 }
 
 // TestDeepTrees: a tree nested as deep as MaxNesting allows decodes and

@@ -1,7 +1,6 @@
 package query
 
 import (
-	"strconv"
 	"strings"
 	"unicode"
 )
@@ -204,7 +203,7 @@ func formatPrec(b *strings.Builder, e Expr, min int) {
 	}
 	switch n := e.(type) {
 	case *Literal:
-		formatLiteral(b, n.Value)
+		writeValue(b, n.Value, literalText)
 	case *ParamRef:
 		b.WriteString(n.Name)
 	case *Ident:
@@ -309,29 +308,6 @@ func formatOperand(b *strings.Builder, x Expr) {
 		return
 	}
 	formatExpr(b, x)
-}
-
-func formatLiteral(b *strings.Builder, v any) {
-	switch x := v.(type) {
-	case undefinedType:
-		b.WriteString("undefined")
-	case nil:
-		b.WriteString("null")
-	case bool:
-		b.WriteString(strconv.FormatBool(x))
-	case float64:
-		if x < 0 {
-			b.WriteString("(-")
-			b.WriteString(strconv.FormatFloat(-x, 'g', -1, 64))
-			b.WriteByte(')')
-			return
-		}
-		b.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
-	case string:
-		writeString(b, x)
-	case []any, map[string]any:
-		writeContainer(b, x, ", ", ": ", func(k string) { writeString(b, k) }, func(e any) { formatLiteral(b, e) })
-	}
 }
 
 // writeString writes a double-quoted string literal the lexer reads back:

@@ -180,48 +180,65 @@ func EqualValues(a, b any, tolerance float64) bool {
 // keys DISTINCT and GROUP BY.
 func canonical(v any) string {
 	var b strings.Builder
-	writeCanonical(&b, v)
+	writeValue(&b, v, canonicalText)
 	return b.String()
 }
 
-func writeCanonical(b *strings.Builder, v any) {
+// valueText is how writeValue spells a value: canonicalText for keys that
+// are equal for equal values, literalText for a query literal the lexer
+// reads back (Format).
+type valueText struct {
+	comma, colon string
+	// literal puts a negative number in brackets, so "-1" after an operator
+	// reads as one operand, and writes strings in JSON quoting; otherwise -0
+	// is written as 0 (one value) and strings are Go-quoted.
+	literal bool
+}
+
+var (
+	canonicalText = valueText{comma: ",", colon: ":"}
+	literalText   = valueText{comma: ", ", colon: ": ", literal: true}
+)
+
+// quote writes s quoted as t spells strings.
+func (t valueText) quote(b *strings.Builder, s string) {
+	if t.literal {
+		writeString(b, s)
+		return
+	}
+	b.WriteString(strconv.Quote(s))
+}
+
+// writeValue writes v as t spells it; an object's keys are sorted. It is
+// the one walk behind canonical and Format's literals.
+func writeValue(b *strings.Builder, v any, t valueText) {
 	switch x := v.(type) {
 	case undefinedType:
 		b.WriteString("undefined")
 	case nil:
 		b.WriteString("null")
 	case bool:
-		if x {
-			b.WriteString("true")
-		} else {
-			b.WriteString("false")
-		}
+		b.WriteString(strconv.FormatBool(x))
 	case float64:
-		if x == 0 {
+		switch {
+		case t.literal && x < 0:
+			b.WriteString("(-")
+			b.WriteString(strconv.FormatFloat(-x, 'g', -1, 64))
+			b.WriteByte(')')
+			return
+		case !t.literal && x == 0:
 			x = 0 // -0 and 0 are one value
 		}
 		b.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
 	case string:
-		b.WriteString(strconv.Quote(x))
-	case []any, map[string]any:
-		writeContainer(b, x, ",", ":", func(k string) { b.WriteString(strconv.Quote(k)) }, func(e any) { writeCanonical(b, e) })
-	default:
-		fmt.Fprintf(b, "%v", x)
-	}
-}
-
-// writeContainer writes an array ([]any) or an object (map[string]any,
-// keys sorted) with the given separators, each key by key and each element
-// or value by elem: the walk canonical and Format share.
-func writeContainer(b *strings.Builder, v any, comma, colon string, key func(string), elem func(any)) {
-	switch x := v.(type) {
+		t.quote(b, x)
 	case []any:
 		b.WriteByte('[')
 		for i, e := range x {
 			if i > 0 {
-				b.WriteString(comma)
+				b.WriteString(t.comma)
 			}
-			elem(e)
+			writeValue(b, e, t)
 		}
 		b.WriteByte(']')
 	case map[string]any:
@@ -233,13 +250,15 @@ func writeContainer(b *strings.Builder, v any, comma, colon string, key func(str
 		b.WriteByte('{')
 		for i, k := range keys {
 			if i > 0 {
-				b.WriteString(comma)
+				b.WriteString(t.comma)
 			}
-			key(k)
-			b.WriteString(colon)
-			elem(x[k])
+			t.quote(b, k)
+			b.WriteString(t.colon)
+			writeValue(b, x[k], t)
 		}
 		b.WriteByte('}')
+	default:
+		fmt.Fprintf(b, "%v", x)
 	}
 }
 

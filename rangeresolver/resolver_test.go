@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
@@ -53,10 +52,7 @@ func TestTimePlacement(t *testing.T) {
 	r := monthly(t)
 	assert.Equal(t, KeyTime, r.KeyType())
 	assert.Equal(t, 3, r.Len())
-	for _, tc := range []struct {
-		key  any
-		want string
-	}{
+	resolvertest.Places(t, r, coll, resolvertest.Cases{
 		{"2026-01-01T00:00:00Z", "jan"},
 		{"2026-01-31T23:59:59Z", "jan"},
 		{"2026-01-31T23:59:59.999999999Z", "jan"},
@@ -70,20 +66,10 @@ func TestTimePlacement(t *testing.T) {
 		{"2025-12-31T23:59:59.999Z", "overflow"},
 		{"2026-04-01T00:00:00Z", "overflow"},
 		{"0001-01-01T00:00:00Z", "overflow"},
-	} {
-		got, err := r.ResolveForCreate(tc.key)
-		require.NoError(t, err, "%v", tc.key)
-		assert.Equal(t, coll(tc.want), got, "%v", tc.key)
-		read, err := r.ResolveForRead(tc.key)
-		require.NoError(t, err, "%v", tc.key)
-		assert.Equal(t, []string{coll(tc.want)}, read, "%v", tc.key)
-	}
-	for _, bad := range []any{"yesterday", "2026-01-05", "2026-01-05 10:00:00Z", "2026-01-05T10:00:00", 42, 1.5e9, true, resolver.Null, resolver.CompositeKey{"a"}, Range[time.Time]{}.Low.Unix()} {
-		_, err := r.ResolveForCreate(bad)
-		assert.ErrorIs(t, err, resolver.ErrKeyType, "%v", bad)
-		_, err = r.ResolveForRead(bad)
-		assert.ErrorIs(t, err, resolver.ErrKeyType, "%v", bad)
-	}
+		{"yesterday", "type"}, {"2026-01-05", "type"}, {"2026-01-05 10:00:00Z", "type"}, {"2026-01-05T10:00:00", "type"},
+		{42, "type"}, {1.5e9, "type"}, {true, "type"}, {resolver.Null, "type"}, {resolver.CompositeKey{"a"}, "type"},
+		{Range[time.Time]{}.Low.Unix(), "type"},
+	})
 	_, err := r.ResolveForCreate(nil)
 	assert.ErrorIs(t, err, resolver.ErrNoPartitionKey)
 }
@@ -125,33 +111,14 @@ func TestNumberPlacement(t *testing.T) {
 	}, resolver.Target{})
 	require.NoError(t, err)
 	assert.Equal(t, KeyNumber, r.KeyType())
-	for _, tc := range []struct {
-		key  any
-		want string // "" = no target; "type" = wrong type
-	}{
+	resolvertest.Places(t, r, coll, resolvertest.Cases{
 		{0, "low"}, {int8(-50), "low"}, {uint16(99), "low"}, {99.5, "low"}, {float32(99.5), "low"},
 		{json.Number("99.5"), "low"}, {json.Number("-5e1"), "low"}, {int64(100), "high"}, {uint64(1e9), "high"},
 		{1e9, "high"}, {json.Number("1e9"), "high"},
 		{99.7, ""}, {-50.0000001, ""}, {1e9 + 1, ""}, {math.Inf(1), ""}, {uint64(math.MaxUint64), ""},
 		{"1e3", "type"}, {"42", "type"}, {true, "type"}, {math.NaN(), "type"}, {json.Number("x"), "type"},
 		{time.Unix(100, 0), "type"},
-	} {
-		got, err := r.ResolveForCreate(tc.key)
-		switch tc.want {
-		case "":
-			require.ErrorIs(t, err, resolver.ErrNoTarget, "%v", tc.key)
-			var ke *resolver.KeyError
-			require.ErrorAs(t, err, &ke)
-			assert.Equal(t, tc.key, ke.Key, "the error names the key")
-			_, err = r.ResolveForRead(tc.key)
-			assert.ErrorIs(t, err, resolver.ErrNoTarget, "%v", tc.key)
-		case "type":
-			assert.ErrorIs(t, err, resolver.ErrKeyType, "%v", tc.key)
-		default:
-			require.NoError(t, err, "%v", tc.key)
-			assert.Equal(t, coll(tc.want), got, "%v", tc.key)
-		}
-	}
+	})
 	_, err = r.ResolveForCreate(99.7)
 	assert.ErrorContains(t, err, "99.7")
 	assert.ErrorContains(t, err, "outside every range and no default")
@@ -426,22 +393,14 @@ func TestAccessors(t *testing.T) {
 
 func TestConcurrentUse(t *testing.T) {
 	r := monthly(t)
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 300; i++ {
-				got, err := r.ResolveForCreate(fmt.Sprintf("2026-02-%02dT10:00:00Z", 1+i%28))
-				assert.NoError(t, err)
-				assert.Equal(t, coll("feb"), got)
-				links, err := r.ResolveForRead(Range[time.Time]{day(1, 1+i%28), day(2, 1+i%28)})
-				assert.NoError(t, err)
-				assert.Equal(t, colls("jan", "feb"), links)
-				_, err = resolver.Marshal(r)
-				assert.NoError(t, err)
-			}
-		}()
-	}
-	wg.Wait()
+	resolvertest.Concurrently(300, func(i int) {
+		got, err := r.ResolveForCreate(fmt.Sprintf("2026-02-%02dT10:00:00Z", 1+i%28))
+		assert.NoError(t, err)
+		assert.Equal(t, coll("feb"), got)
+		links, err := r.ResolveForRead(Range[time.Time]{day(1, 1+i%28), day(2, 1+i%28)})
+		assert.NoError(t, err)
+		assert.Equal(t, colls("jan", "feb"), links)
+		_, err = resolver.Marshal(r)
+		assert.NoError(t, err)
+	})
 }

@@ -113,12 +113,7 @@ func TestPatchAndBatchWaitForSwitch(t *testing.T) {
 func TestPatchUnderReadBoth(t *testing.T) {
 	st := newMem(t)
 	cur, next := ring(t, 2), ring(t, 3)
-	for _, l := range links(3) {
-		require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/userId"}))
-	}
-	key := movingKey(t, cur, next)
-	src, _ := cur.ResolveForCreate(key)
-	dst, _ := next.ResolveForCreate(key)
+	key, src, dst := moving(t, st, 3, "/userId", cur, next)
 	old, err := st.Create(ctx, src, userDoc("a", key, 1), nil)
 	require.NoError(t, err)
 	c := router.New(st, nil)

@@ -4,110 +4,72 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docshard/docshard/internal/fleetsim"
 	"github.com/docshard/docshard/router"
 	"github.com/docshard/docshard/shardstate"
 	"github.com/docshard/docshard/store"
 )
 
-// controlCounter counts the calls to the state collection by kind
-// ("read", "write", "query") and logical partition, the routers whose
-// lease writes each partition took, and the documents lease queries
-// returned.
-type controlCounter struct {
-	store.Store
-	mu       sync.Mutex
-	calls    map[string]int // "kind partition"
-	routers  map[string]map[string]bool
-	returned int
-}
-
-func newControlCounter(st store.Store) *controlCounter {
-	c := &controlCounter{Store: st}
-	c.reset()
-	return c
-}
-
-func (c *controlCounter) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.calls, c.routers, c.returned = map[string]int{}, map[string]map[string]bool{}, 0
-}
-
-func (c *controlCounter) count(l, kind string, pk any, body []byte, returned int) {
-	if !strings.HasSuffix(l, "/"+shardstate.CollectionID) {
-		return
-	}
-	p := fmt.Sprint(pk)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.calls[kind+" "+p]++
-	c.returned += returned
-	var d struct{ Router string }
-	if kind == "write" && json.Unmarshal(body, &d) == nil && d.Router != "" {
-		if c.routers[p] == nil {
-			c.routers[p] = map[string]bool{}
+// stateCalls returns what each logical partition of the state collection
+// took in s, by partition-key value ("state", "lease-07", ...).
+func stateCalls(s fleetsim.Snapshot) map[string]fleetsim.Usage {
+	out := map[string]fleetsim.Usage{}
+	for p, u := range s.ByPartition {
+		if strings.HasSuffix(p.Link, "/"+shardstate.CollectionID) {
+			out[p.Key] = u
 		}
-		c.routers[p][d.Router] = true
 	}
+	return out
 }
 
-// snapshot returns the counts by "kind partition", and per partition the
-// routers that wrote there.
-func (c *controlCounter) snapshot() (map[string]int, map[string]int, int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	calls, routers := map[string]int{}, map[string]int{}
-	for k, n := range c.calls {
-		calls[k] = n
+// meteredFollowers starts n Followers of db, the i-th with opts(i), over
+// one embedded store whose calls meter counts, its state initialised; they
+// close when the test ends.
+func meteredFollowers(t *testing.T, n int, opts func(i int) *router.FollowOptions) (*fleetsim.Counter, store.Store) {
+	meter := fleetsim.NewCounter(nil)
+	cs := meter.Wrap(newMem(t))
+	_, err := shardstate.Init(ctx, cs, db, ring(t, 2), nil)
+	require.NoError(t, err)
+	for i := range n {
+		follow(t, router.New(cs, nil), opts(i))
 	}
-	for p, rs := range c.routers {
-		routers[p] = len(rs)
+	return meter, cs
+}
+
+// stateWindow lets the followers run for about d and returns what the
+// state collection took meanwhile (stateCalls) and the window's length,
+// whatever it turned out to be.
+func stateWindow(meter *fleetsim.Counter, d time.Duration) (map[string]fleetsim.Usage, time.Duration) {
+	before := meter.Snapshot()
+	start := time.Now()
+	time.Sleep(d)
+	return stateCalls(meter.Snapshot().Sub(before)), time.Since(start)
+}
+
+// writesOf counts u's document writes.
+func writesOf(u fleetsim.Usage) int {
+	return int(u.Calls[fleetsim.Create] + u.Calls[fleetsim.Upsert] + u.Calls[fleetsim.Replace] + u.Calls[fleetsim.Delete])
+}
+
+// leaseHolders counts the routers whose lease each lease partition holds,
+// from the lease documents themselves.
+func leaseHolders(t *testing.T, st store.Store) map[string]int {
+	p, err := st.Query(ctx, db+"/colls/"+shardstate.CollectionID, store.Query{Text: "SELECT c.kind FROM c WHERE IS_DEFINED(c.router)"}, nil)
+	require.NoError(t, err)
+	out := map[string]int{}
+	for _, it := range p.Items {
+		var d struct{ Kind string }
+		require.NoError(t, json.Unmarshal(it, &d))
+		out[d.Kind]++
 	}
-	return calls, routers, c.returned
-}
-
-func (c *controlCounter) Read(ctx context.Context, l, id string, o *store.ReadOptions) (*store.Document, error) {
-	c.count(l, "read", o.PartitionKey, nil, 0)
-	return c.Store.Read(ctx, l, id, o)
-}
-
-func (c *controlCounter) Create(ctx context.Context, l string, doc []byte, o *store.WriteOptions) (*store.Document, error) {
-	c.count(l, "write", o.PartitionKey, doc, 0)
-	return c.Store.Create(ctx, l, doc, o)
-}
-
-func (c *controlCounter) Upsert(ctx context.Context, l string, doc []byte, o *store.WriteOptions) (*store.Document, error) {
-	c.count(l, "write", o.PartitionKey, doc, 0)
-	return c.Store.Upsert(ctx, l, doc, o)
-}
-
-func (c *controlCounter) Replace(ctx context.Context, l, id string, doc []byte, o *store.WriteOptions) (*store.Document, error) {
-	c.count(l, "write", o.PartitionKey, doc, 0)
-	return c.Store.Replace(ctx, l, id, doc, o)
-}
-
-func (c *controlCounter) Delete(ctx context.Context, l, id string, o *store.WriteOptions) error {
-	c.count(l, "write", o.PartitionKey, nil, 0)
-	return c.Store.Delete(ctx, l, id, o)
-}
-
-func (c *controlCounter) Query(ctx context.Context, l string, q store.Query, o *store.QueryOptions) (*store.Page, error) {
-	p, err := c.Store.Query(ctx, l, q, o)
-	n := 0
-	if err == nil {
-		n = len(p.Items)
-	}
-	c.count(l, "query", o.PartitionKey, nil, n)
-	return p, err
+	return out
 }
 
 // TestControlPlaneCost: N followers, each a client of its own (a process
@@ -126,40 +88,27 @@ func TestControlPlaneCost(t *testing.T) {
 		lease = time.Second // long: a poll's calls time out after it, and a slow machine must not lose leases
 		renew = 200 * time.Millisecond
 	)
-	cs := newControlCounter(newMem(t))
-	_, err := shardstate.Init(ctx, cs, db, ring(t, 2), nil)
-	require.NoError(t, err)
-	for i := range n {
-		c := router.New(cs, nil)
-		f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: poll, LeaseDuration: lease, RenewInterval: renew, RouterID: fmt.Sprintf("router-%d", i)})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = f.Close() })
-	}
-
-	cs.reset()
-	start := time.Now()
-	time.Sleep(5 * renew) // the window measured, whatever its length turns out to be
-	calls, routers, _ := cs.snapshot()
-	e := time.Since(start)
+	meter, cs := meteredFollowers(t, n, func(i int) *router.FollowOptions {
+		return &router.FollowOptions{PollInterval: poll, LeaseDuration: lease, RenewInterval: renew, RouterID: fmt.Sprintf("router-%d", i)}
+	})
+	calls, e := stateWindow(meter, 5*renew)
+	routers := leaseHolders(t, cs)
 
 	perRouter := float64(e)/float64(renew) + 1 // the most renewals a router makes in the window
-	writes, busiest, busiestP, stateReads := 0, 0, "", 0
-	for k, c := range calls {
-		kind, p, _ := strings.Cut(k, " ")
-		switch {
-		case kind == "write" && p == "lease":
-			// The marker a lease's take writes (once per take).
-		case kind == "write":
-			require.True(t, strings.HasPrefix(p, "lease-"), "every write of the steady state is a lease's renewal in its bucket: %s", k)
-			writes += c
-			assert.LessOrEqual(t, float64(c), float64(routers[p])*perRouter, "partition %s: %d routers renew at most once per %s", p, routers[p], renew)
-			if c > busiest {
-				busiest, busiestP = c, p
-			}
-		case kind == "read" && p == "state":
-			stateReads += c
+	writes, busiest, busiestP := 0, 0, ""
+	for p, u := range calls {
+		c := writesOf(u)
+		if c == 0 || p == "lease" { // "lease": the marker a lease's take writes (once per take)
+			continue
+		}
+		require.True(t, strings.HasPrefix(p, "lease-"), "every write of the steady state is a lease's renewal in its bucket: %s", p)
+		writes += c
+		assert.LessOrEqual(t, float64(c), float64(routers[p])*perRouter, "partition %s: %d routers renew at most once per %s", p, routers[p], renew)
+		if c > busiest {
+			busiest, busiestP = c, p
 		}
 	}
+	stateReads := int(calls["state"].Calls[fleetsim.PointRead])
 	maxK := 0
 	for _, k := range routers {
 		maxK = max(maxK, k)
@@ -178,27 +127,24 @@ func TestControlPlaneCost(t *testing.T) {
 	// due), and a wait that reads the stale leases only.
 	cur, err := shardstate.Load(ctx, cs, db)
 	require.NoError(t, err)
-	cs.reset()
-	start = time.Now()
+	before := meter.Snapshot()
+	start := time.Now()
 	next, err := shardstate.Publish(ctx, cs, cur, shardstate.Change{Resolver: ring(t, 3)})
 	require.NoError(t, err)
 	polls := 0
 	require.NoError(t, shardstate.WaitForRouters(ctx, cs, db, next.Version, &shardstate.WaitOptions{Poll: poll, Pending: func([]*shardstate.Lease) { polls++ }}))
-	calls, _, returned := cs.snapshot()
+	calls = stateCalls(meter.Snapshot().Sub(before))
 	e = time.Since(start)
-	writes, queries := 0, 0
-	var parts []string
-	for k, c := range calls {
-		kind, p, _ := strings.Cut(k, " ")
-		switch {
-		case kind == "write" && strings.HasPrefix(p, "lease-"):
-			writes += c
-		case kind == "query" && strings.HasPrefix(p, "lease"):
-			queries += c
-			parts = append(parts, p)
+	writes, queries, returned := 0, 0, 0
+	for p, u := range calls {
+		if strings.HasPrefix(p, "lease-") {
+			writes += writesOf(u)
+		}
+		if strings.HasPrefix(p, "lease") {
+			queries += int(u.Calls[fleetsim.Query])
+			returned += int(u.Docs)
 		}
 	}
-	sort.Strings(parts)
 	t.Logf("a change: %d lease writes in %s for %d routers; the wait: %d polls, %d lease queries, %d stale leases returned", writes, e.Round(time.Millisecond), n, polls, queries, returned)
 	assert.GreaterOrEqual(t, writes, n, "every router acknowledged")
 	assert.LessOrEqual(t, float64(writes), n*(1+float64(e)/float64(renew)+1), "an acknowledgement each, and the renewals that fell due")
@@ -213,22 +159,9 @@ func TestControlPlaneCost(t *testing.T) {
 // than taking the unchanged lease for lapsed after ValidFor; once the call
 // ended the router acknowledges and the wait returns.
 func TestInFlightKeepsTheWaitWaiting(t *testing.T) {
-	fs := newFenceStore(t)
-	st := &blockingReads{Store: fs, id: "1", started: make(chan struct{}, 1), release: make(chan struct{})}
-	c := router.New(st, nil)
 	const lease = 300 * time.Millisecond
-	follow(t, c, &router.FollowOptions{Seed: ring(t, 2), PollInterval: 20 * time.Millisecond, LeaseDuration: lease, RenewInterval: time.Hour, RouterID: "r1"})
-	for _, l := range links(3) {
-		require.NoError(t, fs.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/userId"}))
-	}
-	addUsers(t, c, 3, func(i int) string { return fmt.Sprint("k", i) })
-
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Read(ctx, db, "1", "k1")
-		done <- err
-	}()
-	<-st.started // in flight, placed by version 1's resolver
+	r := startReadInFlight(t, &router.FollowOptions{Seed: ring(t, 2), PollInterval: 20 * time.Millisecond, LeaseDuration: lease, RenewInterval: time.Hour, RouterID: "r1"})
+	fs := r.fs
 	next := publish(t, fs, 3, true)
 
 	wo := &shardstate.WaitOptions{Poll: 10 * time.Millisecond, Margin: lease / 2}
@@ -239,8 +172,8 @@ func TestInFlightKeepsTheWaitWaiting(t *testing.T) {
 	require.ErrorAs(t, err, &se, "a router with a call in flight by the old placement is waited for")
 	assert.Equal(t, "r1", se.Routers[0].Router)
 
-	close(st.release)
-	require.NoError(t, <-done)
+	close(r.reads.release)
+	require.NoError(t, <-r.done)
 	require.NoError(t, shardstate.WaitForRouters(ctx, fs, db, next.Version, wo))
 	ls, err := shardstate.Leases(ctx, fs, db)
 	require.NoError(t, err)
@@ -297,23 +230,14 @@ func TestShareLeaseCost(t *testing.T) {
 		poll  = 20 * time.Millisecond
 		renew = 200 * time.Millisecond
 	)
-	cs := newControlCounter(newMem(t))
-	_, err := shardstate.Init(ctx, cs, db, ring(t, 2), nil)
-	require.NoError(t, err)
-	for range n {
-		f, err := router.New(cs, nil).Follow(ctx, db, &router.FollowOptions{PollInterval: poll, LeaseDuration: 5 * poll, RenewInterval: renew, ShareLease: true})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = f.Close() })
-	}
-	cs.reset()
-	start := time.Now()
-	time.Sleep(5 * renew) // the window measured, whatever its length turns out to be
-	calls, _, _ := cs.snapshot()
-	e := time.Since(start)
+	meter, cs := meteredFollowers(t, n, func(int) *router.FollowOptions {
+		return &router.FollowOptions{PollInterval: poll, LeaseDuration: 5 * poll, RenewInterval: renew, ShareLease: true}
+	})
+	calls, e := stateWindow(meter, 5*renew)
 	writes := 0
-	for k, c := range calls {
-		if kind, p, _ := strings.Cut(k, " "); kind == "write" && strings.HasPrefix(p, "lease") {
-			writes += c
+	for p, u := range calls {
+		if strings.HasPrefix(p, "lease") {
+			writes += writesOf(u)
 		}
 	}
 	t.Logf("window %s: %d lease writes for %d clients sharing one lease (renew interval %s)", e.Round(time.Millisecond), writes, n, renew)

@@ -108,12 +108,7 @@ func TestQueriesExactDuringTransition(t *testing.T) {
 func TestDeleteDuringTransition(t *testing.T) {
 	st := newMem(t)
 	cur, next := ringOn(t, 2), ringOn(t, 3)
-	for _, l := range links(3) {
-		require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
-	}
-	key := movingKey(t, cur, next)
-	src, _ := cur.ResolveForCreate(key)
-	dst, _ := next.ResolveForCreate(key)
+	key, src, dst := moving(t, st, 3, "/pk", cur, next)
 	c := router.New(st, nil)
 	for _, mode := range []string{transition.ReadCurrent, transition.ReadNext} {
 		tr, err := transition.New(resolver.ResolverTarget(cur), resolver.ResolverTarget(next), &transition.Options{ReadMode: mode, WriteTo: mode})
@@ -140,6 +135,19 @@ func TestDeleteDuringTransition(t *testing.T) {
 	}
 }
 
+// moving creates the collections of links(n) on st, keyed by pkPath, and
+// returns a key that cur and next place apart, with its collection in
+// each.
+func moving(t *testing.T, st store.Store, n int, pkPath string, cur, next resolver.Resolver) (key, src, dst string) {
+	for _, l := range links(n) {
+		require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: pkPath}))
+	}
+	key = movingKey(t, cur, next)
+	src, _ = cur.ResolveForCreate(key)
+	dst, _ = next.ResolveForCreate(key)
+	return key, src, dst
+}
+
 // TestPagerPlacedBeforeTransition: a query prepared by a plain ring and
 // first run once the follower switched to a transition over the same
 // collections (a reshard 4 -> 2 publishing its copy step) reads through
@@ -148,14 +156,9 @@ func TestDeleteDuringTransition(t *testing.T) {
 func TestPagerPlacedBeforeTransition(t *testing.T) {
 	st := newMem(t)
 	cur, next := ringOn(t, 4), ringOn(t, 2)
-	for _, l := range links(4) {
-		require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
-	}
+	key, src, dst := moving(t, st, 4, "/pk", cur, next)
 	c := router.New(st, nil)
 	f := follow(t, c, &router.FollowOptions{Seed: cur})
-	key := movingKey(t, cur, next)
-	src, _ := cur.ResolveForCreate(key)
-	dst, _ := next.ResolveForCreate(key)
 	body := []byte(`{"id":"doc","pk":"` + key + `"}`)
 	_, err := c.Create(ctx, db, json.RawMessage(body), nil)
 	require.NoError(t, err)

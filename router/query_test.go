@@ -721,27 +721,43 @@ func (s *blockingReads) Read(ctx context.Context, l, id string, o *store.ReadOpt
 	return s.Store.Read(ctx, l, id, o)
 }
 
+// readInFlight is a router over a fence store whose read of document "1"
+// has begun, by version 1's placement over three collections, and waits
+// until reads.release is closed; done receives its outcome.
+type readInFlight struct {
+	fs    *fenceStore
+	reads *blockingReads
+	f     *router.Follower
+	done  chan error
+}
+
+// startReadInFlight follows with opts, adds three users and starts the
+// read of "1", returning once it is in flight.
+func startReadInFlight(t *testing.T, opts *router.FollowOptions) *readInFlight {
+	fs := newFenceStore(t)
+	r := &readInFlight{fs: fs, reads: &blockingReads{Store: fs, id: "1", started: make(chan struct{}, 1), release: make(chan struct{})}, done: make(chan error, 1)}
+	c := router.New(r.reads, nil)
+	r.f = follow(t, c, opts)
+	for _, l := range links(3) {
+		require.NoError(t, fs.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/userId"}))
+	}
+	addUsers(t, c, 3, func(i int) string { return fmt.Sprint("k", i) })
+	go func() {
+		_, err := c.Read(ctx, db, "1", "k1")
+		r.done <- err
+	}()
+	<-r.reads.started
+	return r
+}
+
 // TestReadInFlightHoldsTheAcknowledgement: a router acknowledges a new
 // version (in its lease, which a reshard waits for before its clean-up)
 // only once the reads it began by the old placement have ended, as it
 // does for writes: otherwise the clean-up could delete what such a read
 // is about to read.
 func TestReadInFlightHoldsTheAcknowledgement(t *testing.T) {
-	fs := newFenceStore(t)
-	st := &blockingReads{Store: fs, id: "1", started: make(chan struct{}, 1), release: make(chan struct{})}
-	c := router.New(st, nil)
-	f := follow(t, c, &router.FollowOptions{Seed: ring(t, 2), PollInterval: time.Hour, LeaseDuration: 2 * time.Hour, RouterID: "r1"})
-	for _, l := range links(3) {
-		require.NoError(t, fs.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/userId"}))
-	}
-	addUsers(t, c, 3, func(i int) string { return fmt.Sprint("k", i) })
-
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Read(ctx, db, "1", "k1")
-		done <- err
-	}()
-	<-st.started // the read is in flight, placed by version 1's resolver
+	r := startReadInFlight(t, &router.FollowOptions{Seed: ring(t, 2), PollInterval: time.Hour, LeaseDuration: 2 * time.Hour, RouterID: "r1"})
+	fs, f := r.fs, r.f
 	next := publish(t, fs, 3, true)
 	require.NoError(t, f.Refresh(ctx))
 	leaseVersion := func() int64 {
@@ -752,8 +768,8 @@ func TestReadInFlightHoldsTheAcknowledgement(t *testing.T) {
 	}
 	assert.Less(t, leaseVersion(), next.Version, "acknowledged with a read by the old placement in flight")
 
-	close(st.release)
-	require.NoError(t, <-done)
+	close(r.reads.release)
+	require.NoError(t, <-r.done)
 	require.NoError(t, f.Refresh(ctx))
 	assert.Equal(t, next.Version, leaseVersion(), "acknowledged once the read ended")
 }

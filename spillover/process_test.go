@@ -42,14 +42,12 @@ const (
 // step of an opening and waits there to be killed. It is skipped unless
 // TestSpilloverProcesses runs it as a child.
 func TestSpillWriterChild(t *testing.T) {
-	proctest.Child(t)
-	ctx := context.Background()
-	say := proctest.Say
-	st, err := emulatortest.ChildBackend(ctx)
-	if err != nil {
-		say("fatal %v", err)
+	st := emulatortest.Child(t)
+	if st == nil {
 		return
 	}
+	ctx := context.Background()
+	say := proctest.Say
 	stopAt := os.Getenv("STOP_AT")
 	var coord atomic.Pointer[spillover.Coordinator]
 	c := router.New(st, &router.Options{Hooks: router.Hooks{Call: func(ctx context.Context, l, op string, d time.Duration, err error) {

@@ -210,11 +210,7 @@ func reshardIntoAccounts(t *testing.T, fenced bool) {
 	solo, err := cosmos.Open(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: first.Endpoint}})
 	require.NoError(t, err)
 	require.Implements(t, (*store.Fencer)(nil), solo)
-	sc := router.New(solo, nil)
-	sf, err := sc.Follow(ctx, db, &router.FollowOptions{Seed: ring(t, 2)})
-	require.NoError(t, err)
-	_, err = sc.EnsureCollections(ctx, db, nil)
-	require.NoError(t, err)
+	sc, sf := followEnsured(ctx, t, solo, &router.FollowOptions{Seed: ring(t, 2)})
 	m := newModel()
 	fixed := make([]doc, nFixed)
 	for i := range fixed {
@@ -317,13 +313,7 @@ func reshardIntoAccounts(t *testing.T, fenced bool) {
 	require.NoError(t, err)
 	assert.Equal(t, append([]string{"dbs/app/colls/_docshard"}, links...), colls, "every account listed; the old collections gone")
 	found := readFound(t, rst, colls)
-	unfound := map[string]bool{}
-	for _, id := range checkFound(t, found, r, m.ledger) {
-		unfound[id] = true
-	}
-	rd.checkCounts(m)
-	rd.report(t, unfound)
-	m.report(t)
+	checkEnd(t, found, r, m, rd)
 	for i, w := range childWrong {
 		assert.Empty(t, w, "reader process %d", i)
 	}

@@ -137,11 +137,7 @@ func BenchmarkReshardRate(b *testing.B) {
 // the router, par writers at once.
 func seedRouted(b *testing.B, st store.Store, seed resolver.Resolver, n, par, pad int) (*router.Client, *router.Follower) {
 	ctx := context.Background()
-	c := router.New(st, nil)
-	f, err := c.Follow(ctx, db, &router.FollowOptions{Seed: seed, PollInterval: 100 * time.Millisecond})
-	require.NoError(b, err)
-	_, err = c.EnsureCollections(ctx, db, nil)
-	require.NoError(b, err)
+	c, f := followEnsured(ctx, b, st, &router.FollowOptions{Seed: seed, PollInterval: 100 * time.Millisecond})
 	var wg sync.WaitGroup
 	for w := range par {
 		wg.Go(func() {

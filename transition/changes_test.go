@@ -52,6 +52,51 @@ func allDocs(t *testing.T, c *router.Client) []feedItem {
 	}
 }
 
+// applyPage applies a page of the feed to view (id -> version), each
+// document's version above the one view had, and returns its documents.
+func applyPage(t *testing.T, p *router.ChangePage, view map[string]int) []feedItem {
+	out := make([]feedItem, len(p.Items))
+	for i, it := range p.Items {
+		d := &out[i]
+		require.NoError(t, json.Unmarshal(it, d))
+		if prev, ok := view[d.ID]; ok {
+			require.Greater(t, d.V, prev, "document %s: version %d after %d", d.ID, d.V, prev)
+		}
+		view[d.ID] = d.V
+	}
+	return out
+}
+
+// startWriters starts n writers that write until stop is closed: writer w
+// (with a generator seeded by w and seed) writes the document pick names
+// ("" skips a turn) at a version one above the last it wrote (2 the
+// first time), pausing pause after each write. Wait on the group returned
+// after closing stop.
+func startWriters(n int, seed uint64, pause time.Duration, stop <-chan struct{}, write func(id string, v int), pick func(w int, rng *rand.Rand) string) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), seed))
+			ver := map[string]int{}
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := pick(w, rng)
+				if id == "" {
+					continue
+				}
+				ver[id] = max(ver[id], 1) + 1
+				write(id, ver[id])
+				time.Sleep(pause)
+			}
+		})
+	}
+	return &wg
+}
+
 // followedRing2 is an embedded store and a client following its database,
 // seeded with a ring of 2 collections that exist, polling every poll.
 func followedRing2(t *testing.T, poll time.Duration) (store.Store, *router.Client) {
@@ -99,13 +144,7 @@ func TestChangesAcrossReshard(t *testing.T) {
 	read := func() bool {
 		p, err := consumer.Changes(ctx, db, &router.ChangeOptions{Continuation: cont, PageSize: 50})
 		require.NoError(t, err)
-		for _, it := range p.Items {
-			var d feedItem
-			require.NoError(t, json.Unmarshal(it, &d))
-			if prev, ok := last[d.ID]; ok {
-				require.Greater(t, d.V, prev, "document %s: version %d after %d", d.ID, d.V, prev)
-			}
-			last[d.ID] = d.V
+		for _, d := range applyPage(t, p, last) {
 			reported = append(reported, d.ETag)
 		}
 		cont = p.Continuation
@@ -113,32 +152,16 @@ func TestChangesAcrossReshard(t *testing.T) {
 	}
 
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range 3 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(w), 3))
-			ver := map[string]int{}
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				id := fmt.Sprint("s", rng.IntN(600))
-				if rng.IntN(3) == 0 {
-					id = fmt.Sprintf("w%d-%d", w, rng.IntN(200))
-				}
-				if id[0] == 's' && w != 0 {
-					continue // one writer per document, so versions rise
-				}
-				ver[id] = max(ver[id], 1) + 1
-				write(id, ver[id])
-				time.Sleep(time.Millisecond)
-			}
-		}()
-	}
+	wg := startWriters(3, 3, time.Millisecond, stop, write, func(w int, rng *rand.Rand) string {
+		id := fmt.Sprint("s", rng.IntN(600))
+		if rng.IntN(3) == 0 {
+			id = fmt.Sprintf("w%d-%d", w, rng.IntN(200))
+		}
+		if id[0] == 's' && w != 0 {
+			return "" // one writer per document, so versions rise
+		}
+		return id
+	})
 	done := make(chan error, 1)
 	go func() {
 		_, err := transition.Reshard(ctx, st, db, ring(t, 3), &transition.ReshardOptions{
@@ -205,13 +228,7 @@ func TestChangesTokenAcrossReshards(t *testing.T) {
 		for {
 			p, err := c.Changes(ctx, db, &router.ChangeOptions{Continuation: cont, PageSize: 25})
 			require.NoError(t, err)
-			for _, it := range p.Items {
-				var d feedItem
-				require.NoError(t, json.Unmarshal(it, &d))
-				if prev, ok := view[d.ID]; ok {
-					require.Greater(t, d.V, prev, "document %s", d.ID)
-				}
-				view[d.ID] = d.V
+			for _, d := range applyPage(t, p, view) {
 				mu.Lock()
 				if !acked[d.ETag] {
 					copies++
@@ -272,14 +289,12 @@ func TestChangesTokenAcrossReshards(t *testing.T) {
 // file after printing it, polling until killed (or, with $UNTIL_CAUGHT_UP,
 // until a page is caught up: "caught up").
 func TestChangesChild(t *testing.T) {
-	proctest.Child(t)
-	ctx := context.Background()
-	say := proctest.Say
-	st, err := emulatortest.ChildBackend(ctx)
-	if err != nil {
-		say("fatal %v", err)
+	st := emulatortest.Child(t)
+	if st == nil {
 		return
 	}
+	ctx := context.Background()
+	say := proctest.Say
 	c := router.New(st, nil)
 	if err := c.Register(db, ring(t, 2)); err != nil { // the shared state decides; this is its seed
 		say("fatal %v", err)
@@ -374,12 +389,8 @@ func TestChangesKilled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	srv, st := emulatortest.StartBackend(ctx, t)
-	c := router.New(st, nil)
-	f, err := c.Follow(ctx, db, &router.FollowOptions{Seed: ring(t, 2), PollInterval: 50 * time.Millisecond, LeaseDuration: 5 * time.Second})
-	require.NoError(t, err)
+	c, f := followEnsured(ctx, t, st, &router.FollowOptions{Seed: ring(t, 2), PollInterval: 50 * time.Millisecond, LeaseDuration: 5 * time.Second})
 	defer f.Close()
-	_, err = c.EnsureCollections(ctx, db, nil)
-	require.NoError(t, err)
 
 	var mu sync.Mutex
 	acked := map[string]bool{}
@@ -404,26 +415,13 @@ func TestChangesKilled(t *testing.T) {
 	wg.Wait()
 
 	stop := make(chan struct{})
-	for w := range 3 {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(w), 17))
-			ver := map[string]int{}
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				id := fmt.Sprintf("s%d", w+3*rng.IntN(seeds/3)) // writer w owns s(w+3k)
-				if rng.IntN(4) == 0 {
-					id = fmt.Sprintf("w%d-%d", w, rng.IntN(100))
-				}
-				ver[id] = max(ver[id], 1) + 1
-				write(id, ver[id])
-				time.Sleep(2 * time.Millisecond)
-			}
-		})
-	}
+	writers := startWriters(3, 17, 2*time.Millisecond, stop, write, func(w int, rng *rand.Rand) string {
+		id := fmt.Sprintf("s%d", w+3*rng.IntN(seeds/3)) // writer w owns s(w+3k)
+		if rng.IntN(4) == 0 {
+			id = fmt.Sprintf("w%d-%d", w, rng.IntN(100))
+		}
+		return id
+	})
 
 	log := &consumerLog{}
 	tokenFile := filepath.Join(t.TempDir(), "token")
@@ -464,7 +462,7 @@ func TestChangesKilled(t *testing.T) {
 		runToEnd(t, srv.Endpoint, fmt.Sprintf("TARGET=%d", target))
 	}
 	close(stop)
-	wg.Wait()
+	writers.Wait()
 	close(consumerStop)
 	kills := <-consumerDone
 	// A last run from the last token, to the present.

@@ -37,14 +37,12 @@ import (
 // $STOP_AT ($ROLE says which). It is skipped unless TestReshardKilled runs
 // it as a child.
 func TestReshardChild(t *testing.T) {
-	proctest.Child(t)
-	ctx := context.Background()
-	say := proctest.Say
-	st, err := emulatortest.ChildBackend(ctx)
-	if err != nil {
-		say("fatal %v", err)
+	st := emulatortest.Child(t)
+	if st == nil {
 		return
 	}
+	ctx := context.Background()
+	say := proctest.Say
 	say("started")
 	switch os.Getenv("ROLE") {
 	case "reshard":
@@ -101,13 +99,9 @@ func writeUntilEOF(ctx context.Context, st store.Store, say func(string, ...any)
 // it, 8 at once, and returns the ledger of them.
 func seedDocs(ctx context.Context, t *testing.T, st store.Store, r resolver.Resolver, n int) *ledger {
 	t.Helper()
-	c := router.New(st, nil)
-	f, err := c.Follow(ctx, db, &router.FollowOptions{Seed: r})
-	require.NoError(t, err)
+	c, f := followEnsured(ctx, t, st, &router.FollowOptions{Seed: r})
 	defer f.Close()
-	_, err = c.EnsureCollections(ctx, db, nil)
-	require.NoError(t, err)
-	l := &ledger{value: map[string]int{}, key: map[string]string{}, unknown: map[string]bool{}}
+	l := newLedger()
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Go(func() {

@@ -45,6 +45,25 @@ type ledger struct {
 	unknown map[string]bool // a write whose outcome the writer could not know
 }
 
+func newLedger() *ledger {
+	return &ledger{value: map[string]int{}, key: map[string]string{}, unknown: map[string]bool{}}
+}
+
+// followEnsured returns a client of st following db (opts: its seed and
+// pacing) with the seed's collections made, and its Follower, which the
+// caller closes.
+func followEnsured(ctx context.Context, t testing.TB, st store.Store, opts *router.FollowOptions) (*router.Client, *router.Follower) {
+	t.Helper()
+	c := router.New(st, nil)
+	f, err := c.Follow(ctx, db, opts)
+	require.NoError(t, err)
+	if _, err := c.EnsureCollections(ctx, db, nil); err != nil {
+		_ = f.Close()
+		require.NoError(t, err)
+	}
+	return c, f
+}
+
 func (l *ledger) set(id, key string, v int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -279,13 +298,9 @@ func seeded(t *testing.T, r resolver.Resolver, n int) (store.Store, *router.Clie
 	ctx := context.Background()
 	st := memstore.New(nil)
 	t.Cleanup(func() { _ = st.Close() })
-	c := router.New(st, nil)
-	f, err := c.Follow(ctx, db, &router.FollowOptions{Seed: r, PollInterval: 20 * time.Millisecond, LeaseDuration: 5 * time.Second})
-	require.NoError(t, err)
+	c, f := followEnsured(ctx, t, st, &router.FollowOptions{Seed: r, PollInterval: 20 * time.Millisecond, LeaseDuration: 5 * time.Second})
 	t.Cleanup(func() { _ = f.Close() })
-	_, err = c.EnsureCollections(ctx, db, nil)
-	require.NoError(t, err)
-	l := &ledger{value: map[string]int{}, key: map[string]string{}, unknown: map[string]bool{}}
+	l := newLedger()
 	for i := range n {
 		id, key := fmt.Sprintf("seed-%d", i), fmt.Sprintf("u%d", i%500)
 		_, err := c.Create(ctx, db, doc{ID: id, UserID: key, V: 1}, nil)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,13 +11,10 @@ import (
 
 	"github.com/docshard/docshard/cosmos/cosmostest"
 	"github.com/docshard/docshard/emulator/emulatortest"
+	"github.com/docshard/docshard/internal/testserver"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	cosmostest.StopShared()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testserver.Main(m, cosmostest.StopShared) }
 
 // TestLoadAndQueryOnCosmos drives load and query with store.kind cosmos
 // against the local cosmium server.
@@ -35,11 +31,7 @@ databases:
   - link: %s
     resolver: {kind: hash, partitionKey: /userId, collections: [%s/colls/u0, %s/colls/u1]}
 `, srv.Endpoint, db, db, db))
-	var lines strings.Builder
-	for i := 0; i < 30; i++ {
-		fmt.Fprintf(&lines, `{"id":"%d","userId":"user-%d","n":%d}`+"\n", i, i%4, i)
-	}
-	code, out, errOut := runCLI(t, lines.String(), "load", "-c", cfg)
+	code, out, errOut := runCLI(t, userLines(0, 30, 4), "load", "-c", cfg)
 	require.Equal(t, 0, code, errOut)
 	assert.True(t, strings.HasPrefix(out, "30 documents loaded into "+db+" ("), out)
 	code, out, errOut = runCLI(t, "", "query", "-c", cfg, "SELECT VALUE COUNT(1) FROM c WHERE c.n > 9")

@@ -48,11 +48,7 @@ func TestLoadTooLargeLine(t *testing.T) {
 func TestLoadJSON(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeFile(t, dir, "app.yaml", oneRing)
-	var lines strings.Builder
-	for i := range 40 {
-		fmt.Fprintf(&lines, `{"id":"%d","userId":"user%d"}`+"\n", i, i)
-	}
-	code, out, errOut := runCLI(t, lines.String(), "load", "-c", cfg, "--json", "-")
+	code, out, errOut := runCLI(t, oneUserEach(40), "load", "-c", cfg, "--json", "-")
 	require.Equal(t, 0, code, errOut)
 	var s loadStats
 	require.NoError(t, json.Unmarshal([]byte(out), &s), out)

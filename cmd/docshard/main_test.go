@@ -38,6 +38,39 @@ databases:
     resolver: {kind: hash, partitionKey: /userId, collections: [dbs/app/colls/users0, dbs/app/colls/users1, dbs/app/colls/users2]}
 `
 
+// threeU is a database of three collections u0 to u2 hashed by /userId.
+const threeU = `
+databases:
+  - link: dbs/app
+    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/app/colls/u0, dbs/app/colls/u1, dbs/app/colls/u2]}
+`
+
+// embedded writes dir/c.yaml, an embedded store in dir/data with
+// databases (the YAML of threeU, ...), and returns its path.
+func embedded(t testing.TB, dir, databases string) string {
+	return writeFile(t, dir, "c.yaml", "store: {kind: embedded, path: "+filepath.Join(dir, "data")+"}\n"+databases)
+}
+
+// oneUserEach returns n documents as JSON lines, each of its own user:
+// {"id":"i","userId":"useri"}.
+func oneUserEach(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"id":"%d","userId":"user%d"}`+"\n", i, i)
+	}
+	return b.String()
+}
+
+// userLines returns documents from to to-1 as JSON lines:
+// {"id":"i","userId":"user-(i mod users)","n":i}.
+func userLines(from, to, users int) string {
+	var b strings.Builder
+	for i := from; i < to; i++ {
+		fmt.Fprintf(&b, `{"id":"%d","userId":"user-%d","n":%d}`+"\n", i, i%users, i)
+	}
+	return b.String()
+}
+
 func TestLocate(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeFile(t, dir, "c.yaml", threeUsers)
@@ -165,18 +198,9 @@ func TestDemo(t *testing.T) {
 
 func TestLoadAndQuery(t *testing.T) {
 	dir := t.TempDir()
-	cfg := writeFile(t, dir, "c.yaml", `
-store: {kind: embedded, path: `+filepath.Join(dir, "data")+`}
-databases:
-  - link: dbs/app
-    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/app/colls/u0, dbs/app/colls/u1, dbs/app/colls/u2]}
-`)
-	var lines strings.Builder
-	for i := 0; i < 50; i++ {
-		fmt.Fprintf(&lines, `{"id":"%d","userId":"user-%d","n":%d}`+"\n", i, i%7, i)
-	}
-	lines.WriteString("\n")
-	code, out, errOut := runCLI(t, lines.String(), "load", "-c", cfg, "-")
+	cfg := embedded(t, dir, threeU)
+	lines := userLines(0, 50, 7) + "\n"
+	code, out, errOut := runCLI(t, lines, "load", "-c", cfg, "-")
 	require.Equal(t, 0, code, errOut)
 	assert.True(t, strings.HasPrefix(out, "50 documents loaded into dbs/app ("), out)
 	assert.Contains(t, errOut, "created collection dbs/app/colls/u0")
@@ -193,7 +217,7 @@ databases:
 	assert.Equal(t, "3\n10\n17\n24\n31\n38\n45\n", strings.ReplaceAll(out, `"`, ""))
 
 	// Loading again upserts; --create refuses existing ids.
-	code, _, errOut = runCLI(t, lines.String(), "load", "-c", cfg)
+	code, _, errOut = runCLI(t, lines, "load", "-c", cfg)
 	require.Equal(t, 0, code, errOut)
 	code, _, errOut = runCLI(t, `{"id":"0","userId":"user-0"}`, "load", "-c", cfg, "--create")
 	assert.Equal(t, 1, code)
@@ -237,7 +261,7 @@ databases:
 func TestDamagedStoreAndSalvage(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	cfg := writeFile(t, dir, "c.yaml", "store: {kind: embedded, path: "+data+"}\n"+threeUsers)
+	cfg := embedded(t, dir, threeUsers)
 	var lines strings.Builder
 	for i := range 30 {
 		fmt.Fprintf(&lines, `{"id":"d%d","userId":"u%d","mark":"MARK%04d"}`+"\n", i, i, i)
@@ -280,7 +304,7 @@ func TestDamagedStoreAndSalvage(t *testing.T) {
 func TestStoreHeldByAnotherProcess(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	cfg := writeFile(t, dir, "c.yaml", "store: {kind: embedded, path: "+data+"}\n"+threeUsers)
+	cfg := embedded(t, dir, threeUsers)
 	code, _, errOut := runCLI(t, `{"id":"a","userId":"u1"}`+"\n", "load", "-c", cfg, "-")
 	require.Equal(t, 0, code, errOut)
 
@@ -333,4 +357,45 @@ func TestBinaryUsage(t *testing.T) {
 	require.ErrorAs(t, cmd.Run(), &exit)
 	assert.Equal(t, 1, exit.ExitCode())
 	assert.Contains(t, stderr.String(), "missing.yaml")
+}
+
+// TestChangesCommand: `changes` prints every loaded document once as a
+// JSON line and exits; with --token-file a second run prints only what
+// was loaded since; --from-now prints nothing; usage mistakes exit 2.
+func TestChangesCommand(t *testing.T) {
+	dir := t.TempDir()
+	cfg := embedded(t, dir, threeU)
+	lines := func(from, to int) string { return userLines(from, to, 7) }
+	code, _, errOut := runCLI(t, lines(0, 30), "load", "-c", cfg, "-")
+	require.Equal(t, 0, code, errOut)
+
+	code, out, errOut := runCLI(t, "", "changes", "-c", cfg)
+	require.Equal(t, 0, code, errOut)
+	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 30)
+	assert.Contains(t, out, `"_etag"`, "documents as stored")
+
+	tok := filepath.Join(dir, "token")
+	code, out, errOut = runCLI(t, "", "changes", "-c", cfg, "--token-file", tok)
+	require.Equal(t, 0, code, errOut)
+	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 30)
+	_, err := os.Stat(tok)
+	require.NoError(t, err, "the token is kept")
+	code, _, errOut = runCLI(t, lines(30, 35), "load", "-c", cfg, "-")
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut = runCLI(t, "", "changes", "-c", cfg, "--token-file", tok)
+	require.Equal(t, 0, code, errOut)
+	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 5, "only what was loaded since")
+
+	code, out, errOut = runCLI(t, "", "changes", "-c", cfg, "--from-now")
+	require.Equal(t, 0, code, errOut)
+	assert.Empty(t, out)
+
+	code, _, errOut = runCLI(t, "", "changes", "-c", cfg, "--from-now", "--token-file", tok)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--from-now")
+	code, _, errOut = runCLI(t, "", "changes", "-c", cfg, "extra")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "changes")
+	code, _, _ = runCLI(t, "", "changes", "-c", cfg, "--bogus")
+	assert.Equal(t, 2, code)
 }

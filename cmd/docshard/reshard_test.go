@@ -140,11 +140,7 @@ func TestReshardInterrupted(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeFile(t, dir, "app.yaml", oneRing)
 	next := writeFile(t, dir, "next.json", `{"kind":"hash","partitionKey":"/userId","collections":["dbs/app/colls/u0","dbs/app/colls/u1","dbs/app/colls/u2"]}`)
-	var lines strings.Builder
-	for i := range 400 {
-		fmt.Fprintf(&lines, `{"id":"%d","userId":"user%d"}`+"\n", i, i)
-	}
-	code, _, errOut := runCLI(t, lines.String(), "load", "-c", cfg, "-")
+	code, _, errOut := runCLI(t, oneUserEach(400), "load", "-c", cfg, "-")
 	require.Equal(t, 0, code, errOut)
 
 	// --rate 20: the copy of about 130 moving documents takes seconds, so

@@ -23,8 +23,7 @@ import (
 // document is read back once.
 func TestLoadSpillover(t *testing.T) {
 	dir := t.TempDir()
-	cfg := writeFile(t, dir, "c.yaml", `
-store: {kind: embedded, path: `+filepath.Join(dir, "data")+`}
+	cfg := embedded(t, dir, `
 databases:
   - link: dbs/app
     resolver: {kind: spillover, partitionKey: /id, collections: [dbs/app/colls/log0], collectionPrefix: log, maxDocuments: 400, fillRatio: 0.5, template: {defaultTtl: -1}}

@@ -26,11 +26,7 @@ func TestStateCommands(t *testing.T) {
 	require.Equal(t, 1, code)
 	assert.Contains(t, errOut, "no shared state document yet")
 
-	var lines strings.Builder
-	for i := range 20 {
-		fmt.Fprintf(&lines, `{"id":"%d","userId":"user%d"}`+"\n", i, i)
-	}
-	code, out, errOut := runCLI(t, lines.String(), "load", "-c", cfg, "-")
+	code, out, errOut := runCLI(t, oneUserEach(20), "load", "-c", cfg, "-")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "20 documents loaded")
 	assert.Contains(t, errOut, "the file's resolver is now its version 1")
@@ -113,17 +109,9 @@ databases:
 // object per line with --json.
 func TestJSONOutputs(t *testing.T) {
 	dir := t.TempDir()
-	cfg := writeFile(t, dir, "app.yaml", `store: {kind: embedded, path: data}
-databases:
-  - link: dbs/app
-    resolver: {kind: hash, partitionKey: /userId, collections: [dbs/app/colls/u0, dbs/app/colls/u1]}
-`)
+	cfg := writeFile(t, dir, "app.yaml", oneRing)
 	next := writeFile(t, dir, "next.json", `{"kind":"hash","partitionKey":"/userId","collections":["dbs/app/colls/u0","dbs/app/colls/u1","dbs/app/colls/u2"]}`)
-	var lines strings.Builder
-	for i := range 30 {
-		fmt.Fprintf(&lines, `{"id":"%d","userId":"user%d"}`+"\n", i, i)
-	}
-	code, _, errOut := runCLI(t, lines.String(), "load", "-c", cfg, "-")
+	code, _, errOut := runCLI(t, oneUserEach(30), "load", "-c", cfg, "-")
 	require.Equal(t, 0, code, errOut)
 
 	code, out, errOut := runCLI(t, "", "plan", "-c", cfg, "--next", next, "--keys", "3000", "--json")
@@ -211,24 +199,41 @@ func loadedOne(t *testing.T) (cfg string, st *memstore.Store) {
 	return cfg, st
 }
 
+// publishPhase publishes a version of dbs/app's state with phase (JSON)
+// and reason, by "test".
+func publishPhase(t *testing.T, st store.Store, phase, reason string) {
+	ctx := context.Background()
+	s, err := shardstate.Load(ctx, st, "dbs/app")
+	require.NoError(t, err)
+	_, err = shardstate.Publish(ctx, st, s, shardstate.Change{Phase: json.RawMessage(phase), By: "test", Reason: reason})
+	require.NoError(t, err)
+}
+
+// publishProgress publishes versions 2 to 4 of dbs/app's state, each
+// recording a reshard's progress at step, with no reason (as an earlier
+// release wrote them).
+func publishProgress(t *testing.T, st store.Store, step string) {
+	for i := range 3 {
+		publishPhase(t, st, fmt.Sprintf(`{"reshard":{"id":"r1","step":%q,"started":"2026-11-27T10:00:00Z","copy":{"dbs/app/colls/u0":"pos%d"}}}`, step, i), "")
+	}
+}
+
+// historyLines closes st and returns the lines of state history.
+func historyLines(t *testing.T, cfg string, st store.Store) []string {
+	require.NoError(t, st.Close())
+	code, out, errOut := runCLI(t, "", "state", "history", "-c", cfg)
+	require.Equal(t, 0, code, errOut)
+	return strings.Split(strings.TrimSpace(out), "\n")
+}
+
 // TestHistoryGroupsProgress: versions that only record a change's
 // progress (same resolver, same step) are one line of state history, so a
 // reshard reads as a few lines, not dozens.
 func TestHistoryGroupsProgress(t *testing.T) {
 	cfg, st := loadedOne(t)
-	ctx := context.Background()
-	for i := range 3 {
-		s, err := shardstate.Load(ctx, st, "dbs/app")
-		require.NoError(t, err)
-		phase := fmt.Sprintf(`{"reshard":{"id":"r1","step":"published","started":"2026-11-27T10:00:00Z","copy":{"dbs/app/colls/u0":"pos%d"}}}`, i)
-		_, err = shardstate.Publish(ctx, st, s, shardstate.Change{Phase: json.RawMessage(phase), By: "test"})
-		require.NoError(t, err)
-	}
-	require.NoError(t, st.Close())
-	code, out, errOut := runCLI(t, "", "state", "history", "-c", cfg)
-	require.Equal(t, 0, code, errOut)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 2, out)
+	publishProgress(t, st, "published")
+	lines := historyLines(t, cfg, st)
+	require.Len(t, lines, 2, lines)
 	assert.True(t, strings.HasPrefix(lines[1], "2-4\t"), lines[1])
 	assert.Contains(t, lines[1], "being resharded (step published, started 2026-11-27T10:00:00Z) (3 versions recording its progress)")
 }
@@ -240,32 +245,22 @@ func TestHistoryGroupsProgress(t *testing.T) {
 // resolver and step are those of the version before.
 func TestHistoryOldAndNew(t *testing.T) {
 	cfg, st := loadedOne(t)
-	ctx := context.Background()
-	publish := func(phase, reason string) {
-		s, err := shardstate.Load(ctx, st, "dbs/app")
-		require.NoError(t, err)
-		_, err = shardstate.Publish(ctx, st, s, shardstate.Change{Phase: json.RawMessage(phase), By: "test", Reason: reason})
-		require.NoError(t, err)
-	}
-	for i := range 3 { // versions 2-4: an earlier release's progress
-		publish(fmt.Sprintf(`{"reshard":{"id":"r1","step":"copy","started":"2026-11-27T10:00:00Z","copy":{"dbs/app/colls/u0":"pos%d"}}}`, i), "")
-	}
+	publish := func(phase, reason string) { publishPhase(t, st, phase, reason) }
+	// Versions 2-4: an earlier release's progress.
+	publishProgress(t, st, "copy")
 	publish(`{"reshard":{"id":"r1","step":"copy","started":"2026-11-27T10:00:00Z"}}`, "reshard 1 → 1 collection: resumed by b") // 5
 	publish(`{"reshard":{"id":"r1","step":"copy","started":"2026-11-27T10:00:00Z"}}`, "reshard 1 → 1 collection: resumed by c") // 6
 	publish(`null`, "reshard 1 → 1 collection done: the moved documents removed from their sources")                            // 7
-	require.NoError(t, st.Close())
 
-	code, out, errOut := runCLI(t, "", "state", "history", "-c", cfg)
-	require.Equal(t, 0, code, errOut)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 5, out)
+	lines := historyLines(t, cfg, st)
+	require.Len(t, lines, 5, lines)
 	assert.True(t, strings.HasPrefix(lines[1], "2-4\t"), lines[1])
 	assert.Contains(t, lines[1], "being resharded (step copy, started 2026-11-27T10:00:00Z) (3 versions recording its progress)")
 	assert.Regexp(t, `^5\tepoch 1\t\S+\ttest\treshard 1 → 1 collection: resumed by b; routes by hash over 1 collection\(s\): dbs/app/colls/u0$`, lines[2])
 	assert.Regexp(t, `^6\t.*resumed by c;`, lines[3])
 	assert.Regexp(t, `^7\t.*\treshard 1 → 1 collection done: the moved documents removed from their sources; routes by hash over 1 collection\(s\)`, lines[4])
 
-	code, out, errOut = runCLI(t, "", "state", "history", "-c", cfg, "--json")
+	code, out, errOut := runCLI(t, "", "state", "history", "-c", cfg, "--json")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, `"reason":"reshard 1 → 1 collection: resumed by b"`)
 }

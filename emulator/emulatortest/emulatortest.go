@@ -22,6 +22,7 @@ import (
 	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/emulator"
 	"github.com/docshard/docshard/internal/opt"
+	"github.com/docshard/docshard/internal/proctest"
 	"github.com/docshard/docshard/internal/redact"
 	"github.com/docshard/docshard/internal/testserver"
 	"github.com/docshard/docshard/store"
@@ -226,6 +227,22 @@ func ChildBackend(ctx context.Context) (store.Store, error) {
 		return nil, fmt.Errorf("emulatortest: %s is not set: the parent passes it to proctest.Start", EndpointEnv)
 	}
 	return Backend(ctx, endpoint)
+}
+
+// Child begins a child process's test that works on its parent's server
+// (proctest.Child: it skips t unless the parent started this process for
+// it) and opens the cosmos backend there (ChildBackend). When it cannot,
+// it says "fatal ..." to the parent (proctest.Say) and returns nil: the
+// child's test then returns.
+func Child(t testing.TB) store.Store {
+	t.Helper()
+	proctest.Child(t)
+	st, err := ChildBackend(context.Background())
+	if err != nil {
+		proctest.Say("fatal %v", err)
+		return nil
+	}
+	return st
 }
 
 // StartBackend starts a server that stops when the test ends (Start, an

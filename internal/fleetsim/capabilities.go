@@ -10,19 +10,13 @@ import (
 // (through capabilities_gen.go, which internal/storecap/capgen writes from
 // store/capabilities.go, as for the retry layer) gives a wrapped store
 // exactly the capabilities of the store it wraps: adding a capability to
-// package store means running go generate here and writing its type below,
-// else this package does not compile and its capability test fails.
+// package store means running go generate here and writing its methods
+// below, else this package does not compile and its capability test fails.
 
 //go:generate go run ../storecap/capgen fleetsim Store ../../store/capabilities.go capabilities_gen.go
 
-// changeFeederCap is store.ChangeFeeder, charged per page.
-type changeFeederCap struct {
-	s *Store
-	c store.ChangeFeeder
-}
-
-// ReadChanges implements store.ChangeFeeder: a page, plus a point read per
-// document returned.
+// ReadChanges implements store.ChangeFeeder, charged as a page plus a point
+// read per document returned.
 func (c changeFeederCap) ReadChanges(ctx context.Context, l string, opts *store.ChangeFeedOptions) (*store.ChangePage, error) {
 	p, err := c.c.ReadChanges(ctx, l, opts)
 	var pk any
@@ -37,14 +31,8 @@ func (c changeFeederCap) ReadChanges(ctx context.Context, l string, opts *store.
 	return p, err
 }
 
-// fencerCap is store.Fencer: a raise is charged as a write, a read as a
-// point read (see Charges).
-type fencerCap struct {
-	s *Store
-	c store.Fencer
-}
-
-// RaiseFence implements store.Fencer.
+// RaiseFence implements store.Fencer: a raise is charged as a write, a read
+// as a point read (see Charges).
 func (c fencerCap) RaiseFence(ctx context.Context, dbLink string, epoch int64) (int64, error) {
 	f, err := c.c.RaiseFence(ctx, dbLink, epoch)
 	c.s.c.charge(ctx, Partition{Link: dbLink}, Fence, c.s.c.charges.WriteRU(0), 0, err)
@@ -58,13 +46,8 @@ func (c fencerCap) Fence(ctx context.Context, dbLink string) (int64, error) {
 	return f, err
 }
 
-// batcherCap is store.Batcher: a batch costs the sum of its operations.
-type batcherCap struct {
-	s *Store
-	c store.Batcher
-}
-
-// ExecuteBatch implements store.Batcher.
+// ExecuteBatch implements store.Batcher: a batch costs the sum of its
+// operations.
 func (c batcherCap) ExecuteBatch(ctx context.Context, l string, partitionKey any, ops []store.BatchOp, opts *store.BatchOptions) ([]store.BatchResult, error) {
 	res, err := c.c.ExecuteBatch(ctx, l, partitionKey, ops, opts)
 	ch := &c.s.c.charges
@@ -87,27 +70,15 @@ func (c batcherCap) ExecuteBatch(ctx context.Context, l string, partitionKey any
 	return res, err
 }
 
-// replacerCap is store.Replacer, counted as Metadata.
-type replacerCap struct {
-	s *Store
-	c store.Replacer
-}
-
-// ReplaceCollection implements store.Replacer.
+// ReplaceCollection implements store.Replacer, counted as Metadata.
 func (c replacerCap) ReplaceCollection(ctx context.Context, l string, spec *store.CollectionSpec) error {
 	err := c.c.ReplaceCollection(ctx, l, spec)
 	c.s.metadata(ctx, l, err)
 	return err
 }
 
-// patcherCap is store.Patcher: a patch is charged as the write of the
+// Patch implements store.Patcher: a patch is charged as the write of the
 // document it leaves (Cosmos DB charges a patch about as a replace).
-type patcherCap struct {
-	s *Store
-	c store.Patcher
-}
-
-// Patch implements store.Patcher.
 func (c patcherCap) Patch(ctx context.Context, l, id string, ops []store.PatchOp, opts *store.PatchOptions) (*store.Document, error) {
 	d, err := c.c.Patch(ctx, l, id, ops, opts)
 	var pk any
@@ -118,14 +89,8 @@ func (c patcherCap) Patch(ctx context.Context, l, id string, ops []store.PatchOp
 	return d, err
 }
 
-// manyReaderCap is store.ManyReader: each item is charged as a point read
+// ReadMany implements store.ManyReader: each item is charged as a point read
 // of what it found, in its own logical partition.
-type manyReaderCap struct {
-	s *Store
-	c store.ManyReader
-}
-
-// ReadMany implements store.ManyReader.
 func (c manyReaderCap) ReadMany(ctx context.Context, l string, items []store.ItemRef) ([]*store.Document, error) {
 	docs, err := c.c.ReadMany(ctx, l, items)
 	for i, it := range items {

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/docshard/docshard/internal/storecap"
+	"github.com/docshard/docshard/internal/storecap/storecaptest"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/memstore"
 )
@@ -20,7 +20,7 @@ func TestCapabilities(t *testing.T) {
 	mem := memstore.New(nil)
 	t.Cleanup(func() { _ = mem.Close() })
 	c := NewCounter(nil)
-	storecap.Check(t, storecap.Wrapper{Package: "fleetsim", Type: "Store", Capabilities: filepath.Join("..", "..", "store", "capabilities.go"),
+	storecaptest.Check(t, storecaptest.Wrapper{Package: "fleetsim", Type: "Store", Capabilities: filepath.Join("..", "..", "store", "capabilities.go"),
 		Generated: "capabilities_gen.go", Names: capabilityNames, Wrap: c.Wrap}, mem)
 }
 

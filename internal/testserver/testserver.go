@@ -6,6 +6,7 @@ package testserver
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -61,4 +62,15 @@ func Context(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// Main is a TestMain that stops shared servers: it runs m's tests, then
+// each stop (a server package's StopShared), and exits with the tests'
+// code.
+func Main(m *testing.M, stops ...func()) {
+	code := m.Run()
+	for _, stop := range stops {
+		stop()
+	}
+	os.Exit(code)
 }

@@ -8,6 +8,52 @@ import "github.com/docshard/docshard/store"
 // withCapabilities keeps, sorted.
 var capabilityNames = []string{"Batcher", "ChangeFeeder", "Fencer", "ManyReader", "Patcher", "Replacer"}
 
+// batcherCap is the wrapper's store.Batcher; its methods are written by hand.
+type batcherCap struct {
+	s *Store
+	c store.Batcher // the wrapped store's
+}
+
+// changeFeederCap is the wrapper's store.ChangeFeeder; its methods are written by hand.
+type changeFeederCap struct {
+	s *Store
+	c store.ChangeFeeder // the wrapped store's
+}
+
+// fencerCap is the wrapper's store.Fencer; its methods are written by hand.
+type fencerCap struct {
+	s *Store
+	c store.Fencer // the wrapped store's
+}
+
+// manyReaderCap is the wrapper's store.ManyReader; its methods are written by hand.
+type manyReaderCap struct {
+	s *Store
+	c store.ManyReader // the wrapped store's
+}
+
+// patcherCap is the wrapper's store.Patcher; its methods are written by hand.
+type patcherCap struct {
+	s *Store
+	c store.Patcher // the wrapped store's
+}
+
+// replacerCap is the wrapper's store.Replacer; its methods are written by hand.
+type replacerCap struct {
+	s *Store
+	c store.Replacer // the wrapped store's
+}
+
+// Every capability type has its interface's methods.
+var (
+	_ store.Batcher      = batcherCap{}
+	_ store.ChangeFeeder = changeFeederCap{}
+	_ store.Fencer       = fencerCap{}
+	_ store.ManyReader   = manyReaderCap{}
+	_ store.Patcher      = patcherCap{}
+	_ store.Replacer     = replacerCap{}
+)
+
 // withCapabilities returns s as a store.Store offering exactly the
 // capabilities of the store it wraps.
 func withCapabilities(s *Store) store.Store {

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/docshard/docshard/internal/storecap"
+	"github.com/docshard/docshard/internal/storecap/storecaptest"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/memstore"
 )
@@ -30,7 +30,7 @@ const coll = "dbs/app/colls/c"
 func TestCapabilities(t *testing.T) {
 	mem := memstore.New(nil)
 	t.Cleanup(func() { _ = mem.Close() })
-	storecap.Check(t, storecap.Wrapper{Package: "retry", Type: "Store", Capabilities: filepath.Join("..", "capabilities.go"),
+	storecaptest.Check(t, storecaptest.Wrapper{Package: "retry", Type: "Store", Capabilities: filepath.Join("..", "capabilities.go"),
 		Generated: "capabilities_gen.go", Names: capabilityNames, Wrap: func(st store.Store) store.Store { return Wrap(st, nil) }}, mem)
 }
 

@@ -21,15 +21,6 @@ const (
 	SkipBatchIsolation  = "BatchIsolation"  // concurrent readers never see part of a batch
 )
 
-func init() {
-	cases = append(cases,
-		testCase{SkipBatch, (*suite).batch},
-		testCase{SkipBatchAtomic, (*suite).batchAtomic},
-		testCase{SkipBatchValidation, (*suite).batchValidation},
-		testCase{SkipBatchIsolation, (*suite).batchIsolation},
-	)
-}
-
 // capability returns the store as the optional capability C (named name
 // in the skip message), skipping the case when the backend lacks it.
 func capability[C any](t *testing.T, st store.Store, name string) C {

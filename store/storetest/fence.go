@@ -24,13 +24,6 @@ const (
 	SkipFenceConcurrent = "FenceConcurrent" // a raise under stamped writers: none below it succeeds after it returns, none acknowledged is lost
 )
 
-func init() {
-	cases = append(cases,
-		testCase{SkipFence, (*suite).fence},
-		testCase{SkipFenceConcurrent, (*suite).fenceConcurrent},
-	)
-}
-
 func fencer(t *testing.T, st store.Store) store.Fencer {
 	t.Helper()
 	return capability[store.Fencer](t, st, "store.Fencer")

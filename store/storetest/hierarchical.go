@@ -19,10 +19,6 @@ import (
 // a batch under the full key.
 const SkipHierarchicalPartitionKey = "HierarchicalPartitionKey"
 
-func init() {
-	cases = append(cases, testCase{SkipHierarchicalPartitionKey, (*suite).hierarchicalKey})
-}
-
 func (s *suite) hierarchicalKey(t *testing.T, st store.Store) {
 	paths := []string{"/tenant", "/user", "/session"}
 	l := s.coll(t, st, &store.CollectionSpec{PartitionKeyPaths: paths})

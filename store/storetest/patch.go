@@ -22,16 +22,6 @@ const (
 	SkipBatchPatch      = "BatchPatch"      // a batch's patch operations (store.BatchPatch), in order, all or nothing
 )
 
-func init() {
-	cases = append(cases,
-		testCase{SkipPatch, (*suite).patch},
-		testCase{SkipPatchCondition, (*suite).patchCondition},
-		testCase{SkipPatchRefused, (*suite).patchRefused},
-		testCase{SkipPatchConcurrent, (*suite).patchConcurrent},
-		testCase{SkipBatchPatch, (*suite).batchPatch},
-	)
-}
-
 func patcher(t *testing.T, st store.Store) store.Patcher {
 	t.Helper()
 	return capability[store.Patcher](t, st, "store.Patcher")

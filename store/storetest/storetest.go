@@ -160,6 +160,19 @@ var cases = []testCase{
 	{SkipTTL, (*suite).ttl},
 	{SkipUseAfterClose, (*suite).useAfterClose},
 	{SkipContextCanceled, (*suite).contextCanceled},
+	{SkipBatch, (*suite).batch},
+	{SkipBatchAtomic, (*suite).batchAtomic},
+	{SkipBatchValidation, (*suite).batchValidation},
+	{SkipBatchIsolation, (*suite).batchIsolation},
+	{SkipFence, (*suite).fence},
+	{SkipFenceConcurrent, (*suite).fenceConcurrent},
+	{SkipHierarchicalPartitionKey, (*suite).hierarchicalKey},
+	{SkipPatch, (*suite).patch},
+	{SkipPatchCondition, (*suite).patchCondition},
+	{SkipPatchRefused, (*suite).patchRefused},
+	{SkipPatchConcurrent, (*suite).patchConcurrent},
+	{SkipBatchPatch, (*suite).batchPatch},
+	{SkipReadMany, (*suite).readMany},
 }
 
 // Keys returns every case key, in the order the cases run.

@@ -3,8 +3,9 @@
 // from the optional capabilities of package store (the exported interfaces
 // of store/capabilities.go): go generate runs it in each wrapper's
 // package. After adding a capability, run go generate ./... and write the
-// capability's methods in each wrapper (a type named after the interface,
-// lower-cased, with "Cap": patcherCap for Patcher); see package storecap.
+// capability's methods in each wrapper (on the type the file declares for
+// it, named after the interface, lower-cased, with "Cap": patcherCap for
+// Patcher); see package storecap.
 package main
 
 import (

@@ -1,4 +1,7 @@
-package storecap
+// Package storecaptest is the capability test of a wrapper of store.Store
+// whose capabilities file package storecap writes: the retry layer's and
+// the request-unit meter's tests run it.
+package storecaptest
 
 import (
 	"os"
@@ -7,12 +10,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/docshard/docshard/internal/storecap"
 	"github.com/docshard/docshard/store"
 )
 
 // Wrapper describes a wrapper of store.Store for Check.
 type Wrapper struct {
-	// Package and Type name the wrapper, as Generate takes them.
+	// Package and Type name the wrapper, as storecap.Generate takes them.
 	Package, Type string
 	// Capabilities is the path of store/capabilities.go, Generated that
 	// of the wrapper's generated file, both from the test's directory.
@@ -24,15 +28,15 @@ type Wrapper struct {
 }
 
 // Check is a wrapper's capability test: its generated file is what
-// Generate writes from store/capabilities.go now, and the wrapper offers
+// storecap.Generate writes from store/capabilities.go now, and the wrapper offers
 // each optional capability exactly when the store it wraps does (full,
 // the embedded store, offers them all), through one layer and through
 // two. A capability added to package store and not wired here fails it.
 func Check(t *testing.T, w Wrapper, full store.Store) {
-	names, err := Names(w.Capabilities)
+	names, err := storecap.Names(w.Capabilities)
 	require.NoError(t, err)
 	require.NotEmpty(t, names)
-	want, err := Generate(w.Package, w.Type, names)
+	want, err := storecap.Generate(w.Package, w.Type, names)
 	require.NoError(t, err)
 	have, err := os.ReadFile(w.Generated)
 	require.NoError(t, err)
@@ -44,7 +48,7 @@ func Check(t *testing.T, w Wrapper, full store.Store) {
 		out := map[string]bool{}
 		for _, n := range names {
 			ok, known := offersCapability(st, n)
-			require.True(t, known, "capability %s of store/capabilities.go has no check in package storecap: add it to offersCapability and only, and wire it in every wrapper", n)
+			require.True(t, known, "capability %s of store/capabilities.go has no check in package storecaptest: add it to offersCapability and only, and wire it in every wrapper", n)
 			out[n] = ok
 		}
 		return out
@@ -52,7 +56,7 @@ func Check(t *testing.T, w Wrapper, full store.Store) {
 	cases := map[string]store.Store{"none": struct{ store.Store }{full}, "the embedded store": full}
 	for _, n := range names {
 		st := only(full, n)
-		require.NotNil(t, st, "no store offering only %s in package storecap: add one to only", n)
+		require.NotNil(t, st, "no store offering only %s in package storecaptest: add one to only", n)
 		cases["only "+n] = st
 	}
 	for name, st := range cases {
