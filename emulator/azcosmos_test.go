@@ -273,7 +273,7 @@ func TestItemErrors(t *testing.T) {
 			return err
 		}, http.StatusBadRequest},
 		{"bad id", func() error {
-			_, err := cc.CreateItem(ctx, pk, []byte(`{"id":"`+strings.Repeat("x", 256)+`","pk":"p"}`), nil)
+			_, err := cc.CreateItem(ctx, pk, []byte(`{"id":"`+strings.Repeat("x", 1024)+`","pk":"p"}`), nil) // the service takes 1,023 bytes
 			return err
 		}, http.StatusBadRequest},
 		{"malformed JSON", func() error {
@@ -1051,6 +1051,7 @@ func TestIDsAsTheGatewayReadsThem(t *testing.T) {
 		{"With\nLineFeed", http.StatusBadRequest},
 		{"WithUnicode鱀", http.StatusOK},
 		{"100%", http.StatusOK},
+		{strings.Repeat("L", 1023), http.StatusOK}, // the service's longest id (its quotas: 1,023 bytes)
 	}
 	for _, tc := range cases {
 		t.Run(tc.id, func(t *testing.T) {

@@ -323,7 +323,7 @@ func TestBadCRUDInput(t *testing.T) {
 	assert.ErrorIs(t, err, store.ErrBadRequest)
 	assert.Equal(t, calls, fs.calls.Load(), "no bad input reached the store")
 
-	_, err = c.Create(ctx, db, []byte(`{"id": "`+strings.Repeat("x", 256)+`", "userId": "a"}`), nil)
+	_, err = c.Create(ctx, db, []byte(`{"id": "`+strings.Repeat("x", store.MaxIDLength+1)+`", "userId": "a"}`), nil)
 	assert.ErrorIs(t, err, store.ErrBadRequest, "the store's own checks pass through")
 	n := 0
 	for _, l := range links(3) {

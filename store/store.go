@@ -10,8 +10,10 @@ import (
 
 // Limits Cosmos DB applies and every backend enforces.
 const (
-	// MaxIDLength is the longest document id, in bytes.
-	MaxIDLength = 255
+	// MaxIDLength is the longest document id, in bytes: 1,023, Cosmos DB's
+	// per-item limit ("Maximum length of id", Azure Cosmos DB service
+	// quotas; the REST reference's older "255 characters" no longer holds).
+	MaxIDLength = 1023
 	// MaxDocumentSize is the largest document, in bytes of its JSON text
 	// as stored (system properties included).
 	MaxDocumentSize = 2 * 1024 * 1024

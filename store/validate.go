@@ -17,7 +17,8 @@ import (
 //
 // Cosmos DB's documentation forbids '/', '\\', '?' and '#' in ids (the SDKs'
 // Resource.Id references; the REST reference's Create Document says only
-// that an id has at most 255 characters), but the service creates
+// that an id has at most 255 characters, where the service quotas now say
+// 1,023 bytes), but the service creates
 // documents with them (and with spaces at the end, escape sequences such as
 // "%20", CR, LF or Tab): Microsoft's own emulator tests expect 201 Created
 // for each (azcosmos v1.5.0, emulator_cosmos_item_test.go,

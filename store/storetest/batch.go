@@ -199,7 +199,7 @@ func (s *suite) batchValidation(t *testing.T, st store.Store) {
 		{"malformed", "p", []store.BatchOp{bCreate(ok), bCreate([]byte(`{"id":"bad",`))}, 1, store.ErrBadRequest, ""},
 		{"not an object", "p", []store.BatchOp{bUpsert([]byte(`["id"]`))}, 0, store.ErrBadRequest, "object"},
 		{"no id", "p", []store.BatchOp{bCreate([]byte(`{"pk":"p"}`))}, 0, store.ErrBadRequest, "id"},
-		{"bad id", "p", []store.BatchOp{bCreate(ok), bRead(strings.Repeat("b", 256))}, 1, store.ErrBadRequest, "bbb"},
+		{"bad id", "p", []store.BatchOp{bCreate(ok), bRead(strings.Repeat("b", store.MaxIDLength+1))}, 1, store.ErrBadRequest, "bbb"},
 		{"empty id", "p", []store.BatchOp{bDelete("")}, 0, store.ErrBadRequest, "id"},
 		{"replace id differs", "p", []store.BatchOp{bReplace("kept", ok)}, 0, store.ErrBadRequest, "kept"},
 		{"unknown kind", "p", []store.BatchOp{bCreate(ok), {Kind: 99, ID: "kept"}}, 1, store.ErrBadRequest, "kind"},

@@ -144,7 +144,7 @@ func (s *suite) badDocuments(t *testing.T, st store.Store) {
 		{"numeric id", `{"id": 7, "pk": "x"}`, "id"},
 		{"null id", `{"id": null, "pk": "x"}`, "id"},
 		{"empty id", `{"id": "", "pk": "x"}`, "id"},
-		{"long id", `{"id": "` + strings.Repeat("x", 256) + `", "pk": "x"}`, "255"},
+		{"long id", `{"id": "` + strings.Repeat("x", store.MaxIDLength+1) + `", "pk": "x"}`, "1023"},
 	}
 	for _, tc := range bad {
 		_, err := st.Create(ctx, l, []byte(tc.doc), nil)
@@ -156,7 +156,7 @@ func (s *suite) badDocuments(t *testing.T, st store.Store) {
 		requireKind(t, err, store.ErrBadRequest, "replace: %s", tc.name)
 	}
 	assert.Equal(t, before, snapshot(t, st, l), "refused writes leave the collection as it was")
-	for _, id := range []string{"", strings.Repeat("y", 256), "a\xffb"} {
+	for _, id := range []string{"", strings.Repeat("y", store.MaxIDLength+1), "a\xffb"} {
 		_, err = st.Read(ctx, l, id, pk("x"))
 		requireKind(t, err, store.ErrBadRequest, "read id %q", id)
 		requireKind(t, st.Delete(ctx, l, id, wpk("x")), store.ErrBadRequest, "delete id %q", id)
@@ -526,7 +526,7 @@ func (s *suite) nothingHalfWritten(t *testing.T, st store.Store) {
 			return st.Upsert(ctx, l, doc(t, map[string]any{"id": "d002", "pk": "p2", "blob": strings.Repeat("z", store.MaxDocumentSize)}), nil)
 		})},
 		{"bad id", "", store.ErrBadRequest, w(func() (*store.Document, error) {
-			return st.Upsert(ctx, l, []byte(`{"id":"`+strings.Repeat("d", 256)+`","pk":"p2"}`), nil)
+			return st.Upsert(ctx, l, []byte(`{"id":"`+strings.Repeat("d", store.MaxIDLength+1)+`","pk":"p2"}`), nil)
 		})},
 		{"malformed", "", store.ErrBadRequest, w(func() (*store.Document, error) {
 			return st.Upsert(ctx, l, []byte(`{"id":"d002","pk":"p2",`), nil)
