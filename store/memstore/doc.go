@@ -22,7 +22,7 @@
 // it.
 //
 // A write is validated in one pass over the JSON text, without decoding
-// it: one object, a string "id" (at most 255 bytes, none of / \ ? #), a
+// it: one object, a string "id" (store.ValidateID: 1 to 1,023 bytes of UTF-8), a
 // key value that is a string, number, boolean or null, at most 2 MB stored
 // (system properties included), nesting at most 10,000 deep, numbers a
 // float64 holds, valid UTF-8; "id", "ttl" and the key's property at most
