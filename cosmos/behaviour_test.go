@@ -326,3 +326,78 @@ func TestQueryAuto(t *testing.T) {
 	got = read(`SELECT VALUE COUNT(1) FROM c WHERE c.s = "blue"`, store.QueryOptions{PartitionKey: "p1"})
 	assert.Equal(t, []any{4.0}, got, "scoped to a partition key: d01, d07, d13, d19")
 }
+
+// countingQueries is a transport that counts the documents the service's
+// query answers carry, and keeps the query texts sent.
+type countingQueries struct {
+	base  http.RoundTripper
+	mu    sync.Mutex
+	texts []string
+	docs  int
+}
+
+func (c *countingQueries) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !isQueryRequest(r) {
+		return c.base.RoundTrip(r)
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	r.Body = io.NopCloser(strings.NewReader(string(body)))
+	resp, err := c.base.RoundTrip(r)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(strings.NewReader(string(answer)))
+	var page struct{ Documents []json.RawMessage }
+	_ = json.Unmarshal(answer, &page)
+	c.mu.Lock()
+	c.texts, c.docs = append(c.texts, string(body)), c.docs+len(page.Documents)
+	c.mu.Unlock()
+	return resp, nil
+}
+
+// TestKeyedCountOnTheService: a plain count within one partition key
+// ("SELECT VALUE COUNT(1) FROM c WHERE ...", as shardstate's wait for the
+// routers counts stale leases) goes to the service whole, not evaluated
+// here over the documents it counts: one number comes back, whatever it
+// counts. Through a store that does not know serve's query extension (as
+// on Cosmos DB itself); the answer is the local evaluation's.
+func TestKeyedCountOnTheService(t *testing.T) {
+	srv := cosmostest.Shared(t)
+	ctx := cosmostest.Context(t)
+	client := srv.HTTPClient()
+	counting := &countingQueries{base: client.Transport}
+	if counting.base == nil {
+		counting.base = http.DefaultTransport
+	}
+	st, err := cosmos.New(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint, Key: cosmostest.Key}, HTTPClient: &http.Client{Transport: counting}})
+	require.NoError(t, err)
+	local, err := cosmos.New(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint, Key: cosmostest.Key}, HTTPClient: client, QueryMode: cosmos.QueryLocal})
+	require.NoError(t, err)
+	coll := fmt.Sprintf("dbs/count%d/colls/c", time.Now().UnixNano())
+	require.NoError(t, st.CreateCollection(ctx, coll, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	for i := range 60 {
+		_, err := st.Create(ctx, coll, []byte(fmt.Sprintf(`{"id":"d%d","pk":"p","v":%d}`, i, i)), nil)
+		require.NoError(t, err)
+	}
+	q := store.Query{Text: "SELECT VALUE COUNT(1) FROM c WHERE c.v < @v", Parameters: []store.Param{{Name: "@v", Value: 45}}}
+	for _, tc := range []struct {
+		name string
+		st   store.Store
+	}{{"service", st}, {"local", local}} {
+		page, err := tc.st.Query(ctx, coll, q, &store.QueryOptions{PartitionKey: "p", PageSize: 10})
+		require.NoError(t, err, tc.name)
+		require.Len(t, page.Items, 1, tc.name)
+		assert.JSONEq(t, "45", string(page.Items[0]), tc.name)
+		assert.Empty(t, page.Continuation, tc.name)
+	}
+	require.NotEmpty(t, counting.texts)
+	assert.Contains(t, counting.texts[len(counting.texts)-1], "COUNT(1)", "the count itself went to the service")
+	assert.LessOrEqual(t, counting.docs, 1, "one number came back, not the 45 documents it counts")
+}

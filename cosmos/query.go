@@ -3,10 +3,12 @@ package cosmos
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
@@ -71,7 +73,13 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	// docshard serve answers any query whole with its query extension
 	// (s.wholeQueries: x-docshard-whole-query, sent by servicePage), with
 	// the same engine this package would evaluate it with: it runs there.
+	// One aggregate goes to the service anyway: a plain count within one
+	// partition key (keyedCount), which moves one number instead of the
+	// documents it counts.
 	local := s.opts.QueryMode == QueryLocal || !s.wholeQueries && !query.Analyze(parsed).GatewayCrossPartition()
+	if local && s.opts.QueryMode != QueryLocal && o.PartitionKey != nil && o.Continuation == "" && keyedCount(parsed) {
+		return s.serviceCount(ctx, cc, op, l, q, o.PartitionKey)
+	}
 	mode := "service"
 	if local {
 		mode = "local"
@@ -232,6 +240,55 @@ func (s *Store) servicePage(ctx context.Context, cc *azcosmos.ContainerClient, o
 		page.Continuation = cursor.Encode(next)
 		return page, nil
 	}
+}
+
+// keyedCount reports whether q is a plain count, "SELECT VALUE COUNT(x)
+// FROM c [WHERE ...]" without subqueries, joins or other clauses: the
+// one aggregate this package sends to the service (within one partition
+// key, where the service evaluates it without a query plan), so that a
+// count of many documents moves one number, not the documents.
+func keyedCount(q *query.Query) bool {
+	if !q.Value || len(q.Items) != 1 || q.Distinct || q.Top != nil || len(q.Joins) > 0 || len(q.GroupBy) > 0 ||
+		len(q.OrderBy) > 0 || q.Offset != nil || q.Limit != nil {
+		return false
+	}
+	call, ok := q.Items[0].X.(*query.Call)
+	f := query.Analyze(q)
+	return ok && strings.EqualFold(call.Name, "COUNT") && len(call.Args) == 1 && f.Subqueries == 0 && !f.NoFrom && !f.FromIn && !f.FromPath
+}
+
+// serviceCount answers a keyedCount query within one partition key from
+// the service, in one page holding the count. The service may answer an
+// aggregate in several pages, each with a partial count of the documents
+// it read for that page (the SDKs add them up); this adds up every value
+// of every page. Cost: one request per page the service answers, charged
+// by the service for what it read, but no document moved.
+func (s *Store) serviceCount(ctx context.Context, cc *azcosmos.ContainerClient, op, l string, q store.Query, key any) (*store.Page, error) {
+	ctx, pk, err := scopeKey(ctx, op, l, key)
+	if err != nil {
+		return nil, err
+	}
+	if s.wholeQueries {
+		ctx = policy.WithHTTPHeader(ctx, http.Header{headerWholeQuery: {"true"}})
+	}
+	pager := cc.NewQueryItemsPager(q.Text, pk, &azcosmos.QueryOptions{QueryParameters: toParams(q.Parameters)})
+	var n int64
+	var charge float64
+	for pager.More() {
+		resp, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, s.containerErr(ctx, op, l, cc, err)
+		}
+		charge += float64(resp.RequestCharge)
+		for _, it := range resp.Items {
+			var v int64
+			if err := json.Unmarshal(it, &v); err != nil {
+				return nil, &store.Error{Kind: store.ErrUnavailable, Op: op, Link: l, Message: fmt.Sprintf("the service answered a count with %.40q, not a whole number", it)}
+			}
+			n += v
+		}
+	}
+	return &store.Page{Items: []json.RawMessage{json.RawMessage(strconv.FormatInt(n, 10))}, RequestCharge: charge}, nil
 }
 
 // localQuery evaluates a query here over the container's documents (the

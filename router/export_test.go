@@ -1,6 +1,7 @@
 package router
 
 import (
+	"context"
 	"time"
 
 	"github.com/docshard/docshard/resolver"
@@ -18,3 +19,8 @@ func (f *Follower) DecodeWith(decode func(*shardstate.State) (resolver.Resolver,
 	defer f.mu.Unlock()
 	f.decode = decode
 }
+
+// PollOnce polls as the follower's own goroutine does (not waiting for a
+// decode, reading the state's copy where a poll does), for a test that
+// steps polls one at a time.
+func (f *Follower) PollOnce(ctx context.Context) error { return f.poll(ctx, false) }

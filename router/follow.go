@@ -76,8 +76,10 @@ var ErrStateLost = errors.New("router: the shared state document is missing or w
 // FollowOptions configure Follow. A nil *FollowOptions means defaults.
 type FollowOptions struct {
 	// PollInterval is how often the state is read; 0 means two seconds
-	// (a change reaches every router within it; docs/design.md#leases-at-scale
-	// gives the cost).
+	// (a change reaches every router within it once its copies are written,
+	// as Publish does at once; within StateCopies polls when they could not
+	// be, or an earlier docshard published it; docs/design.md#leases-at-scale
+	// and #state-copies give the cost).
 	PollInterval time.Duration
 	// LeaseDuration is how long after a read of the state the router may
 	// write by it (shardstate.Lease.ValidFor); 0 means five poll
@@ -435,8 +437,11 @@ func (f *Follower) poll(ctx context.Context, wait bool) error {
 		held = held && f.lease.ETag != "" && f.renewedHeld
 		renewed = true
 	}
-	sent := f.now()                          // the state read's
-	s, err := f.reader.Peek(ctx, f.st, wait) // Follow and Refresh read the state document itself
+	sent := f.now() // the state read's
+	// Follow and Refresh read the state document itself, and so does a
+	// router that found it missing or gone back, until it is back: its
+	// copy still holds the lost version.
+	s, err := f.reader.Peek(ctx, f.st, wait || f.lost.Load() != nil)
 	switch {
 	case err == nil && cur != nil && s.Version < cur.Version:
 		err = f.stateLost(fmt.Sprintf("the state of %s went back from version %d to %d (was it deleted and created again?)", f.db, cur.Version, s.Version), cur, nil)

@@ -697,3 +697,46 @@ func TestDecodeDoesNotStallLease(t *testing.T) {
 	require.NoError(t, <-refreshed)
 	assert.Equal(t, int64(2), f.Version(), "Refresh waited for the decode and switched")
 }
+
+// TestLostStateStaysLost: a router polls a copy of the state on most polls
+// (shardstate.StateCopies), and the copy outlives a deleted state
+// document; once a poll of the document itself found it missing, the
+// router reads only the document until it is back, so its writes stay
+// refused, poll after poll, instead of resuming on the copy.
+func TestLostStateStaysLost(t *testing.T) {
+	st, c, f := followedUsers(t, 2, 2)
+	coll, err := shardstate.CollectionLink(db)
+	require.NoError(t, err)
+	require.NoError(t, st.Delete(ctx, coll, "state", &store.WriteOptions{PartitionKey: "state"}))
+
+	lostAt := -1
+	for i := range 3 * shardstate.StateCopies {
+		err := f.PollOnce(ctx)
+		if lostAt < 0 && errors.Is(err, router.ErrStateLost) {
+			lostAt = i
+		}
+		if lostAt < 0 {
+			continue
+		}
+		require.ErrorIs(t, err, router.ErrStateLost, "poll %d, %d after the loss was found", i, i-lostAt)
+		_, err = c.Upsert(ctx, db, map[string]any{"id": fmt.Sprint("w", i), "userId": "k1"}, nil)
+		require.ErrorIs(t, err, router.ErrStateLost, "write after poll %d", i)
+	}
+	require.GreaterOrEqual(t, lostAt, 0, "a poll of the state document found it missing")
+	assert.Less(t, lostAt, shardstate.StateCopies, "within StateCopies polls")
+}
+
+// followedUsers returns a fencing store with colls collections ("/userId"),
+// a client following dbs/app's state (ring of 2 seeded; polls only when a
+// test asks) and its Follower, with users documents k0, k1, ... added.
+func followedUsers(t *testing.T, colls, users int) (*fenceStore, *router.Client, *router.Follower) {
+	t.Helper()
+	st := newFenceStore(t)
+	c := router.New(st, nil)
+	f := follow(t, c, &router.FollowOptions{Seed: ring(t, 2), PollInterval: time.Hour, LeaseDuration: 2 * time.Hour})
+	for _, l := range links(colls) {
+		require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/userId"}))
+	}
+	addUsers(t, c, users, func(i int) string { return fmt.Sprint("k", i) })
+	return st, c, f
+}

@@ -675,13 +675,7 @@ func TestHeldPagerAcrossAPlacementChange(t *testing.T) {
 		moved bool // the new version reads other collections
 	}{{"same collections", false}, {"other collections", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := newFenceStore(t)
-			c := router.New(st, nil)
-			f := follow(t, c, &router.FollowOptions{Seed: ring(t, 2), PollInterval: time.Hour, LeaseDuration: 2 * time.Hour})
-			for _, l := range links(3) {
-				require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/userId"}))
-			}
-			addUsers(t, c, 30, func(i int) string { return fmt.Sprint("k", i) })
+			st, c, f := followedUsers(t, 3, 30)
 			p := c.NewQueryPager(db, store.Query{Text: "SELECT * FROM c ORDER BY c.age"}, &router.QueryOptions{PageSize: 5})
 			_, err := p.NextPage(ctx)
 			require.NoError(t, err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"slices"
 
 	"golang.org/x/sync/errgroup"
 
@@ -178,11 +177,13 @@ func spread(ctx context.Context, st store.Store, coll string, s *State) error {
 	return g.Wait()
 }
 
-// copiesVersion returns the highest version a copy of the state holds (0
-// when none does): a trace of a fleet, and a floor for a restored state.
-// Cost: StateCopies point reads.
-func copiesVersion(ctx context.Context, st store.Store, db, coll string) (int64, error) {
-	vs := make([]int64, StateCopies)
+// copiesVersion returns the highest version and epoch a copy of the state
+// holds (0 when none does): a trace of a fleet, and a floor for a restored
+// state. A copy that is broken or of another database is passed over, as
+// the routers pass it over: it is brought forward, not trusted. Cost:
+// StateCopies point reads.
+func copiesVersion(ctx context.Context, st store.Store, db, coll string) (version, epoch int64, err error) {
+	found := make([]*State, StateCopies)
 	g, gctx := errgroup.WithContext(ctx)
 	for i := range StateCopies {
 		g.Go(func() error {
@@ -193,18 +194,17 @@ func copiesVersion(ctx context.Context, st store.Store, db, coll string) (int64,
 			case err != nil:
 				return fmt.Errorf("shardstate: reading the copy %q of the state of %s: %w", copyKind(i), db, err)
 			}
-			var v struct {
-				Version int64 `json:"version"`
-			}
-			if err := json.Unmarshal(d.Body, &v); err != nil {
-				return &DocumentError{Link: coll, ID: copyKind(i), Err: err}
-			}
-			vs[i] = v.Version
+			found[i], _ = parse(d.Body, db, copyKind(i), false)
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return slices.Max(vs), nil
+	for _, s := range found {
+		if s != nil {
+			version, epoch = max(version, s.Version), max(epoch, s.Epoch)
+		}
+	}
+	return version, epoch, nil
 }

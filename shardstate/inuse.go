@@ -69,7 +69,7 @@ type traces struct {
 	db, coll             string // the database link and its state collection
 	leases               []*Lease
 	history, histEpoch   int64
-	copies               int64 // the highest version a copy of the state holds
+	copies, copyEpoch    int64 // the highest version and epoch a copy of the state holds
 	fence                int64
 	leaseVer, leaseEpoch int64 // the highest among the leases
 }
@@ -107,7 +107,7 @@ func readTraces(ctx context.Context, st store.Store, dbLink string) (*traces, er
 		}
 		t.history, t.histEpoch = last.Version, last.Epoch
 	}
-	if t.copies, err = copiesVersion(ctx, st, db, coll); err != nil {
+	if t.copies, t.copyEpoch, err = copiesVersion(ctx, st, db, coll); err != nil {
 		return nil, err
 	}
 	if f, ok := st.(store.Fencer); ok {
@@ -148,7 +148,8 @@ func (t *traces) inUse() error {
 // write is fenced: the version one above the lost one (the history's last
 // plus one, or the highest a lease or a copy of the state names, whichever
 // is higher), the epoch
-// one above the highest of the history's, the leases' and the fence, which
+// one above the highest of the history's, the leases', the copies' and the
+// fence, which
 // it raises to it. r should be the resolver the fleet routes by (the
 // documents stay where they are). A state that exists is a *ConflictError
 // carrying it, as with Init. This is what `docshard state set` does on a
@@ -163,7 +164,7 @@ func Restore(ctx context.Context, st store.Store, dbLink string, r resolver.Reso
 	if !t.used() {
 		v = 0
 	}
-	s, err := create(ctx, st, t, r, opts, v+1, max(t.histEpoch, t.leaseEpoch, t.fence)+1)
+	s, err := create(ctx, st, t, r, opts, v+1, max(t.histEpoch, t.leaseEpoch, t.copyEpoch, t.fence)+1)
 	if err != nil {
 		return nil, err
 	}

@@ -326,10 +326,14 @@ func leasesIn(ctx context.Context, st store.Store, db, coll, kind string, below 
 
 // How long a wait counts a partition's stale leases before it reads them:
 // once a count of at most fewStale was found twice in a row, or a larger
-// one patience+1 times (a second at the default poll).
+// one patience+1 times (a second at the default poll), and at the latest
+// on its maxCounts+1-th poll (three seconds at the default poll, past a
+// router's default poll interval: routers coming and going keep a count
+// moving, and a dead router's lease must still be timed).
 const (
-	fewStale = 8
-	patience = 4
+	fewStale  = 8
+	patience  = 4
+	maxCounts = 12
 )
 
 // staleCounts returns, for each partition of kinds, how many leases in it
@@ -374,7 +378,9 @@ type WaitOptions struct {
 	// 500 ms.
 	Margin time.Duration
 	// Pending, when set, is called after each poll with the leases still
-	// waited for.
+	// waited for that the wait has read by name (a bucket whose stale
+	// leases are only counted so far is not among them: see
+	// WaitForRouters).
 	Pending func([]*Lease)
 }
 
@@ -433,7 +439,8 @@ func (e *StaleRoutersError) Unwrap() error { return e.Err }
 // 3.3 RU per partition and poll on Cosmos DB's charges, whatever its size.
 // The wait is at most the longest ValidFor plus the margin after version
 // was read published, and a few polls more for a lease first counted (its
-// partition's count found unchanged twice, or five times when above 8).
+// partition's count found unchanged twice, or five times when above 8, and
+// at the latest on the thirteenth poll that counts it).
 func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version int64, opts *WaitOptions) error {
 	st = retry.Ensure(st)
 	o := opt.Of(opts)
@@ -444,21 +451,39 @@ func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version 
 	if err != nil {
 		return err
 	}
+	type sighting struct {
+		etag  string
+		since time.Time
+	}
+	seen := map[string]sighting{}
 	// A router goes on reading the state to go on writing: once version
 	// is read published, every read sent later finds it.
 	// Routers read copies of the state (StateCopies): version counts as
-	// published once every copy holds it too.
-	published := false
+	// published once every copy holds it too. A version found published
+	// whose copies could not all be brought forward is tried again on the
+	// next poll.
+	published, spreadTo := false, (*State)(nil)
 	if s, err := Peek(ctx, st, db); err == nil {
 		if s.Version >= version {
-			serr := spread(ctx, st, coll, s)
-			if serr != nil && ctx.Err() != nil {
-				return serr
-			}
-			published = serr == nil
+			spreadTo = s
 		}
 	} else if !errors.Is(err, ErrNoState) && !errors.Is(err, ErrInvalidState) {
 		return err
+	}
+	tryPublished := func() error {
+		if spreadTo == nil || published {
+			return nil
+		}
+		err := spread(ctx, st, coll, spreadTo)
+		if err != nil && ctx.Err() != nil {
+			return err
+		}
+		if published = err == nil; published {
+			// A lease is timed by the ValidFor rule only from a sighting
+			// after the version counted as published (design, case 3).
+			clear(seen)
+		}
+		return nil
 	}
 	margin := func(d time.Duration) time.Duration {
 		if o.Margin > 0 {
@@ -466,11 +491,6 @@ func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version 
 		}
 		return max(d/10, 500*time.Millisecond)
 	}
-	type sighting struct {
-		etag  string
-		since time.Time
-	}
-	seen := map[string]sighting{}
 	kinds := allLeaseKinds()
 	// A partition's stale leases are counted (one small answer) until
 	// their count stops falling, then read (each lease, to time it): a
@@ -480,13 +500,18 @@ func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version 
 	// polls before its leases are read: the first polls after a change
 	// often find no router acknowledged yet.
 	type tally struct {
-		n     int64 // the last count
-		polls int   // how many polls in a row found it
+		n      int64 // the last count
+		polls  int   // how many polls in a row found it
+		counts int   // how many polls counted the partition
 	}
 	counted := map[string]tally{} // by partition
 	reading := map[string]bool{}  // partitions whose stale leases are read
 	var pending, last []*Lease    // as of this poll, and the one before
+	var lastUnnamed int64         // the stale leases the poll before counted, not read
 	for {
+		if err := tryPublished(); err != nil {
+			return err
+		}
 		last, pending = pending, nil
 		var next []string // the partitions to read again
 		var toCount, toRead []string
@@ -503,15 +528,16 @@ func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version 
 		if err == nil {
 			for i, kind := range toCount {
 				c := counted[kind]
+				c.counts++
 				if c.n == counts[i] {
 					c.polls++
 				} else {
-					c = tally{n: counts[i], polls: 1}
+					c.n, c.polls = counts[i], 1
 				}
 				counted[kind] = c
 				switch {
 				case c.n == 0:
-				case c.polls > 1 && c.n <= fewStale || c.polls > patience:
+				case c.polls > 1 && c.n <= fewStale || c.polls > patience || c.counts > maxCounts:
 					reading[kind] = true
 					toRead = append(toRead, kind)
 				default:
@@ -534,6 +560,7 @@ func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version 
 						stale[l.kind+"/"+l.docID] = l
 					}
 				}
+				unnamed = max(unnamed, lastUnnamed) // this poll's counts may not have come
 				if len(stale) > 0 || unnamed > 0 {
 					routers := make([]*Lease, 0, len(stale))
 					for _, l := range stale {
@@ -594,6 +621,7 @@ func WaitForRouters(ctx context.Context, st store.Store, dbLink string, version 
 		if len(pending) == 0 && unnamed == 0 {
 			return nil
 		}
+		lastUnnamed = unnamed
 		t := time.NewTimer(o.Poll)
 		select {
 		case <-ctx.Done():

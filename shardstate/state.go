@@ -295,8 +295,9 @@ type InitOptions struct {
 // routed the database by one (its document was deleted), it creates
 // nothing and fails with an *InUseError (wrapping ErrInUse): a new version
 // 1 would fork the placement; Restore is the recovery. Cost: a collection
-// create (and a collection-info read when it exists), InUse's reads and one
-// document create. A state collection partitioned by another path than
+// create (and a collection-info read when it exists), InUse's reads, one
+// document create, and StateCopies reads and creates for the copies of the
+// state. A state collection partitioned by another path than
 // KeyPath is a *store.KeyPathError.
 func Init(ctx context.Context, st store.Store, dbLink string, r resolver.Resolver, opts *InitOptions) (*State, error) {
 	st = retry.Ensure(st)
