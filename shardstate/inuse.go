@@ -14,7 +14,7 @@ import (
 
 // ErrInUse: a database has no state document, but its state collection
 // or the store show that a fleet routed it by one: router leases, history
-// versions, or a raised fence. Its state document was deleted (or lost),
+// versions, copies of the state (StateCopies), or a raised fence. Its state document was deleted (or lost),
 // and creating a new one from some resolver (Init, router.FollowOptions.Seed,
 // docshard load, Open) would fork the placement: the running routers keep
 // the resolver they last read, the new one routes by its own. Restore puts

@@ -291,7 +291,7 @@ type InitOptions struct {
 // Init creates a database's state: the state collection when it is missing,
 // and version 1 with resolver r. When a state exists already (another
 // process was first) it fails with a *ConflictError carrying that state.
-// When none exists but leases, history or a raised fence show a fleet
+// When none exists but leases, history, copies of the state or a raised fence show a fleet
 // routed the database by one (its document was deleted), it creates
 // nothing and fails with an *InUseError (wrapping ErrInUse): a new version
 // 1 would fork the placement; Restore is the recovery. Cost: a collection
