@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/docshard/docshard/internal/cursor"
 	"github.com/docshard/docshard/internal/localquery"
 	"github.com/docshard/docshard/internal/opt"
+	"github.com/docshard/docshard/link"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
@@ -78,7 +80,9 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	// documents it counts.
 	local := s.opts.QueryMode == QueryLocal || !s.wholeQueries && !query.Analyze(parsed).GatewayCrossPartition()
 	if local && s.opts.QueryMode != QueryLocal && o.PartitionKey != nil && o.Continuation == "" && keyedCount(parsed) {
-		return s.serviceCount(ctx, cc, op, l, q, o.PartitionKey)
+		if scoped, ok := s.scopedCount(ctx, cc, c, l, parsed, q, o.PartitionKey); ok {
+			return s.serviceCount(ctx, cc, op, l, scoped, o.PartitionKey)
+		}
 	}
 	mode := "service"
 	if local {
@@ -255,6 +259,38 @@ func keyedCount(q *query.Query) bool {
 	call, ok := q.Items[0].X.(*query.Call)
 	f := query.Analyze(q)
 	return ok && strings.EqualFold(call.Name, "COUNT") && len(call.Args) == 1 && f.Subqueries == 0 && !f.NoFrom && !f.FromIn && !f.FromPath
+}
+
+// keyParam is the parameter scopedCount binds the partition key to.
+const keyParam = "@docshard_partition_key"
+
+// scopedCount returns a keyedCount query with its partition key also in
+// its WHERE, so that an emulator that ignores a query's partition-key
+// header (as Cosmium does for aggregates) still counts within the key; ok
+// is false where that is not written simply (a hierarchical key, a key
+// that is not a string, a query that binds keyParam itself), and the
+// query is evaluated here instead.
+func (s *Store) scopedCount(ctx context.Context, cc *azcosmos.ContainerClient, c link.Collection, l string, parsed *query.Query, q store.Query, key any) (store.Query, bool) {
+	v, isString := key.(string)
+	cs, err := s.spec(ctx, "query", cc, c, l)
+	if !isString || err != nil || cs.paths.Hierarchical() || len(cs.paths) != 1 || parsed.From == nil || parsed.From.Alias == "" {
+		return q, false
+	}
+	for _, p := range q.Parameters {
+		if p.Name == keyParam {
+			return q, false
+		}
+	}
+	var at query.Expr = &query.Ident{Name: parsed.From.Alias}
+	for _, seg := range cs.paths[0].Segments() {
+		at = &query.Index{X: at, Index: &query.Literal{Value: seg}}
+	}
+	scoped := *parsed
+	scoped.Where = &query.Binary{Op: "=", L: at, R: &query.ParamRef{Name: keyParam}}
+	if parsed.Where != nil {
+		scoped.Where = &query.Binary{Op: "AND", L: parsed.Where, R: scoped.Where}
+	}
+	return store.Query{Text: query.FormatQuery(&scoped), Parameters: append(slices.Clip(q.Parameters), store.Param{Name: keyParam, Value: v})}, true
 }
 
 // serviceCount answers a keyedCount query within one partition key from
