@@ -238,6 +238,9 @@ func keyText(v []byte) (string, error) {
 
 // withOp fills in the operation and link of an error from store helpers.
 func withOp(err error, op, l string) error {
+	if err == nil {
+		return nil // before se escapes: the common case allocates nothing
+	}
 	var se *store.Error
 	if errors.As(err, &se) {
 		cp := *se
