@@ -83,22 +83,20 @@ func (r *Reader) Peek(ctx context.Context, st store.Store, fresh bool) (*State, 
 	if fresh || r.n%StateCopies == 1 {
 		return r.primary(ctx, st)
 	}
-	d, err := st.Read(ctx, r.coll, r.kind, &store.ReadOptions{PartitionKey: r.kind})
-	if errors.Is(err, store.ErrNotFound) {
-		r.copyKnown, r.copyETag, r.copyVersion = true, "", 0
-		return r.primary(ctx, st)
-	}
+	d, s, err := readCopy(ctx, st, r.db, r.coll, r.kind)
 	if err != nil {
-		return nil, fmt.Errorf("shardstate: reading the state of %s (its copy %q): %w", r.db, r.kind, err)
+		return nil, err
 	}
-	s, err := parse(d.Body, r.db, r.kind, false)
-	if err != nil {
-		// A broken copy: the state document says what it should be.
-		r.copyKnown, r.copyETag, r.copyVersion = true, d.ETag, 0
-		return r.primary(ctx, st)
+	r.copyKnown, r.copyETag, r.copyVersion = true, "", 0
+	if d != nil {
+		r.copyETag = d.ETag
 	}
-	r.copyKnown, r.copyETag, r.copyVersion = true, d.ETag, s.Version
-	if r.last != nil && s.Version < r.last.Version {
+	if s != nil {
+		r.copyVersion = s.Version
+	}
+	if s == nil || r.last != nil && s.Version < r.last.Version {
+		// Missing, broken or behind: the state document says what it
+		// should hold (and primary brings it forward).
 		return r.primary(ctx, st)
 	}
 	r.last = s
@@ -139,6 +137,22 @@ func writeCopy(ctx context.Context, st store.Store, coll, kind string, s *State,
 	return st.Create(ctx, coll, body, &store.WriteOptions{PartitionKey: kind})
 }
 
+// readCopy reads the copy in partition kind: the document (nil when it
+// is missing) and the state it holds (nil when it is missing, broken or
+// of another database: to be written over, not trusted). Cost: one point
+// read.
+func readCopy(ctx context.Context, st store.Store, db, coll, kind string) (*store.Document, *State, error) {
+	d, err := st.Read(ctx, coll, kind, &store.ReadOptions{PartitionKey: kind})
+	switch {
+	case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrCollectionNotFound):
+		return nil, nil, nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("shardstate: reading the state of %s (its copy %q): %w", db, kind, err)
+	}
+	c, _ := parse(d.Body, db, kind, false)
+	return d, c, nil
+}
+
 // spread brings every copy of the state forward to s (or past it): each
 // copy is read and, when missing, broken or older, written on condition
 // of what was read, again until it holds s or a newer version. It returns
@@ -146,35 +160,31 @@ func writeCopy(ctx context.Context, st store.Store, coll, kind string, s *State,
 // per copy behind (a second round per copy another writer moved
 // meanwhile).
 func spread(ctx context.Context, st store.Store, coll string, s *State) error {
-	g, gctx := errgroup.WithContext(ctx)
-	for i := range StateCopies {
+	return inParallel(ctx, StateCopies, func(ctx context.Context, i int) error {
 		kind := copyKind(i)
-		g.Go(func() error {
-			for {
-				d, err := st.Read(gctx, coll, kind, &store.ReadOptions{PartitionKey: kind})
-				etag, exists := "", err == nil
-				switch {
-				case err == nil:
-					etag = d.ETag
-					if c, perr := parse(d.Body, s.Database, kind, false); perr == nil && c.Version >= s.Version {
-						return nil
-					}
-				case !errors.Is(err, store.ErrNotFound):
-					return fmt.Errorf("shardstate: reading the copy %q of the state of %s: %w", kind, s.Database, err)
-				}
-				_, err = writeCopy(gctx, st, coll, kind, s, etag, exists)
-				switch {
-				case err == nil:
-					return nil
-				case errors.Is(err, store.ErrPreconditionFailed) || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound):
-					continue // moved meanwhile: read it again
-				default:
-					return fmt.Errorf("shardstate: bringing the copy %q of the state of %s to version %d: %w", kind, s.Database, s.Version, err)
-				}
+		for {
+			d, c, err := readCopy(ctx, st, s.Database, coll, kind)
+			if err != nil {
+				return err
 			}
-		})
-	}
-	return g.Wait()
+			if c != nil && c.Version >= s.Version {
+				return nil
+			}
+			etag := ""
+			if d != nil {
+				etag = d.ETag
+			}
+			_, err = writeCopy(ctx, st, coll, kind, s, etag, d != nil)
+			switch {
+			case err == nil:
+				return nil
+			case errors.Is(err, store.ErrPreconditionFailed) || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound):
+				continue // moved meanwhile: read it again
+			default:
+				return fmt.Errorf("shardstate: bringing the copy %q of the state of %s to version %d: %w", kind, s.Database, s.Version, err)
+			}
+		}
+	})
 }
 
 // copiesVersion returns the highest version and epoch a copy of the state
@@ -184,21 +194,11 @@ func spread(ctx context.Context, st store.Store, coll string, s *State) error {
 // StateCopies point reads.
 func copiesVersion(ctx context.Context, st store.Store, db, coll string) (version, epoch int64, err error) {
 	found := make([]*State, StateCopies)
-	g, gctx := errgroup.WithContext(ctx)
-	for i := range StateCopies {
-		g.Go(func() error {
-			d, err := st.Read(gctx, coll, copyKind(i), &store.ReadOptions{PartitionKey: copyKind(i)})
-			switch {
-			case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrCollectionNotFound):
-				return nil
-			case err != nil:
-				return fmt.Errorf("shardstate: reading the copy %q of the state of %s: %w", copyKind(i), db, err)
-			}
-			found[i], _ = parse(d.Body, db, copyKind(i), false)
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	err = inParallel(ctx, StateCopies, func(ctx context.Context, i int) (err error) {
+		_, found[i], err = readCopy(ctx, st, db, coll, copyKind(i))
+		return err
+	})
+	if err != nil {
 		return 0, 0, err
 	}
 	for _, s := range found {
@@ -207,4 +207,15 @@ func copiesVersion(ctx context.Context, st store.Store, db, coll string) (versio
 		}
 	}
 	return version, epoch, nil
+}
+
+// inParallel calls fn for 0 to n-1, at most parallelReads at once, and
+// returns the first error (the context fn gets ends with it).
+func inParallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallelReads)
+	for i := range n {
+		g.Go(func() error { return fn(gctx, i) })
+	}
+	return g.Wait()
 }

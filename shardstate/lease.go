@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/retry"
@@ -229,7 +227,7 @@ func allLeaseKinds() []string {
 // Leases returns the leases held on a database, by router id: those of
 // LeaseFormat in every bucket and those of the earlier format. A broken
 // lease document is a *DocumentError naming it. Cost: one query per
-// partition (LeaseBuckets + 1, leaseReaders at a time), paged.
+// partition (LeaseBuckets + 1, parallelReads at a time), paged.
 func Leases(ctx context.Context, st store.Store, dbLink string) ([]*Lease, error) {
 	st = retry.Ensure(st)
 	db, coll, err := names(dbLink)
@@ -248,24 +246,20 @@ func Leases(ctx context.Context, st store.Store, dbLink string) ([]*Lease, error
 	return out, nil
 }
 
-// leaseReaders bounds how many lease partitions are read at once.
-const leaseReaders = 16
+// parallelReads bounds how many partitions of the state collection (lease
+// buckets, copies of the state) are read at once.
+const parallelReads = 16
 
-// leasesOf is leasesIn for each partition of kinds, read leaseReaders at
+// leasesOf is leasesIn for each partition of kinds, read parallelReads at
 // a time: the leases of kinds[i] are at [i]. With an error, those read
 // before it are there too.
 func leasesOf(ctx context.Context, st store.Store, db, coll string, kinds []string, below int64) ([][]*Lease, error) {
 	out := make([][]*Lease, len(kinds))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(leaseReaders)
-	for i, kind := range kinds {
-		g.Go(func() error {
-			ls, err := leasesIn(gctx, st, db, coll, kind, below)
-			out[i] = ls
-			return err
-		})
-	}
-	return out, g.Wait()
+	err := inParallel(ctx, len(kinds), func(ctx context.Context, i int) (err error) {
+		out[i], err = leasesIn(ctx, st, db, coll, kinds[i], below)
+		return err
+	})
+	return out, err
 }
 
 // leasesIn returns the leases in partition kind, those naming a version
@@ -337,34 +331,30 @@ const (
 )
 
 // staleCounts returns, for each partition of kinds, how many leases in it
-// name a version below below, counted by the store (leaseReaders
+// name a version below below, counted by the store (parallelReads
 // partitions at a time). Cost: one aggregate query per partition, each
 // answering one number.
 func staleCounts(ctx context.Context, st store.Store, db, coll string, kinds []string, below int64) ([]int64, error) {
 	out := make([]int64, len(kinds))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(leaseReaders)
-	q := store.Query{Text: "SELECT VALUE COUNT(1) FROM c WHERE c.kind = @kind AND c.version < @v"}
-	for i, kind := range kinds {
-		g.Go(func() error {
-			q := q
-			q.Parameters = []store.Param{{Name: "@kind", Value: kind}, {Name: "@v", Value: below}}
-			page, err := st.Query(gctx, coll, q, &store.QueryOptions{PartitionKey: kind})
-			switch {
-			case errors.Is(err, store.ErrCollectionNotFound):
-				return nil
-			case err != nil:
-				return fmt.Errorf("shardstate: counting the leases of %s: %w", db, err)
-			case len(page.Items) != 1:
-				return fmt.Errorf("shardstate: counting the leases of %s in partition %q: %d answers, want 1", db, kind, len(page.Items))
-			}
-			if err := json.Unmarshal(page.Items[0], &out[i]); err != nil {
-				return fmt.Errorf("shardstate: counting the leases of %s in partition %q: %w", db, kind, err)
-			}
+	err := inParallel(ctx, len(kinds), func(ctx context.Context, i int) error {
+		kind := kinds[i]
+		q := store.Query{Text: "SELECT VALUE COUNT(1) FROM c WHERE c.kind = @kind AND c.version < @v",
+			Parameters: []store.Param{{Name: "@kind", Value: kind}, {Name: "@v", Value: below}}}
+		page, err := st.Query(ctx, coll, q, &store.QueryOptions{PartitionKey: kind})
+		switch {
+		case errors.Is(err, store.ErrCollectionNotFound):
 			return nil
-		})
-	}
-	return out, g.Wait()
+		case err != nil:
+			return fmt.Errorf("shardstate: counting the leases of %s: %w", db, err)
+		case len(page.Items) != 1:
+			return fmt.Errorf("shardstate: counting the leases of %s in partition %q: %d answers, want 1", db, kind, len(page.Items))
+		}
+		if err := json.Unmarshal(page.Items[0], &out[i]); err != nil {
+			return fmt.Errorf("shardstate: counting the leases of %s in partition %q: %w", db, kind, err)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // WaitOptions qualify WaitForRouters. A nil *WaitOptions means defaults.
