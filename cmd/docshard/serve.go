@@ -69,7 +69,8 @@ loopback address it serves plain HTTP; elsewhere HTTPS with --tls-cert and
 A request's headers must arrive within --header-timeout and its body within
 --body-timeout of them (a slower body is answered 408 and its connection
 closed); headers past 1 MB are answered 431. Every refusal has Cosmos DB's
-JSON error body ({"code": ..., "message": ...}).
+JSON error body ({"code": ..., "message": ...}), but one: over HTTP/2, Go's
+server answers a header list past the limit itself, in HTML (docs/serve.md).
 SIGINT or SIGTERM stops it: it stops accepting, lets requests in flight finish
 and closes the store.`,
 		Args: func(_ *cobra.Command, args []string) error {
