@@ -336,13 +336,7 @@ func TestObserveChecksSoon(t *testing.T) {
 func TestMeasuredRanges(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(nil)
-	coord, err := spillover.Start(ctx, st, db, &spillover.CoordinatorOptions{Seed: seed(t, 10, 1, "/n"), CheckInterval: time.Hour})
-	require.NoError(t, err)
-	defer coord.Close()
-	c := router.New(st, nil)
-	f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: 10 * time.Millisecond, LeaseDuration: 5 * time.Second})
-	require.NoError(t, err)
-	defer f.Close()
+	coord, c, f := coordinated(t, st, seed(t, 10, 1, "/n"))
 	for i := range 30 {
 		if i%10 == 0 && i > 0 {
 			opened, err := coord.Check(ctx)
@@ -524,13 +518,7 @@ func TestChangesFollowSpillover(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(nil)
 	t.Cleanup(func() { _ = st.Close() })
-	coord, err := spillover.Start(ctx, st, db, &spillover.CoordinatorOptions{Seed: seed(t, 50, 0.5, ""), CheckInterval: time.Hour})
-	require.NoError(t, err)
-	defer coord.Close()
-	c := router.New(st, nil)
-	f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: 10 * time.Millisecond, LeaseDuration: 5 * time.Second})
-	require.NoError(t, err)
-	defer f.Close()
+	coord, c, f := coordinated(t, st, seed(t, 50, 0.5, ""))
 
 	consumer := router.New(st, nil)
 	require.NoError(t, consumer.Register(db, seed(t, 50, 0.5, ""))) // the shared state decides
@@ -680,4 +668,20 @@ func TestCollectionWithoutQuota(t *testing.T) {
 	rows, err := c.Query(ctx, db, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, nil)
 	require.NoError(t, err)
 	assert.JSONEq(t, "15", string(rows[0]))
+}
+
+// coordinated starts a spillover coordinator on st for db (checking only
+// when asked) and a client following db's state every 10 ms; both close
+// when the test ends, the follower first.
+func coordinated(t *testing.T, st store.Store, seed resolver.Resolver) (*spillover.Coordinator, *router.Client, *router.Follower) {
+	t.Helper()
+	ctx := context.Background()
+	coord, err := spillover.Start(ctx, st, db, &spillover.CoordinatorOptions{Seed: seed, CheckInterval: time.Hour})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = coord.Close() })
+	c := router.New(st, nil)
+	f, err := c.Follow(ctx, db, &router.FollowOptions{PollInterval: 10 * time.Millisecond, LeaseDuration: 5 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	return coord, c, f
 }
