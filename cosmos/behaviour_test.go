@@ -2,6 +2,7 @@ package cosmos_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -27,8 +28,10 @@ import (
 	"github.com/docshard/docshard/cosmos"
 	"github.com/docshard/docshard/cosmos/cosmostest"
 	"github.com/docshard/docshard/emulator/emulatortest"
+	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/store"
 	"github.com/docshard/docshard/store/retry"
+	"github.com/docshard/docshard/store/storetest"
 )
 
 // faultProxy sits between the SDK and cosmium and answers chosen requests
@@ -403,6 +406,57 @@ func TestKeyedCountOnTheService(t *testing.T) {
 	require.NotEmpty(t, counting.texts)
 	assert.Contains(t, counting.texts[len(counting.texts)-1], "COUNT(1)", "the count itself went to the service")
 	assert.LessOrEqual(t, counting.docs, 1, "one number came back, not the 45 documents it counts")
+}
+
+// TestKeyedQueryScopedOnEmulatorsThatIgnoreTheKey: a query within one
+// partition key that goes to the service (filters and projections, and a
+// plain count) answers the key's documents only, even where the service
+// ignores the key's header, as Cosmium does: the store also writes the key
+// into the query's WHERE. Every kind of key value is asked for, with a
+// local evaluation of the same query as the oracle. Before the key went
+// into the WHERE, Cosmium answered a filter within "a" with every document
+// of the container.
+func TestKeyedQueryScopedOnEmulatorsThatIgnoreTheKey(t *testing.T) {
+	ctx := cosmostest.Context(t)
+	service, local := cosmiumWith(t, cosmos.QueryAuto), cosmiumWith(t, cosmos.QueryLocal)
+	coll := fmt.Sprintf("dbs/scope%d/colls/c", time.Now().UnixNano())
+	require.NoError(t, service.CreateCollection(ctx, coll, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	keys := []string{`"a"`, `"a"`, `"a"`, `"b"`, `"b"`, `7`, `7`, `true`, `null`, ``, ``}
+	for i, k := range keys {
+		body := fmt.Sprintf(`{"id":"d%d","n":%d,"pk":%s}`, i, i, k)
+		if k == "" {
+			body = fmt.Sprintf(`{"id":"d%d","n":%d}`, i, i)
+		}
+		var key any
+		require.NoError(t, json.Unmarshal([]byte(cmp.Or(k, "null")), &key))
+		if k == "" {
+			key = store.None
+		} else if key == nil {
+			key = partitionkey.Null
+		}
+		_, err := service.Create(ctx, coll, []byte(body), &store.WriteOptions{PartitionKey: key})
+		require.NoError(t, err)
+	}
+	queries := []store.Query{
+		{Text: "SELECT VALUE c.id FROM c"},
+		{Text: "SELECT c.id FROM c WHERE c.n >= @n", Parameters: []store.Param{{Name: "@n", Value: 0}}},
+		// A parameter, not a literal: cosmium v0.1.20 answers "c.n < 100"
+		// with nothing (a whole-number literal right of a comparison never
+		// matches; "100 > c.n" and "c.n < 100.0" do).
+		{Text: "SELECT VALUE COUNT(1) FROM c WHERE c.n < @top", Parameters: []store.Param{{Name: "@top", Value: 100}}},
+	}
+	for _, key := range []any{"a", "b", 7.0, true, partitionkey.Null, store.None, "nobody"} {
+		for _, q := range queries {
+			name := fmt.Sprintf("%v %s", key, q.Text)
+			opts := &store.QueryOptions{PartitionKey: key, PageSize: 2}
+			want := storetest.QueryAll(t, local, coll, q, opts)
+			got := storetest.QueryAll(t, service, coll, q, opts)
+			assert.ElementsMatch(t, want, got, "%s: want %s, got %s", name, want, got)
+		}
+	}
+	// The oracle itself is right: "a" holds d0 to d2.
+	assert.ElementsMatch(t, []json.RawMessage{json.RawMessage(`"d0"`), json.RawMessage(`"d1"`), json.RawMessage(`"d2"`)},
+		storetest.QueryAll(t, local, coll, queries[0], &store.QueryOptions{PartitionKey: "a"}))
 }
 
 // A read feed through a server that pages by its own size, ignoring the

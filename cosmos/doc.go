@@ -16,7 +16,11 @@
 // Cosmos DB's partition-key header [{}] (azcosmos cannot build it; a policy
 // of the client's pipeline writes it: see undefinedkey.go). Queries
 // made of filters and projections run on the service as they are, scoped
-// to a partition-key value when one is given. The Cosmos DB gateway that the
+// to a partition-key value when one is given: by the key's header and, for
+// an emulator that ignores the header, by the key's value in the WHERE too
+// (a null or undefined key value, which emulators compare differently,
+// runs here instead); a plain count within one partition key runs there
+// too, so one number comes back. The Cosmos DB gateway that the
 // Go SDK talks to runs only filters and projections across partitions, and
 // the router's per-collection rewrites (sort keys and partial aggregates in
 // object constructors) are docshard's own SQL, so a query with ORDER BY,

@@ -19,6 +19,7 @@ import (
 	"github.com/docshard/docshard/internal/localquery"
 	"github.com/docshard/docshard/internal/opt"
 	"github.com/docshard/docshard/link"
+	"github.com/docshard/docshard/partitionkey"
 	"github.com/docshard/docshard/query"
 	"github.com/docshard/docshard/store"
 )
@@ -77,11 +78,21 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	// the same engine this package would evaluate it with: it runs there.
 	// One aggregate goes to the service anyway: a plain count within one
 	// partition key (keyedCount), which moves one number instead of the
-	// documents it counts.
+	// documents it counts. A query sent to the service within one partition
+	// key carries the key in its WHERE too (keyScoped), for emulators that
+	// ignore the key's header; one that cannot carry it runs here.
 	local := s.opts.QueryMode == QueryLocal || !s.wholeQueries && !query.Analyze(parsed).GatewayCrossPartition()
-	if local && s.opts.QueryMode != QueryLocal && o.PartitionKey != nil && o.Continuation == "" && keyedCount(parsed) {
-		if scoped, ok := s.scopedCount(ctx, cc, c, l, parsed, q, o.PartitionKey); ok {
+	count := local && s.opts.QueryMode != QueryLocal && o.PartitionKey != nil && o.Continuation == "" && keyedCount(parsed)
+	sent := q
+	if (!local || count) && o.PartitionKey != nil && !s.wholeQueries {
+		scoped, ok := s.keyScoped(ctx, cc, c, l, parsed, q, o.PartitionKey)
+		switch {
+		case ok && count:
 			return s.serviceCount(ctx, cc, op, l, scoped, o.PartitionKey)
+		case ok:
+			sent = scoped
+		default:
+			local = true
 		}
 	}
 	mode := "service"
@@ -106,7 +117,7 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	if err != nil {
 		return nil, err
 	}
-	return s.servicePage(ctx, cc, op, l, q.Text, toParams(q.Parameters), pk, size, call.Token, false)
+	return s.servicePage(ctx, cc, op, l, sent.Text, toParams(sent.Parameters), pk, size, call.Token, false)
 }
 
 // scopeKey returns the partition key a query is scoped to (none: across
@@ -261,36 +272,81 @@ func keyedCount(q *query.Query) bool {
 	return ok && strings.EqualFold(call.Name, "COUNT") && len(call.Args) == 1 && f.Subqueries == 0 && !f.NoFrom && !f.FromIn && !f.FromPath
 }
 
-// keyParam is the parameter scopedCount binds the partition key to.
+// keyParam begins the names keyScoped binds a partition key's values to
+// (followed by each value's position).
 const keyParam = "@docshard_partition_key"
 
-// scopedCount returns a keyedCount query with its partition key also in
-// its WHERE, so that an emulator that ignores a query's partition-key
-// header (as Cosmium does for aggregates) still counts within the key; ok
-// is false where that is not written simply (a hierarchical key, a key
-// that is not a string, a query that binds keyParam itself), and the
-// query is evaluated here instead.
-func (s *Store) scopedCount(ctx context.Context, cc *azcosmos.ContainerClient, c link.Collection, l string, parsed *query.Query, q store.Query, key any) (store.Query, bool) {
-	v, isString := key.(string)
-	cs, err := s.spec(ctx, "query", cc, c, l)
-	if !isString || err != nil || cs.paths.Hierarchical() || len(cs.paths) != 1 || parsed.From == nil || parsed.From.Alias == "" {
+// keyScoped returns q with its partition key also in its WHERE: each value
+// of the key (of a hierarchical key each value given, a prefix allowed)
+// equal to the document's value at its path. The service scopes a query by the key it is sent with; this
+// scopes it again in its text, for emulators that ignore that header
+// (Cosmium does, for queries and aggregates alike), at no cost to a
+// service that honours it. ok is false where that cannot be written: the
+// query's rows are not its documents under one name (no FROM, FROM x IN,
+// a path below the container, a subquery as the source), it binds a
+// parameter named like keyParam itself, the key does not fit the
+// container's paths, the container's key paths cannot be read, or a value
+// of the key is null or None (emulators disagree on how null and a
+// missing value compare: Cosmium takes one for the other, in = and in
+// IS_DEFINED alike). The caller then evaluates the query here, scoping by
+// key as it reads.
+func (s *Store) keyScoped(ctx context.Context, cc *azcosmos.ContainerClient, c link.Collection, l string, parsed *query.Query, q store.Query, key any) (store.Query, bool) {
+	f := query.Analyze(parsed)
+	if f.NoFrom || f.FromIn || f.FromPath || f.Subqueries&query.ClauseFrom != 0 || parsed.From.Alias == "" {
 		return q, false
 	}
 	for _, p := range q.Parameters {
-		if p.Name == keyParam {
+		if strings.HasPrefix(p.Name, keyParam) {
 			return q, false
 		}
 	}
-	var at query.Expr = &query.Ident{Name: parsed.From.Alias}
-	for _, seg := range cs.paths[0].Segments() {
-		at = &query.Index{X: at, Index: &query.Literal{Value: seg}}
+	cs, err := s.spec(ctx, "query", cc, c, l)
+	if err != nil {
+		return q, false
+	}
+	parts, err := store.KeyParts(key, len(cs.paths), true)
+	if err != nil {
+		return q, false
 	}
 	scoped := *parsed
-	scoped.Where = &query.Binary{Op: "=", L: at, R: &query.ParamRef{Name: keyParam}}
-	if parsed.Where != nil {
-		scoped.Where = &query.Binary{Op: "AND", L: parsed.Where, R: scoped.Where}
+	params := slices.Clip(q.Parameters)
+	for i, part := range parts {
+		var at query.Expr = &query.Ident{Name: parsed.From.Alias}
+		for _, seg := range cs.paths[i].Segments() {
+			at = &query.Index{X: at, Index: &query.Literal{Value: seg}}
+		}
+		v, ok := sqlValue(part)
+		if !ok {
+			return q, false
+		}
+		name := keyParam + strconv.Itoa(i)
+		var cond query.Expr = &query.Binary{Op: "=", L: at, R: &query.ParamRef{Name: name}}
+		params = append(params, store.Param{Name: name, Value: v})
+		if scoped.Where == nil {
+			scoped.Where = cond
+		} else {
+			scoped.Where = &query.Binary{Op: "AND", L: scoped.Where, R: cond}
+		}
 	}
-	return store.Query{Text: query.FormatQuery(&scoped), Parameters: append(slices.Clip(q.Parameters), store.Param{Name: keyParam, Value: v})}, true
+	return store.Query{Text: query.FormatQuery(&scoped), Parameters: params}, true
+}
+
+// sqlValue is a partition-key value as a query parameter's value that
+// compares equal to the same value in a document: a string, a bool, a
+// finite number as float64; ok is false for anything else (null and None
+// among them, see keyScoped).
+func sqlValue(v any) (any, bool) {
+	switch x := v.(type) {
+	case string, bool:
+		return x, true
+	case nil:
+		return nil, false
+	}
+	if v == partitionkey.Null || v == partitionkey.None {
+		return nil, false
+	}
+	f, err := finite(v)
+	return f, err == nil
 }
 
 // serviceCount answers a keyedCount query within one partition key from

@@ -350,7 +350,7 @@ func (s *suite) sameIDDifferentKey(t *testing.T, st store.Store) {
 	all := feedAll(t, st, l, 0)
 	assert.Contains(t, all, "x|a")
 	assert.Contains(t, all, "y|a")
-	got := values(t, queryAll(t, st, l, store.Query{Text: `SELECT VALUE c.v FROM c WHERE c.id = "a"`}, nil))
+	got := values(t, QueryAll(t, st, l, store.Query{Text: `SELECT VALUE c.v FROM c WHERE c.id = "a"`}, nil))
 	assert.ElementsMatch(t, []any{"x", "y"}, got)
 	_, err = st.Replace(ctx, l, "a", doc(t, map[string]any{"id": "a", "pk": "y", "v": "y2"}), wpk("y"))
 	require.NoError(t, err)
@@ -450,7 +450,7 @@ func (s *suite) undefinedPartitionKey(t *testing.T, st store.Store) {
 		assert.Equal(t, "none", body(t, mustRead(t, st, l, "u", store.None))["v"])
 	}
 	if !s.lacks(t, SkipPartitionKeyScopedQuery) {
-		ids := sortedStrings(t, queryAll(t, st, l, store.Query{Text: `SELECT VALUE c.id FROM c`}, &store.QueryOptions{PartitionKey: store.None}))
+		ids := sortedStrings(t, QueryAll(t, st, l, store.Query{Text: `SELECT VALUE c.id FROM c`}, &store.QueryOptions{PartitionKey: store.None}))
 		assert.Equal(t, []string{"u", "w"}, ids, "a query scoped to None sees the documents without a key")
 	}
 	_, err = st.Replace(ctx, l, "u", []byte(`{"id":"u","v":"none2"}`), wpk(store.None))
@@ -475,7 +475,7 @@ func (s *suite) nullPartitionKey(t *testing.T, st store.Store) {
 	}
 	mustRead(t, st, l, "s", "null")
 	if !s.lacks(t, SkipPartitionKeyScopedQuery) {
-		ids := sortedStrings(t, queryAll(t, st, l, store.Query{Text: `SELECT VALUE c.id FROM c`}, &store.QueryOptions{PartitionKey: store.Null}))
+		ids := sortedStrings(t, QueryAll(t, st, l, store.Query{Text: `SELECT VALUE c.id FROM c`}, &store.QueryOptions{PartitionKey: store.Null}))
 		assert.Equal(t, []string{"n"}, ids)
 	}
 }
@@ -686,7 +686,7 @@ func (s *suite) ttl(t *testing.T, st store.Store) {
 	_, err = st.Replace(ctx, l, "default", doc(t, map[string]any{"id": "default", "pk": "x"}), nil)
 	requireKind(t, err, store.ErrNotFound, "nor replaced")
 	want := []string{"forever", "long", "refreshed"}
-	assert.Equal(t, want, sortedStrings(t, queryAll(t, st, l, store.Query{Text: "SELECT VALUE c.id FROM c"}, nil)), "queries skip expired documents")
+	assert.Equal(t, want, sortedStrings(t, QueryAll(t, st, l, store.Query{Text: "SELECT VALUE c.id FROM c"}, nil)), "queries skip expired documents")
 	assert.Len(t, feedAll(t, st, l, 1), 3, "the feed skips expired documents")
 	if !s.lacks(t, SkipUsage) {
 		info, err := st.CollectionInfo(ctx, l)
@@ -697,7 +697,7 @@ func (s *suite) ttl(t *testing.T, st store.Store) {
 	_, err = st.Create(ctx, l, doc(t, map[string]any{"id": "short", "pk": "x"}), nil)
 	require.NoError(t, err)
 	s.opts.Advance(200 * time.Second)
-	assert.Equal(t, []string{"forever"}, sortedStrings(t, queryAll(t, st, l, store.Query{Text: "SELECT VALUE c.id FROM c"}, nil)))
+	assert.Equal(t, []string{"forever"}, sortedStrings(t, QueryAll(t, st, l, store.Query{Text: "SELECT VALUE c.id FROM c"}, nil)))
 
 	// With TTL on but no default (-1), only documents with a ttl expire.
 	on := -1

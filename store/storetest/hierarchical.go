@@ -64,7 +64,7 @@ func (s *suite) hierarchicalKey(t *testing.T, st store.Store) {
 	ids := func(k any) []string {
 		t.Helper()
 		var out []string
-		for _, it := range queryAll(t, st, l, store.Query{Text: "SELECT * FROM c"}, &store.QueryOptions{PartitionKey: k, PageSize: 1}) {
+		for _, it := range QueryAll(t, st, l, store.Query{Text: "SELECT * FROM c"}, &store.QueryOptions{PartitionKey: k, PageSize: 1}) {
 			m := object(t, it)
 			out = append(out, fmt.Sprintf("%v/%v", m["id"], m["session"]))
 		}

@@ -14,25 +14,25 @@ import (
 func (s *suite) queryBasic(t *testing.T, st store.Store) {
 	l := s.coll(t, st, byKey("/pk"))
 	seed(t, st, l, 20)
-	got := sortedStrings(t, queryAll(t, st, l, store.Query{Text: `SELECT VALUE c.id FROM c WHERE c.s = @s`, Parameters: []store.Param{{Name: "@s", Value: "green"}}}, nil))
+	got := sortedStrings(t, QueryAll(t, st, l, store.Query{Text: `SELECT VALUE c.id FROM c WHERE c.s = @s`, Parameters: []store.Param{{Name: "@s", Value: "green"}}}, nil))
 	var want []string
 	for i := 1; i < 20; i += 3 {
 		want = append(want, fmt.Sprintf("d%03d", i))
 	}
 	assert.Equal(t, want, got)
-	rows := values(t, queryAll(t, st, l, store.Query{Text: `SELECT c.id, c.n FROM c WHERE c.id = "d004"`}, nil))
+	rows := values(t, QueryAll(t, st, l, store.Query{Text: `SELECT c.id, c.n FROM c WHERE c.id = "d004"`}, nil))
 	assert.Equal(t, []any{map[string]any{"id": "d004", "n": 4.0}}, rows)
-	got = sortedStrings(t, queryAll(t, st, l, store.Query{Text: `SELECT VALUE c.id FROM c WHERE c.n >= @lo AND c.n < @hi`,
+	got = sortedStrings(t, QueryAll(t, st, l, store.Query{Text: `SELECT VALUE c.id FROM c WHERE c.n >= @lo AND c.n < @hi`,
 		Parameters: []store.Param{{Name: "@lo", Value: 17}, {Name: "@hi", Value: 100.0}}}, nil))
 	assert.Equal(t, []string{"d017", "d018", "d019"}, got, "number parameters")
-	all := queryAll(t, st, l, store.Query{Text: `SELECT * FROM c`}, nil)
+	all := QueryAll(t, st, l, store.Query{Text: `SELECT * FROM c`}, nil)
 	require.Len(t, all, 20)
 	for _, it := range all {
 		m := object(t, it)
 		assert.Contains(t, m, "_etag", "SELECT * returns stored documents, system properties included")
 		assert.Contains(t, m, "_ts")
 	}
-	none := queryAll(t, st, l, store.Query{Text: `SELECT * FROM c WHERE c.s = "purple"`}, nil)
+	none := QueryAll(t, st, l, store.Query{Text: `SELECT * FROM c WHERE c.s = "purple"`}, nil)
 	assert.Empty(t, none)
 }
 
@@ -55,7 +55,7 @@ func (s *suite) querySemantics(t *testing.T, st store.Store) {
 		{`SELECT VALUE c.id FROM c WHERE IS_DEFINED(c.tags) AND c.n > 10`, []any{"d015"}},
 	}
 	for _, tc := range cases {
-		got := values(t, queryAll(t, st, l, store.Query{Text: tc.q}, nil))
+		got := values(t, QueryAll(t, st, l, store.Query{Text: tc.q}, nil))
 		assert.Equal(t, tc.want, got, tc.q)
 	}
 }
@@ -63,7 +63,7 @@ func (s *suite) querySemantics(t *testing.T, st store.Store) {
 func (s *suite) singleQuoted(t *testing.T, st store.Store) {
 	l := s.coll(t, st, byKey("/pk"))
 	seed(t, st, l, 6)
-	got := sortedStrings(t, queryAll(t, st, l, store.Query{Text: `SELECT VALUE c.id FROM c WHERE c.s = 'red'`}, nil))
+	got := sortedStrings(t, QueryAll(t, st, l, store.Query{Text: `SELECT VALUE c.id FROM c WHERE c.s = 'red'`}, nil))
 	assert.Equal(t, []string{"d000", "d003"}, got)
 }
 
@@ -93,18 +93,18 @@ func (s *suite) queryErrors(t *testing.T, st store.Store) {
 func (s *suite) partitionKeyScopedQuery(t *testing.T, st store.Store) {
 	l := s.coll(t, st, byKey("/pk"))
 	seed(t, st, l, 12)
-	got := values(t, queryAll(t, st, l, store.Query{Text: `SELECT VALUE c.pk FROM c`}, &store.QueryOptions{PartitionKey: "p1"}))
+	got := values(t, QueryAll(t, st, l, store.Query{Text: `SELECT VALUE c.pk FROM c`}, &store.QueryOptions{PartitionKey: "p1"}))
 	require.Len(t, got, 4)
 	for _, v := range got {
 		assert.Equal(t, "p1", v)
 	}
-	count := values(t, queryAll(t, st, l, store.Query{Text: `SELECT VALUE COUNT(1) FROM c WHERE c.n > 3`}, &store.QueryOptions{PartitionKey: "p0"}))
+	count := values(t, QueryAll(t, st, l, store.Query{Text: `SELECT VALUE COUNT(1) FROM c WHERE c.n > 3`}, &store.QueryOptions{PartitionKey: "p0"}))
 	assert.Equal(t, []any{2.0}, count, "aggregates see the key's documents only (6 and 9)")
-	none := queryAll(t, st, l, store.Query{Text: `SELECT * FROM c`}, &store.QueryOptions{PartitionKey: "nope"})
+	none := QueryAll(t, st, l, store.Query{Text: `SELECT * FROM c`}, &store.QueryOptions{PartitionKey: "nope"})
 	assert.Empty(t, none)
 	n := s.coll(t, st, byKey("/n"))
 	seed(t, st, n, 5)
-	ids := sortedStrings(t, queryAll(t, st, n, store.Query{Text: `SELECT VALUE c.id FROM c`}, &store.QueryOptions{PartitionKey: 3}))
+	ids := sortedStrings(t, QueryAll(t, st, n, store.Query{Text: `SELECT VALUE c.id FROM c`}, &store.QueryOptions{PartitionKey: 3}))
 	assert.Equal(t, []string{"d003"}, ids, "a number key")
 }
 
@@ -133,8 +133,8 @@ func (s *suite) queryPaging(t *testing.T, st store.Store) {
 	}
 	require.GreaterOrEqual(t, len(tokens), 3)
 	// Resuming from a token yields exactly the rest, again, at any page size.
-	first := values(t, queryAll(t, st, l, q, &store.QueryOptions{PageSize: 4}))[:4]
-	rest := values(t, queryAll(t, st, l, q, &store.QueryOptions{PageSize: 7, Continuation: tokens[0]}))
+	first := values(t, QueryAll(t, st, l, q, &store.QueryOptions{PageSize: 4}))[:4]
+	rest := values(t, QueryAll(t, st, l, q, &store.QueryOptions{PageSize: 7, Continuation: tokens[0]}))
 	assert.Equal(t, got, append(first, rest...), "resumed with another page size")
 
 	// Without ORDER BY: pages of a filtered query add up to the whole.
@@ -144,7 +144,7 @@ func (s *suite) queryPaging(t *testing.T, st store.Store) {
 	assert.Len(t, whole.Items, 20, "page size -1: everything in one page")
 	assert.Empty(t, whole.Continuation)
 	for _, size := range []int{1, 3, 20, 50} {
-		paged := queryAll(t, st, l, fq, &store.QueryOptions{PageSize: size})
+		paged := QueryAll(t, st, l, fq, &store.QueryOptions{PageSize: size})
 		assert.Equal(t, values(t, whole.Items), values(t, paged), "page size %d", size)
 	}
 	// A result that fits its page has no continuation.
@@ -153,7 +153,7 @@ func (s *suite) queryPaging(t *testing.T, st store.Store) {
 	assert.Equal(t, []any{25.0}, values(t, page.Items))
 	assert.Empty(t, page.Continuation)
 	// The default page size returns at least one item and ends.
-	assert.Len(t, queryAll(t, st, l, store.Query{Text: `SELECT * FROM c`}, nil), 25)
+	assert.Len(t, QueryAll(t, st, l, store.Query{Text: `SELECT * FROM c`}, nil), 25)
 }
 
 func (s *suite) continuationValidation(t *testing.T, st store.Store) {

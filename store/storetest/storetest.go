@@ -337,8 +337,9 @@ func snapshot(t *testing.T, st store.Store, l string) map[string]string {
 	return out
 }
 
-// queryAll runs a query to the end, page by page.
-func queryAll(t *testing.T, st store.Store, l string, q store.Query, opts *store.QueryOptions) []json.RawMessage {
+// QueryAll runs a query to the end, page by page, checking that no page
+// holds more than the page size; it fails the test on an error.
+func QueryAll(t *testing.T, st store.Store, l string, q store.Query, opts *store.QueryOptions) []json.RawMessage {
 	t.Helper()
 	o := opt.Of(opts)
 	var out []json.RawMessage
