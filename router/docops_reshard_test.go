@@ -24,11 +24,7 @@ import (
 // in the new placement (where the copy is), never on the old copy; a key
 // that stays is patched at once.
 func TestPatchAndBatchWaitForSwitch(t *testing.T) {
-	st := newMem(t)
-	c := router.New(st, nil)
-	cur, next := ring(t, 2), ring(t, 3)
-	f := follow(t, c, &router.FollowOptions{Seed: cur, PollInterval: time.Hour, LeaseDuration: 2 * time.Hour, MovingWait: 5 * time.Second})
-	createColls(t, st, 3, "/userId")
+	st, c, f, cur, next := cutover(t, 5*time.Second)
 	moving, staying := movingKey(t, cur, next), stayingKey(t, cur, next)
 	for _, k := range []string{moving, staying} {
 		_, err := c.Create(ctx, db, userDoc("a", k, 1), nil)

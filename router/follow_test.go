@@ -372,11 +372,7 @@ func TestSwapUnderTraffic(t *testing.T) {
 // and then lands where it puts the key; a key that stays is written at
 // once; a write that waits too long fails with resolver.ErrMoving.
 func TestWriteWaitsForSwitch(t *testing.T) {
-	st := newMem(t)
-	c := router.New(st, nil)
-	cur, next := ring(t, 2), ring(t, 3)
-	f := follow(t, c, &router.FollowOptions{Seed: cur, PollInterval: time.Hour, LeaseDuration: 2 * time.Hour, MovingWait: 3 * time.Second})
-	createColls(t, st, 3, "/userId")
+	st, c, f, cur, next := cutover(t, 3*time.Second)
 	moving, staying := movingKey(t, cur, next), stayingKey(t, cur, next)
 	frozen, switched := frozenAndSwitched(t, cur, next)
 	publishChange(t, st, shardstate.Change{Resolver: frozen, NewEpoch: true})
@@ -548,6 +544,20 @@ func keyWhere(t *testing.T, cur, next resolver.Resolver, same bool) string {
 			return k
 		}
 	}
+}
+
+// cutover returns a memstore of 3 collections and a client following
+// db's state on it (a ring of 2 seeded, polled only when a test asks; a
+// write to a frozen key waits movingWait), for a reshard from cur (that
+// ring) to next (a ring of 3).
+func cutover(t *testing.T, movingWait time.Duration) (st store.Store, c *router.Client, f *router.Follower, cur, next resolver.Resolver) {
+	t.Helper()
+	st = newMem(t)
+	c = router.New(st, nil)
+	cur, next = ring(t, 2), ring(t, 3)
+	f = follow(t, c, &router.FollowOptions{Seed: cur, PollInterval: time.Hour, LeaseDuration: 2 * time.Hour, MovingWait: movingWait})
+	createColls(t, st, 3, "/userId")
+	return st, c, f, cur, next
 }
 
 // frozenAndSwitched returns the versions a reshard of cur to next
