@@ -130,14 +130,23 @@ func keysIn(t *testing.T, r resolver.Resolver) (string, string) {
 	}
 }
 
+// userToMove returns a client over st (8 hash-routed collections, opts)
+// holding user "x" (Name "before") under the key from, and to, a key the
+// ring places in another collection.
+func userToMove(t *testing.T, st store.Store, opts *router.Options) (c *router.Client, x *store.Document, from, to string) {
+	t.Helper()
+	c = setup(t, 8, st, opts)
+	from, to = keysIn(t, ring(t, 8))
+	x, err := c.Create(ctx, db, user{ID: "x", UserID: from, Name: "before"}, nil)
+	require.NoError(t, err)
+	return c, x, from, to
+}
+
 func TestReplaceMovesAChangedKey(t *testing.T) {
 	fs := &faulty{Store: newMem(t)}
-	c := setup(t, 8, fs, nil)
-	from, to := keysIn(t, ring(t, 8))
-	_, err := c.Create(ctx, db, user{ID: "x", UserID: from, Name: "before"}, nil)
-	require.NoError(t, err)
+	c, _, from, to := userToMove(t, fs, nil)
 
-	_, err = c.Replace(ctx, db, "x", user{ID: "x", UserID: to, Name: "after"}, nil)
+	_, err := c.Replace(ctx, db, "x", user{ID: "x", UserID: to, Name: "after"}, nil)
 	require.ErrorIs(t, err, store.ErrNotFound, "without OldKey the router looks under the new key")
 	assert.Contains(t, err.Error(), "OldKey")
 
@@ -192,10 +201,7 @@ func TestReplaceMoveFailures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := &faulty{Store: newMem(t)}
-			c := setup(t, 8, fs, &router.Options{Retry: router.RetryPolicy{MaxAttempts: 1}})
-			from, to := keysIn(t, ring(t, 8))
-			before, err := c.Create(ctx, db, user{ID: "x", UserID: from, Name: "before"}, nil)
-			require.NoError(t, err)
+			c, before, from, to := userToMove(t, fs, &router.Options{Retry: router.RetryPolicy{MaxAttempts: 1}})
 			var once atomic.Bool
 			fs.fail = func(op, l, id string) error {
 				if op == "read" || once.Load() {
@@ -207,7 +213,7 @@ func TestReplaceMoveFailures(t *testing.T) {
 				}
 				return nil
 			}
-			_, err = c.Replace(ctx, db, "x", user{ID: "x", UserID: to, Name: "after"}, &router.ReplaceOptions{OldKey: from})
+			_, err := c.Replace(ctx, db, "x", user{ID: "x", UserID: to, Name: "after"}, &router.ReplaceOptions{OldKey: from})
 			fs.fail = nil
 			var me *router.MoveError
 			require.ErrorAs(t, err, &me)
@@ -837,11 +843,8 @@ func (s *appliedThenLost) Delete(ctx context.Context, l, id string, o *store.Wri
 // survives (found by its new key), once.
 func TestMoveLostReply(t *testing.T) {
 	fs := &appliedThenLost{Store: newMem(t)}
-	c := setup(t, 8, fs, nil)
-	from, to := keysIn(t, ring(t, 8))
-	_, err := c.Create(ctx, db, user{ID: "x", UserID: from, Name: "before"}, nil)
-	require.NoError(t, err)
-	_, err = c.Replace(ctx, db, "x", user{ID: "x", UserID: to, Name: "after"}, &router.ReplaceOptions{OldKey: from})
+	c, _, from, to := userToMove(t, fs, nil)
+	_, err := c.Replace(ctx, db, "x", user{ID: "x", UserID: to, Name: "after"}, &router.ReplaceOptions{OldKey: from})
 	require.True(t, fs.lost.Load(), "the delete's answer was lost")
 	if err != nil {
 		assert.ErrorIs(t, err, store.ErrUnavailable, "the outcome is reported as unknown")

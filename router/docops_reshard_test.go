@@ -24,23 +24,8 @@ import (
 // in the new placement (where the copy is), never on the old copy; a key
 // that stays is patched at once.
 func TestPatchAndBatchWaitForSwitch(t *testing.T) {
-	st := newMem(t)
-	c := router.New(st, nil)
-	cur, next := ring(t, 2), ring(t, 3)
-	f := follow(t, c, &router.FollowOptions{Seed: cur, PollInterval: time.Hour, LeaseDuration: 2 * time.Hour, MovingWait: 5 * time.Second})
-	for _, l := range links(3) {
-		require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/userId"}))
-	}
-	moving := movingKey(t, cur, next)
-	staying := ""
-	for i := 0; staying == ""; i++ {
-		k := fmt.Sprint("s", i)
-		a, _ := cur.ResolveForCreate(k)
-		b, _ := next.ResolveForCreate(k)
-		if a == b {
-			staying = k
-		}
-	}
+	st, c, f, cur, next := cutover(t, 5*time.Second)
+	moving, staying := movingKey(t, cur, next), stayingKey(t, cur, next)
 	for _, k := range []string{moving, staying} {
 		_, err := c.Create(ctx, db, userDoc("a", k, 1), nil)
 		require.NoError(t, err)
@@ -48,15 +33,11 @@ func TestPatchAndBatchWaitForSwitch(t *testing.T) {
 	src, _ := cur.ResolveForCreate(moving)
 	dst, _ := next.ResolveForCreate(moving)
 
-	frozen, err := transition.New(resolver.ResolverTarget(cur), resolver.ResolverTarget(next), &transition.Options{ReadMode: transition.ReadCurrent, WriteTo: transition.WriteCurrent, Frozen: true})
-	require.NoError(t, err)
-	s, err := shardstate.Load(ctx, st, db)
-	require.NoError(t, err)
-	s, err = shardstate.Publish(ctx, st, s, shardstate.Change{Resolver: frozen, NewEpoch: true})
-	require.NoError(t, err)
+	frozen, switched := frozenAndSwitched(t, cur, next)
+	publishChange(t, st, shardstate.Change{Resolver: frozen, NewEpoch: true})
 	require.NoError(t, f.Refresh(ctx))
 
-	_, err = c.Patch(ctx, db, "a", staying, []store.PatchOp{incrOp("/age", 1)}, nil)
+	_, err := c.Patch(ctx, db, "a", staying, []store.PatchOp{incrOp("/age", 1)}, nil)
 	require.NoError(t, err, "a key that stays is not held")
 
 	patched := make(chan error, 1)
@@ -81,10 +62,7 @@ func TestPatchAndBatchWaitForSwitch(t *testing.T) {
 	require.NoError(t, err)
 	_, err = st.Create(ctx, dst, d.Body, nil)
 	require.NoError(t, err)
-	switched, err := transition.New(resolver.ResolverTarget(cur), resolver.ResolverTarget(next), &transition.Options{ReadMode: transition.ReadNext, WriteTo: transition.WriteNext})
-	require.NoError(t, err)
-	_, err = shardstate.Publish(ctx, st, s, shardstate.Change{Resolver: switched, NewEpoch: true})
-	require.NoError(t, err)
+	publishChange(t, st, shardstate.Change{Resolver: switched, NewEpoch: true})
 	for _, ch := range []chan error{patched, batched} {
 		select {
 		case err := <-ch:

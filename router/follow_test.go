@@ -100,12 +100,19 @@ func follow(t testing.TB, c *router.Client, opts *router.FollowOptions) *router.
 	return f
 }
 
-// publish makes r the next version of the state.
+// publish makes a ring of n the next version of the state.
 func publish(t testing.TB, st store.Store, n int, newEpoch bool) *shardstate.State {
+	t.Helper()
+	return publishChange(t, st, shardstate.Change{Resolver: ring(t, n), NewEpoch: newEpoch, By: "test"})
+}
+
+// publishChange publishes ch over the state db has now on st and returns
+// the new version.
+func publishChange(t testing.TB, st store.Store, ch shardstate.Change) *shardstate.State {
 	t.Helper()
 	cur, err := shardstate.Load(ctx, st, db)
 	require.NoError(t, err)
-	next, err := shardstate.Publish(ctx, st, cur, shardstate.Change{Resolver: ring(t, n), NewEpoch: newEpoch, By: "test"})
+	next, err := shardstate.Publish(ctx, st, cur, ch)
 	require.NoError(t, err)
 	return next
 }
@@ -342,12 +349,9 @@ func TestSwapUnderTraffic(t *testing.T) {
 	// Rotate through resolvers over the same four collections (different
 	// virtual-node counts place keys differently), each a new epoch.
 	for v := range 20 {
-		cur, err := shardstate.Load(ctx, st, db)
-		require.NoError(t, err)
 		r, err := hashring.New(links(4), &hashring.Options{PartitionKey: resolver.MustKeyDef("/userId"), VirtualNodes: 16 + 16*(v%2)})
 		require.NoError(t, err)
-		_, err = shardstate.Publish(ctx, st, cur, shardstate.Change{Resolver: r, NewEpoch: true})
-		require.NoError(t, err)
+		publishChange(t, st, shardstate.Change{Resolver: r, NewEpoch: true})
 		time.Sleep(3 * time.Millisecond)
 	}
 	close(stop)
@@ -368,33 +372,13 @@ func TestSwapUnderTraffic(t *testing.T) {
 // and then lands where it puts the key; a key that stays is written at
 // once; a write that waits too long fails with resolver.ErrMoving.
 func TestWriteWaitsForSwitch(t *testing.T) {
-	st := newMem(t)
-	c := router.New(st, nil)
-	cur, next := ring(t, 2), ring(t, 3)
-	f := follow(t, c, &router.FollowOptions{Seed: cur, PollInterval: time.Hour, LeaseDuration: 2 * time.Hour, MovingWait: 3 * time.Second})
-	for _, l := range links(3) {
-		require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/userId"}))
-	}
-	var moving, staying string
-	for i := 0; moving == "" || staying == ""; i++ {
-		k := fmt.Sprint("k", i)
-		a, _ := cur.ResolveForCreate(k)
-		b, _ := next.ResolveForCreate(k)
-		if a != b && moving == "" {
-			moving = k
-		} else if a == b && staying == "" {
-			staying = k
-		}
-	}
-	frozen, err := transition.New(resolver.ResolverTarget(cur), resolver.ResolverTarget(next), &transition.Options{ReadMode: transition.ReadCurrent, WriteTo: transition.WriteCurrent, Frozen: true})
-	require.NoError(t, err)
-	s, err := shardstate.Load(ctx, st, db)
-	require.NoError(t, err)
-	s, err = shardstate.Publish(ctx, st, s, shardstate.Change{Resolver: frozen, NewEpoch: true})
-	require.NoError(t, err)
+	st, c, f, cur, next := cutover(t, 3*time.Second)
+	moving, staying := movingKey(t, cur, next), stayingKey(t, cur, next)
+	frozen, switched := frozenAndSwitched(t, cur, next)
+	publishChange(t, st, shardstate.Change{Resolver: frozen, NewEpoch: true})
 	require.NoError(t, f.Refresh(ctx))
 
-	_, err = c.Create(ctx, db, user{ID: "s", UserID: staying}, nil)
+	_, err := c.Create(ctx, db, user{ID: "s", UserID: staying}, nil)
 	require.NoError(t, err, "a key that stays is not blocked")
 
 	done := make(chan error, 1)
@@ -407,10 +391,7 @@ func TestWriteWaitsForSwitch(t *testing.T) {
 		t.Fatalf("the write to a moving key did not wait: %v", err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	switched, err := transition.New(resolver.ResolverTarget(cur), resolver.ResolverTarget(next), &transition.Options{ReadMode: transition.ReadNext, WriteTo: transition.WriteNext})
-	require.NoError(t, err)
-	_, err = shardstate.Publish(ctx, st, s, shardstate.Change{Resolver: switched, NewEpoch: true})
-	require.NoError(t, err)
+	publishChange(t, st, shardstate.Change{Resolver: switched, NewEpoch: true})
 	select {
 	case err := <-done:
 		require.NoError(t, err)
@@ -422,10 +403,7 @@ func TestWriteWaitsForSwitch(t *testing.T) {
 	require.NoError(t, err, "written where the new version puts it")
 
 	// Frozen again, and never switched: the write gives up after MovingWait.
-	s, err = shardstate.Load(ctx, st, db)
-	require.NoError(t, err)
-	_, err = shardstate.Publish(ctx, st, s, shardstate.Change{Resolver: frozen, NewEpoch: true})
-	require.NoError(t, err)
+	publishChange(t, st, shardstate.Change{Resolver: frozen, NewEpoch: true})
 	require.NoError(t, f.Refresh(ctx))
 	start := time.Now()
 	_, err = c.Create(ctx, db, user{ID: "m2", UserID: moving}, nil)
@@ -443,10 +421,7 @@ func TestSameResolverNewVersion(t *testing.T) {
 	f := follow(t, c, &router.FollowOptions{Seed: ring(t, 2), PollInterval: time.Hour, LeaseDuration: 2 * time.Hour})
 	before, err := c.Resolver(db)
 	require.NoError(t, err)
-	s, err := shardstate.Load(ctx, st, db)
-	require.NoError(t, err)
-	again, err := shardstate.Publish(ctx, st, s, shardstate.Change{By: "heartbeat"})
-	require.NoError(t, err)
+	again := publishChange(t, st, shardstate.Change{By: "heartbeat"})
 	require.NoError(t, f.Refresh(ctx))
 	assert.Equal(t, again.Version, f.Version())
 	v, err := c.Version(db)
@@ -548,16 +523,53 @@ func (s *hookStore) Delete(ctx context.Context, l, id string, o *store.WriteOpti
 
 // movingKey returns a key that cur and next place in different collections.
 func movingKey(t *testing.T, cur, next resolver.Resolver) string {
+	return keyWhere(t, cur, next, false)
+}
+
+// stayingKey returns a key that cur and next place in one collection.
+func stayingKey(t *testing.T, cur, next resolver.Resolver) string {
+	return keyWhere(t, cur, next, true)
+}
+
+// keyWhere returns the first of k0, k1, ... that cur and next place in one
+// collection (same) or in two.
+func keyWhere(t *testing.T, cur, next resolver.Resolver, same bool) string {
 	for i := 0; ; i++ {
 		k := fmt.Sprint("k", i)
 		a, err := cur.ResolveForCreate(k)
 		require.NoError(t, err)
 		b, err := next.ResolveForCreate(k)
 		require.NoError(t, err)
-		if a != b {
+		if (a == b) == same {
 			return k
 		}
 	}
+}
+
+// cutover returns a memstore of 3 collections and a client following
+// db's state on it (a ring of 2 seeded, polled only when a test asks; a
+// write to a frozen key waits movingWait), for a reshard from cur (that
+// ring) to next (a ring of 3).
+func cutover(t *testing.T, movingWait time.Duration) (st store.Store, c *router.Client, f *router.Follower, cur, next resolver.Resolver) {
+	t.Helper()
+	st = newMem(t)
+	c = router.New(st, nil)
+	cur, next = ring(t, 2), ring(t, 3)
+	f = follow(t, c, &router.FollowOptions{Seed: cur, PollInterval: time.Hour, LeaseDuration: 2 * time.Hour, MovingWait: movingWait})
+	createColls(t, st, 3, "/userId")
+	return st, c, f, cur, next
+}
+
+// frozenAndSwitched returns the versions a reshard of cur to next
+// publishes around its copy: frozen (reads and writes by cur, a key that
+// moves held) and switched (reads and writes by next).
+func frozenAndSwitched(t testing.TB, cur, next resolver.Resolver) (frozen, switched *transition.Resolver) {
+	t.Helper()
+	frozen, err := transition.New(resolver.ResolverTarget(cur), resolver.ResolverTarget(next), &transition.Options{ReadMode: transition.ReadCurrent, WriteTo: transition.WriteCurrent, Frozen: true})
+	require.NoError(t, err)
+	switched, err = transition.New(resolver.ResolverTarget(cur), resolver.ResolverTarget(next), &transition.Options{ReadMode: transition.ReadNext, WriteTo: transition.WriteNext})
+	require.NoError(t, err)
+	return frozen, switched
 }
 
 // TestDeleteAcrossFencedRetry: during a transition the router deletes a
@@ -573,9 +585,7 @@ func TestDeleteAcrossFencedRetry(t *testing.T) {
 	tr, err := transition.New(resolver.ResolverTarget(cur), resolver.ResolverTarget(next), &transition.Options{ReadMode: transition.ReadBoth, WriteTo: transition.WriteNext})
 	require.NoError(t, err)
 	f := follow(t, c, &router.FollowOptions{Seed: tr, PollInterval: time.Hour, LeaseDuration: 2 * time.Hour})
-	for _, l := range links(3) {
-		require.NoError(t, fs.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/userId"}))
-	}
+	createColls(t, fs, 3, "/userId")
 	key := movingKey(t, cur, next)
 	from, _ := cur.ResolveForCreate(key)
 	to, _ := next.ResolveForCreate(key)
@@ -617,9 +627,7 @@ func TestLapsedRouterRefusesReads(t *testing.T) {
 	c := router.New(st, nil)
 	cur, next := ring(t, 2), ring(t, 3)
 	f := follow(t, c, &router.FollowOptions{Seed: cur, PollInterval: time.Hour, LeaseDuration: 2 * time.Hour})
-	for _, l := range links(3) {
-		require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/userId"}))
-	}
+	createColls(t, st, 3, "/userId")
 	key := movingKey(t, cur, next)
 	_, err := c.Create(ctx, db, user{ID: "x", UserID: key}, nil)
 	require.NoError(t, err)
@@ -668,9 +676,7 @@ func TestDecodeDoesNotStallLease(t *testing.T) {
 	st := newFenceStore(t)
 	c := router.New(st, nil)
 	f := follow(t, c, &router.FollowOptions{Seed: ring(t, 2), PollInterval: 5 * time.Millisecond, LeaseDuration: time.Hour})
-	for _, l := range links(3) {
-		require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/userId"}))
-	}
+	createColls(t, st, 3, "/userId")
 	entered, release := make(chan struct{}, 1), make(chan struct{})
 	var released sync.Once
 	t.Cleanup(func() { released.Do(func() { close(release) }) }) // before the follower closes
@@ -734,9 +740,7 @@ func followedUsers(t *testing.T, colls, users int) (*fenceStore, *router.Client,
 	st := newFenceStore(t)
 	c := router.New(st, nil)
 	f := follow(t, c, &router.FollowOptions{Seed: ring(t, 2), PollInterval: time.Hour, LeaseDuration: 2 * time.Hour})
-	for _, l := range links(colls) {
-		require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/userId"}))
-	}
+	createColls(t, st, colls, "/userId")
 	addUsers(t, c, users, func(i int) string { return fmt.Sprint("k", i) })
 	return st, c, f
 }

@@ -45,6 +45,14 @@ func newMem(t testing.TB) store.Store {
 	return s
 }
 
+// createColls creates the collections of links(n) on st, keyed by pkPath.
+func createColls(t testing.TB, st store.Store, n int, pkPath string) {
+	t.Helper()
+	for _, l := range links(n) {
+		require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: pkPath}))
+	}
+}
+
 // setup returns a client over st (nil: a fresh memstore) with n
 // hash-routed collections created.
 func setup(t testing.TB, n int, st store.Store, opts *router.Options) *router.Client {

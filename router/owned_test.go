@@ -139,9 +139,7 @@ func TestDeleteDuringTransition(t *testing.T) {
 // returns a key that cur and next place apart, with its collection in
 // each.
 func moving(t *testing.T, st store.Store, n int, pkPath string, cur, next resolver.Resolver) (key, src, dst string) {
-	for _, l := range links(n) {
-		require.NoError(t, st.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: pkPath}))
-	}
+	createColls(t, st, n, pkPath)
 	key = movingKey(t, cur, next)
 	src, _ = cur.ResolveForCreate(key)
 	dst, _ = next.ResolveForCreate(key)
@@ -166,10 +164,7 @@ func TestPagerPlacedBeforeTransition(t *testing.T) {
 	p := c.NewQueryPager(db, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, nil)
 	tr, err := transition.New(resolver.ResolverTarget(cur), resolver.ResolverTarget(next), &transition.Options{ReadMode: transition.ReadCurrent, WriteTo: transition.WriteCurrent})
 	require.NoError(t, err)
-	s, err := shardstate.Load(ctx, st, db)
-	require.NoError(t, err)
-	_, err = shardstate.Publish(ctx, st, s, shardstate.Change{Resolver: tr, NewEpoch: true, By: "test"})
-	require.NoError(t, err)
+	publishChange(t, st, shardstate.Change{Resolver: tr, NewEpoch: true, By: "test"})
 	require.NoError(t, f.Refresh(ctx))
 	_, err = st.Create(ctx, dst, body, nil) // the copy, once every router acknowledged
 	require.NoError(t, err)

@@ -732,9 +732,7 @@ func startReadInFlight(t *testing.T, opts *router.FollowOptions) *readInFlight {
 	r := &readInFlight{fs: fs, reads: &blockingReads{Store: fs, id: "1", started: make(chan struct{}, 1), release: make(chan struct{})}, done: make(chan error, 1)}
 	c := router.New(r.reads, nil)
 	r.f = follow(t, c, opts)
-	for _, l := range links(3) {
-		require.NoError(t, fs.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/userId"}))
-	}
+	createColls(t, fs, 3, "/userId")
 	addUsers(t, c, 3, func(i int) string { return fmt.Sprint("k", i) })
 	go func() {
 		_, err := c.Read(ctx, db, "1", "k1")

@@ -627,3 +627,196 @@ func TestRestoreAboveCopies(t *testing.T) {
 	assert.Equal(t, int64(2), s.Version)
 	assert.Equal(t, all(shardstate.StateCopies, 2), copyVersions(t, st))
 }
+
+// TestNewEpochAboveFence: a state whose epoch fell below the store's fence
+// (every write stamped with it is refused) is restored by one change with
+// a new epoch: the epoch lands above the fence, not one above the old
+// epoch, so the writes it stamps go through.
+func TestNewEpochAboveFence(t *testing.T) { stores(t, testNewEpochAboveFence) }
+
+func testNewEpochAboveFence(t *testing.T, st store.Store) {
+	ctx := context.Background()
+	s1, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
+	require.NoError(t, err)
+	f := st.(store.Fencer)
+	_, err = f.RaiseFence(ctx, db, 7)
+	require.NoError(t, err)
+	require.NoError(t, st.CreateCollection(ctx, "dbs/app/colls/c0", &store.CollectionSpec{PartitionKeyPath: "/userId"}))
+	_, err = st.Create(ctx, "dbs/app/colls/c0", []byte(`{"id":"a","userId":"a"}`), &store.WriteOptions{PartitionKey: "a", Epoch: s1.Epoch})
+	require.ErrorIs(t, err, store.ErrFenced, "the state's epoch is below the fence: writes are wedged")
+
+	s2, err := shardstate.Publish(ctx, st, s1, shardstate.Change{Resolver: ring(t, 3), NewEpoch: true})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), s2.Version, "the version still grows by one")
+	assert.Equal(t, int64(8), s2.Epoch, "above every epoch the fence says was in use")
+	fence, err := f.Fence(ctx, db)
+	require.NoError(t, err)
+	assert.Equal(t, int64(8), fence)
+	_, err = st.Create(ctx, "dbs/app/colls/c0", []byte(`{"id":"a","userId":"a"}`), &store.WriteOptions{PartitionKey: "a", Epoch: s2.Epoch})
+	require.NoError(t, err, "one change unwedged the writes")
+
+	got, err := shardstate.Load(ctx, st, db)
+	require.NoError(t, err, "a state whose epoch is above its version loads")
+	assert.Equal(t, int64(8), got.Epoch)
+
+	// A new epoch over an unwedged state is one above the last, as before.
+	s3, err := shardstate.Publish(ctx, st, got, shardstate.Change{NewEpoch: true})
+	require.NoError(t, err)
+	assert.Equal(t, int64(9), s3.Epoch)
+}
+
+// TestMissingStateNotReseeded: a state document deleted while a fleet uses
+// the database (a router's lease, the history, a raised fence) is not
+// created again by Init (or LoadOrInit's seed): that would fork the
+// placement. Restore puts it back above everything the fleet saw.
+func TestMissingStateNotReseeded(t *testing.T) { stores(t, testMissingStateNotReseeded) }
+
+func testMissingStateNotReseeded(t *testing.T, st store.Store) {
+	ctx := context.Background()
+	require.NoError(t, shardstate.InUse(ctx, st, db), "a new database")
+	s, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
+	require.NoError(t, err)
+	s, err = shardstate.Publish(ctx, st, s, shardstate.Change{Resolver: ring(t, 3), NewEpoch: true})
+	require.NoError(t, err)
+	s, err = shardstate.Publish(ctx, st, s, shardstate.Change{NewEpoch: true})
+	require.NoError(t, err)
+	require.Equal(t, int64(3), s.Version)
+	_, err = shardstate.RenewLease(ctx, st, shardstate.Lease{Router: "r1", Database: db, Version: 3, Epoch: 3, ValidFor: time.Minute})
+	require.NoError(t, err)
+
+	coll, err := shardstate.CollectionLink(db)
+	require.NoError(t, err)
+	require.NoError(t, st.Delete(ctx, coll, "state", &store.WriteOptions{PartitionKey: "state"}))
+
+	for name, reseed := range map[string]func() error{
+		"Init":       func() error { _, err := shardstate.Init(ctx, st, db, ring(t, 2), nil); return err },
+		"LoadOrInit": func() error { _, err := shardstate.LoadOrInit(ctx, st, db, ring(t, 2), nil); return err },
+		"InUse":      func() error { return shardstate.InUse(ctx, st, db) },
+	} {
+		err := reseed()
+		require.ErrorIs(t, err, shardstate.ErrInUse, name)
+		require.ErrorIs(t, err, shardstate.ErrNoState, name)
+		var ie *shardstate.InUseError
+		require.ErrorAs(t, err, &ie, name)
+		assert.Len(t, ie.Leases, 1)
+		assert.Equal(t, int64(2), ie.History)
+		assert.Equal(t, int64(3), ie.Fence)
+		for _, want := range []string{"state document of dbs/app is missing", "r1 (version 3)", "history up to version 2", "fence at epoch 3", "docshard state set"} {
+			assert.Contains(t, err.Error(), want, name)
+		}
+	}
+	_, err = shardstate.Load(ctx, st, db)
+	require.ErrorIs(t, err, shardstate.ErrNoState, "nothing was reseeded")
+
+	r, err := shardstate.Restore(ctx, st, db, ring(t, 3), nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), r.Version, "one above the lost version 3")
+	assert.Equal(t, int64(4), r.Epoch, "above the fence")
+	fence, err := st.(store.Fencer).Fence(ctx, db)
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), fence, "routers that read the lost version are fenced")
+	_, err = shardstate.Restore(ctx, st, db, ring(t, 3), nil)
+	var ce *shardstate.ConflictError
+	require.ErrorAs(t, err, &ce, "a state that exists is not restored over")
+	assert.Equal(t, int64(4), ce.Current.Version)
+}
+
+func TestProgress(t *testing.T) { stores(t, testProgress) }
+
+// testProgress: the progress document is saved by compare-and-swap beside
+// the state, and saving it is no version of the state; a save over a stale
+// copy, or a second first save, is a *ProgressConflictError carrying the
+// winner; a version's reason is kept in the state and its history.
+func testProgress(t *testing.T, st store.Store) {
+	ctx := context.Background()
+	s1, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
+	require.NoError(t, err)
+	_, err = shardstate.LoadProgress(ctx, st, db)
+	require.ErrorIs(t, err, shardstate.ErrNoProgress)
+
+	p1, err := shardstate.SaveProgress(ctx, st, db, nil, shardstate.Progress{Change: "r1", Owner: "a", Body: json.RawMessage(`{"n":1}`), UpdatedBy: "a"})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), p1.Seq)
+	assert.NotEmpty(t, p1.ETag)
+	p2, err := shardstate.SaveProgress(ctx, st, db, p1, shardstate.Progress{Change: "r1", Owner: "a", Body: json.RawMessage(`{"n":2}`)})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), p2.Seq)
+	got, err := shardstate.LoadProgress(ctx, st, db)
+	require.NoError(t, err)
+	assert.Equal(t, "r1", got.Change)
+	assert.Equal(t, "a", got.Owner)
+	assert.JSONEq(t, `{"n":2}`, string(got.Body))
+	assert.Equal(t, p2.ETag, got.ETag)
+
+	// Over a stale copy, and a second first save: refused, with the winner.
+	for _, prev := range []*shardstate.Progress{p1, nil} {
+		_, err = shardstate.SaveProgress(ctx, st, db, prev, shardstate.Progress{Change: "r1", Owner: "b", Body: json.RawMessage(`{}`)})
+		var ce *shardstate.ProgressConflictError
+		require.ErrorAs(t, err, &ce)
+		require.ErrorIs(t, err, shardstate.ErrConflict)
+		require.NotNil(t, ce.Current)
+		assert.Equal(t, int64(2), ce.Current.Seq)
+		assert.Equal(t, "a", ce.Current.Owner)
+	}
+
+	now, err := shardstate.Load(ctx, st, db)
+	require.NoError(t, err)
+	assert.Equal(t, s1.Version, now.Version, "saving progress is no version of the state")
+
+	// Removed only while it is the copy given.
+	require.NoError(t, shardstate.DeleteProgress(ctx, st, p1))
+	_, err = shardstate.LoadProgress(ctx, st, db)
+	require.NoError(t, err, "a stale copy removes nothing")
+	require.NoError(t, shardstate.DeleteProgress(ctx, st, p2))
+	_, err = shardstate.LoadProgress(ctx, st, db)
+	require.ErrorIs(t, err, shardstate.ErrNoProgress)
+	_, err = shardstate.SaveProgress(ctx, st, db, p2, shardstate.Progress{Change: "r1", Body: json.RawMessage(`{}`)})
+	var ce *shardstate.ProgressConflictError
+	require.ErrorAs(t, err, &ce, "a save over a removed document")
+	assert.Nil(t, ce.Current)
+
+	s2, err := shardstate.Publish(ctx, st, now, shardstate.Change{Resolver: ring(t, 3), Reason: "three now"})
+	require.NoError(t, err)
+	assert.Equal(t, "three now", s2.Reason)
+	s3, err := shardstate.Publish(ctx, st, s2, shardstate.Change{})
+	require.NoError(t, err)
+	assert.Empty(t, s3.Reason, "a reason is the version's own")
+	h, err := shardstate.History(ctx, st, db)
+	require.NoError(t, err)
+	require.Len(t, h, 3)
+	assert.Equal(t, []string{"", "three now", ""}, []string{h[0].Reason, h[1].Reason, h[2].Reason})
+}
+
+// TestProgressLostReply: a save whose replace landed but whose answer was
+// lost is the save that happened.
+func TestProgressLostReply(t *testing.T) {
+	ctx := context.Background()
+	st := &lostReply{Store: memstore.New(nil)}
+	_, err := shardstate.Init(ctx, st, db, ring(t, 2), nil)
+	require.NoError(t, err)
+	p1, err := shardstate.SaveProgress(ctx, st, db, nil, shardstate.Progress{Change: "r1", Body: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	p2, err := shardstate.SaveProgress(ctx, st, db, p1, shardstate.Progress{Change: "r1", Body: json.RawMessage(`{"n":2}`)})
+	require.NoError(t, err)
+	require.True(t, st.lost.Load(), "the reply was lost")
+	got, err := shardstate.LoadProgress(ctx, st, db)
+	require.NoError(t, err)
+	assert.Equal(t, p2.ETag, got.ETag)
+	assert.Equal(t, int64(2), got.Seq)
+}
+
+// TestProgressBroken: a progress document of another database or format
+// is a *DocumentError naming it.
+func TestProgressBroken(t *testing.T) {
+	ctx := context.Background()
+	st, _, coll := initialized(t)
+	_, err := st.Upsert(ctx, coll, []byte(`{"id":"progress","kind":"progress","format":"docshard.state/1","database":"dbs/other","change":"r","seq":1,"body":{}}`),
+		&store.WriteOptions{PartitionKey: "progress"})
+	require.NoError(t, err)
+	_, err = shardstate.LoadProgress(ctx, st, db)
+	var de *shardstate.DocumentError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, "progress", de.ID)
+	assert.ErrorIs(t, err, shardstate.ErrInvalidState)
+	assert.Contains(t, err.Error(), `database "dbs/other", want "dbs/app"`)
+}

@@ -131,28 +131,10 @@ func TestCoordinatorFills(t *testing.T) {
 	require.NoError(t, err)
 	defer f.Close()
 
-	ids := map[string]bool{}
-	var idMu sync.Mutex
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Go(func() {
-			for i := range 150 {
-				id := fmt.Sprintf("w%d-%d", w, i)
-				_, err := c.Create(ctx, db, map[string]any{"id": id, "n": i}, nil)
-				if !assert.NoError(t, err) {
-					return
-				}
-				idMu.Lock()
-				ids[id] = true
-				idMu.Unlock()
-				_, err = coord.Check(ctx)
-				if !assert.NoError(t, err) {
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	ids := createConcurrently(ctx, t, c, 4, 150, func(i int) map[string]any { return map[string]any{"n": i} }, func() error {
+		_, err := coord.Check(ctx)
+		return err
+	})
 	// Close waits for a background check that may be opening a
 	// collection still: after it, the state and the collections agree.
 	require.NoError(t, coord.Close())
@@ -600,24 +582,7 @@ func TestLimitHolds(t *testing.T) {
 			require.NoError(t, err)
 			defer f.Close()
 
-			ids := map[string]bool{}
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			for w := range writers {
-				wg.Go(func() {
-					for i := range perWriter {
-						id := fmt.Sprintf("w%d-%d", w, i)
-						_, err := c.Create(ctx, db, map[string]any{"id": id, "pad": strings.Repeat("x", 40)}, nil)
-						if !assert.NoError(t, err) {
-							return
-						}
-						mu.Lock()
-						ids[id] = true
-						mu.Unlock()
-					}
-				})
-			}
-			wg.Wait()
+			ids := createConcurrently(ctx, t, c, writers, perWriter, func(int) map[string]any { return map[string]any{"pad": strings.Repeat("x", 40)} }, nil)
 			require.NoError(t, coord.Close())
 			limit := tc.docs
 			if limit == 0 {
@@ -668,6 +633,39 @@ func TestCollectionWithoutQuota(t *testing.T) {
 	rows, err := c.Query(ctx, db, store.Query{Text: "SELECT VALUE COUNT(1) FROM c"}, nil)
 	require.NoError(t, err)
 	assert.JSONEq(t, "15", string(rows[0]))
+}
+
+// createConcurrently creates writers×perWriter documents through c, from
+// writers goroutines at once: writer w's i-th is doc(i) with the id
+// "w{w}-{i}" added, followed by after() when after is not nil. It returns
+// the ids written; a failed write or after fails the test and stops that
+// writer.
+func createConcurrently(ctx context.Context, t *testing.T, c *router.Client, writers, perWriter int, doc func(i int) map[string]any, after func() error) map[string]bool {
+	t.Helper()
+	ids := map[string]bool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range perWriter {
+				id := fmt.Sprintf("w%d-%d", w, i)
+				d := doc(i)
+				d["id"] = id
+				_, err := c.Create(ctx, db, d, nil)
+				if !assert.NoError(t, err) {
+					return
+				}
+				mu.Lock()
+				ids[id] = true
+				mu.Unlock()
+				if after != nil && !assert.NoError(t, after()) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return ids
 }
 
 // coordinated starts a spillover coordinator on st for db (checking only

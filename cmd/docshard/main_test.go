@@ -25,6 +25,25 @@ func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
+// requireLoad runs docshard load with args, stdin its input, and requires
+// it to report n documents loaded into db; it returns load's stderr.
+func requireLoad(t *testing.T, stdin string, n int, db string, args ...string) string {
+	t.Helper()
+	code, out, errOut := runCLI(t, stdin, append([]string{"load"}, args...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.True(t, strings.HasPrefix(out, fmt.Sprintf("%d documents loaded into %s (", n, db)), out)
+	return errOut
+}
+
+// requireCount requires docshard query to count n documents in cfg's
+// database.
+func requireCount(t *testing.T, cfg string, n int) {
+	t.Helper()
+	code, out, errOut := runCLI(t, "", "query", "-c", cfg, "SELECT VALUE COUNT(1) FROM c")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, fmt.Sprintf("%d\n", n), out)
+}
+
 func writeFile(t testing.TB, dir, name, content string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
@@ -200,16 +219,12 @@ func TestLoadAndQuery(t *testing.T) {
 	dir := t.TempDir()
 	cfg := embedded(t, dir, threeU)
 	lines := userLines(0, 50, 7) + "\n"
-	code, out, errOut := runCLI(t, lines, "load", "-c", cfg, "-")
-	require.Equal(t, 0, code, errOut)
-	assert.True(t, strings.HasPrefix(out, "50 documents loaded into dbs/app ("), out)
+	errOut := requireLoad(t, lines, 50, "dbs/app", "-c", cfg, "-")
 	assert.Contains(t, errOut, "created collection dbs/app/colls/u0")
 
 	// The durable store keeps them for the next command.
-	code, out, errOut = runCLI(t, "", "query", "-c", cfg, "SELECT VALUE COUNT(1) FROM c")
-	require.Equal(t, 0, code, errOut)
-	assert.Equal(t, "50\n", out)
-	code, out, _ = runCLI(t, "", "query", "-c", cfg, "SELECT TOP 3 VALUE c.n FROM c WHERE c.n >= @min ORDER BY c.n", "--param", "@min=10")
+	requireCount(t, cfg, 50)
+	code, out, _ := runCLI(t, "", "query", "-c", cfg, "SELECT TOP 3 VALUE c.n FROM c WHERE c.n >= @min ORDER BY c.n", "--param", "@min=10")
 	require.Equal(t, 0, code)
 	assert.Equal(t, "10\n11\n12\n", out)
 	code, out, _ = runCLI(t, "", "query", "-c", cfg, "--key", "user-3", "SELECT VALUE c.id FROM c ORDER BY c.n")
@@ -287,9 +302,7 @@ func TestDamagedStoreAndSalvage(t *testing.T) {
 	assert.Contains(t, out, fmt.Sprintf("salvaged %d documents", 31+shardstate.StateCopies), "29, the state document, its copies and the lease format's marker")
 	assert.Contains(t, errOut, `"d7"`)
 	cfg2 := writeFile(t, dir, "c2.yaml", "store: {kind: embedded, path: "+saved+"}\n"+threeUsers)
-	code, out, errOut = runCLI(t, "", "query", "-c", cfg2, "SELECT VALUE COUNT(1) FROM c")
-	require.Equal(t, 0, code, errOut)
-	assert.Equal(t, "29\n", out)
+	requireCount(t, cfg2, 29)
 
 	require.NoError(t, os.WriteFile(db, nil, 0o600))
 	code, _, errOut = runCLI(t, "", "state", "show", "-c", cfg)

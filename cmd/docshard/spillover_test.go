@@ -32,15 +32,11 @@ databases:
 	for i := range 2000 {
 		fmt.Fprintf(&lines, `{"id":"e%d","n":%d}`+"\n", i, i)
 	}
-	code, out, errOut := runCLI(t, lines.String(), "load", "-c", cfg, "--check-every", "5ms", "--create", "-")
-	require.Equal(t, 0, code, errOut)
-	assert.True(t, strings.HasPrefix(out, "2000 documents loaded into dbs/app ("), out)
+	errOut := requireLoad(t, lines.String(), 2000, "dbs/app", "-c", cfg, "--check-every", "5ms", "--create", "-")
 	assert.Contains(t, errOut, "opened collection dbs/app/colls/log1")
 
-	code, out, errOut = runCLI(t, "", "query", "-c", cfg, "SELECT VALUE COUNT(1) FROM c")
-	require.Equal(t, 0, code, errOut)
-	assert.Equal(t, "2000\n", out)
-	code, out, errOut = runCLI(t, "", "query", "-c", cfg, "SELECT DISTINCT VALUE c.id FROM c")
+	requireCount(t, cfg, 2000)
+	code, out, errOut := runCLI(t, "", "query", "-c", cfg, "SELECT DISTINCT VALUE c.id FROM c")
 	require.Equal(t, 0, code, errOut)
 	assert.Len(t, strings.Fields(out), 2000, "each document once")
 
@@ -139,10 +135,8 @@ func TestLoadSpilloverLimit(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			code, out, errOut := runCLI(t, "", "query", "-c", cfg, "SELECT VALUE COUNT(1) FROM c")
-			require.Equal(t, 0, code, errOut)
-			assert.Equal(t, fmt.Sprintf("%d\n", total), out)
-			code, out, errOut = runCLI(t, "", "verify", "-c", cfg)
+			requireCount(t, cfg, total)
+			code, out, errOut := runCLI(t, "", "verify", "-c", cfg)
 			assert.Equal(t, 0, code, "verify: %s%s", out, errOut)
 			assert.Contains(t, out, fmt.Sprintf("%d documents", total))
 

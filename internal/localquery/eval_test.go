@@ -39,20 +39,41 @@ func (s *evalStore) Query(ctx context.Context, l string, q store.Query, opts *st
 	})
 }
 
+// forget drops every kept cursor, as an eviction or a restart does.
+func (s *evalStore) forget() { s.cursors = localquery.NewCursors(4, 1<<30) }
+
+// firstPage runs q's first page of five on s; it has a next page.
+func firstPage(t *testing.T, s *evalStore, l string, q store.Query) *store.Page {
+	t.Helper()
+	first, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 5})
+	require.NoError(t, err)
+	require.NotEmpty(t, first.Continuation)
+	return first
+}
+
+// newEvalStore returns an evalStore over a collection l of 40 documents
+// (localquerytest.TieDocs), read in a new order every time.
 func newEvalStore(t *testing.T) (*evalStore, string) {
+	s, l := emptyEvalStore(t, 1)
+	localquerytest.TieDocs(t, s.Store, l, 40)
+	return s, l
+}
+
+// emptyEvalStore returns an evalStore over an empty collection l (key
+// /pk) whose reads shuffle by seed.
+func emptyEvalStore(t *testing.T, seed uint64) (*evalStore, string) {
 	mem := memstore.New(nil)
 	t.Cleanup(func() { _ = mem.Close() })
 	l := "dbs/d/colls/c"
 	require.NoError(t, mem.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
-	localquerytest.TieDocs(t, mem, l, 40)
-	return &evalStore{Store: localquerytest.Shuffled(mem, 1), cursors: localquery.NewCursors(4, 1<<30)}, l
+	return &evalStore{Store: localquerytest.Shuffled(mem, seed), cursors: localquery.NewCursors(4, 1<<30)}, l
 }
 
 // TestTieOrder: the evaluator's results do not depend on the order its
 // source returns the documents in.
 func TestTieOrder(t *testing.T) {
 	s, l := newEvalStore(t)
-	localquerytest.TieOrder(t, s, l, func() { s.cursors = localquery.NewCursors(4, 1<<30) })
+	localquerytest.TieOrder(t, s, l, s.forget)
 }
 
 // TestTokens: a token resumes its own query only; another query's, a
@@ -60,9 +81,7 @@ func TestTieOrder(t *testing.T) {
 func TestTokens(t *testing.T) {
 	s, l := newEvalStore(t)
 	q := store.Query{Text: "SELECT c.id FROM c ORDER BY c.id"}
-	first, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 5})
-	require.NoError(t, err)
-	require.NotEmpty(t, first.Continuation)
+	first := firstPage(t, s, l, q)
 	second, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 5, Continuation: first.Continuation})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"id":"d005"}`, string(second.Items[0]))
@@ -125,12 +144,8 @@ func TestParams(t *testing.T) {
 // localquerytest.ResumeByPosition), over a source that returns the
 // documents in a new order on every read.
 func TestResumeByPosition(t *testing.T) {
-	mem := memstore.New(nil)
-	t.Cleanup(func() { _ = mem.Close() })
-	l := "dbs/d/colls/c"
-	require.NoError(t, mem.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
-	s := &evalStore{Store: localquerytest.Shuffled(mem, 2), cursors: localquery.NewCursors(4, 1<<30)}
-	localquerytest.ResumeByPosition(t, func() store.Store { return s }, l, func() { s.cursors = localquery.NewCursors(4, 1<<30) })
+	s, l := emptyEvalStore(t, 2)
+	localquerytest.ResumeByPosition(t, func() store.Store { return s }, l, s.forget)
 }
 
 // TestWholeResume: a query without positions (GROUP BY) whose kept
@@ -139,14 +154,12 @@ func TestResumeByPosition(t *testing.T) {
 func TestWholeResume(t *testing.T) {
 	s, l := newEvalStore(t)
 	q := store.Query{Text: "SELECT c.id, COUNT(1) AS n FROM c GROUP BY c.id"}
-	first, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 5})
-	require.NoError(t, err)
-	require.NotEmpty(t, first.Continuation)
-	s.cursors = localquery.NewCursors(4, 1<<30)
+	first := firstPage(t, s, l, q)
+	s.forget()
 	second, err := s.Query(ctx, l, q, &store.QueryOptions{PageSize: 5, Continuation: first.Continuation})
 	require.NoError(t, err, "the same documents: the offset is exact")
 	assert.Len(t, second.Items, 5)
-	s.cursors = localquery.NewCursors(4, 1<<30)
+	s.forget()
 	require.NoError(t, s.Delete(ctx, l, "d001", &store.WriteOptions{PartitionKey: "k1"}))
 	_, err = s.Query(ctx, l, q, &store.QueryOptions{PageSize: 5, Continuation: second.Continuation})
 	require.ErrorIs(t, err, store.ErrBadRequest)

@@ -79,57 +79,64 @@ func TestUniqueKeys(t *testing.T) {
 			{op: "create", doc: `{"id":"d","tenant":"t","email":3,"first":{"y":2,"x":1},"last":0}`},
 		}},
 	} {
-		for _, durable := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/durable=%v", tc.name, durable), func(t *testing.T) {
-				ctx := context.Background()
-				clock := newFakeClock()
-				open := opener(t, durable, clock)
-				s := open()
-				defer func() { _ = s.Close() }()
-				spec := &store.CollectionSpec{PartitionKeyPath: "/tenant", DefaultTTL: ptrInt(-1), UniqueKeys: [][]string{{"/email"}}}
-				if tc.pair {
-					spec.UniqueKeys = append(spec.UniqueKeys, []string{"/first", "/last"})
+		onBoth(t, tc.name, func(t *testing.T, durable bool, clock *fakeClock, open func() *Store) {
+			ctx := context.Background()
+			s := open()
+			defer func() { _ = s.Close() }()
+			spec := &store.CollectionSpec{PartitionKeyPath: "/tenant", DefaultTTL: ptrInt(-1), UniqueKeys: [][]string{{"/email"}}}
+			if tc.pair {
+				spec.UniqueKeys = append(spec.UniqueKeys, []string{"/first", "/last"})
+			}
+			require.NoError(t, s.CreateCollection(ctx, l, spec))
+			for i, st := range tc.steps {
+				var err error
+				switch st.op {
+				case "create":
+					_, err = s.Create(ctx, l, []byte(st.doc), nil)
+				case "upsert":
+					_, err = s.Upsert(ctx, l, []byte(st.doc), nil)
+				case "replace":
+					_, err = s.Replace(ctx, l, st.id, []byte(st.doc), nil)
+				case "delete":
+					err = s.Delete(ctx, l, st.id, &store.WriteOptions{PartitionKey: "t"})
+				case "advance":
+					clock.Advance(st.expire)
+					continue
 				}
-				require.NoError(t, s.CreateCollection(ctx, l, spec))
-				for i, st := range tc.steps {
-					var err error
-					switch st.op {
-					case "create":
-						_, err = s.Create(ctx, l, []byte(st.doc), nil)
-					case "upsert":
-						_, err = s.Upsert(ctx, l, []byte(st.doc), nil)
-					case "replace":
-						_, err = s.Replace(ctx, l, st.id, []byte(st.doc), nil)
-					case "delete":
-						err = s.Delete(ctx, l, st.id, &store.WriteOptions{PartitionKey: "t"})
-					case "advance":
-						clock.Advance(st.expire)
-						continue
-					}
-					if st.clash {
-						require.ErrorIs(t, err, store.ErrUniqueKeyConflict, "step %d", i)
-						assert.Contains(t, err.Error(), "Unique index constraint violation")
-					} else {
-						require.NoError(t, err, "step %d", i)
-					}
+				if st.clash {
+					require.ErrorIs(t, err, store.ErrUniqueKeyConflict, "step %d", i)
+					assert.Contains(t, err.Error(), "Unique index constraint violation")
+				} else {
+					require.NoError(t, err, "step %d", i)
 				}
-				if durable {
-					// Opened again, the index holds what the collection holds.
-					require.NoError(t, s.Close())
-					s = open()
-					last := tc.steps[len(tc.steps)-1]
-					if last.op == "create" && !last.clash {
-						again := strings.Replace(last.doc, `"id":"`, `"id":"again-`, 1)
-						_, err := s.Create(ctx, l, []byte(again), nil)
-						require.ErrorIs(t, err, store.ErrConflict)
-					}
+			}
+			if durable {
+				// Opened again, the index holds what the collection holds.
+				require.NoError(t, s.Close())
+				s = open()
+				last := tc.steps[len(tc.steps)-1]
+				if last.op == "create" && !last.clash {
+					again := strings.Replace(last.doc, `"id":"`, `"id":"again-`, 1)
+					_, err := s.Create(ctx, l, []byte(again), nil)
+					require.ErrorIs(t, err, store.ErrConflict)
 				}
-			})
-		}
+			}
+		})
 	}
 }
 
 func ptrInt(v int) *int { return &v }
+
+// onBoth runs test as the subtests name/durable=false and
+// name/durable=true, each with a fake clock and opener's open on it.
+func onBoth(t *testing.T, name string, test func(t *testing.T, durable bool, clock *fakeClock, open func() *Store)) {
+	for _, durable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("%s/durable=%v", name, durable), func(t *testing.T) {
+			clock := newFakeClock()
+			test(t, durable, clock, opener(t, durable, clock))
+		})
+	}
+}
 
 // opener returns what opens a store on clock, in memory or durable; each
 // durable one opens the same directory again.
@@ -217,59 +224,55 @@ func TestReplaceCollection(t *testing.T) {
 		{"10 s to 1000 s", ptrInt(10), ptrInt(1000), 200 * time.Second, []string{"never", "plain"}},
 		{"-1 to 3 s", ptrInt(-1), ptrInt(3), 4 * time.Second, []string{"never", "own100", "own5"}},
 	} {
-		for _, durable := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/durable=%v", tc.name, durable), func(t *testing.T) {
-				ctx := context.Background()
-				clock := newFakeClock()
-				open := opener(t, durable, clock)
-				s := open()
-				defer func() { _ = s.Close() }()
-				require.NoError(t, s.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk", DefaultTTL: tc.from}))
-				for _, d := range docs {
-					_, err := s.Create(ctx, l, []byte(d), nil)
-					require.NoError(t, err)
+		onBoth(t, tc.name, func(t *testing.T, durable bool, clock *fakeClock, open func() *Store) {
+			ctx := context.Background()
+			s := open()
+			defer func() { _ = s.Close() }()
+			require.NoError(t, s.CreateCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk", DefaultTTL: tc.from}))
+			for _, d := range docs {
+				_, err := s.Create(ctx, l, []byte(d), nil)
+				require.NoError(t, err)
+			}
+			clock.Advance(2 * time.Second) // a replace counts from the writes, not from itself
+			require.NoError(t, s.ReplaceCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk", DefaultTTL: tc.to,
+				Indexing: json.RawMessage(`{"indexingMode":"none","automatic":false}`)}))
+			clock.Advance(tc.after - 2*time.Second)
+			ids := func() []string {
+				page, err := s.Query(ctx, l, store.Query{Text: "SELECT VALUE c.id FROM c ORDER BY c.id"}, nil)
+				require.NoError(t, err)
+				var out []string
+				for _, it := range page.Items {
+					var id string
+					require.NoError(t, json.Unmarshal(it, &id))
+					out = append(out, id)
 				}
-				clock.Advance(2 * time.Second) // a replace counts from the writes, not from itself
-				require.NoError(t, s.ReplaceCollection(ctx, l, &store.CollectionSpec{PartitionKeyPath: "/pk", DefaultTTL: tc.to,
-					Indexing: json.RawMessage(`{"indexingMode":"none","automatic":false}`)}))
-				clock.Advance(tc.after - 2*time.Second)
-				ids := func() []string {
-					page, err := s.Query(ctx, l, store.Query{Text: "SELECT VALUE c.id FROM c ORDER BY c.id"}, nil)
-					require.NoError(t, err)
-					var out []string
-					for _, it := range page.Items {
-						var id string
-						require.NoError(t, json.Unmarshal(it, &id))
-						out = append(out, id)
-					}
-					return out
-				}
+				return out
+			}
+			assert.Equal(t, tc.remaining, ids())
+			info, err := s.CollectionInfo(ctx, l)
+			require.NoError(t, err)
+			assert.Equal(t, tc.to, info.Spec.DefaultTTL)
+			assert.JSONEq(t, `{"indexingMode":"none","automatic":false}`, string(info.Spec.Indexing))
+			assert.Equal(t, int64(len(tc.remaining)), info.Documents)
+			if durable {
+				require.NoError(t, s.Close())
+				s = open()
 				assert.Equal(t, tc.remaining, ids())
 				info, err := s.CollectionInfo(ctx, l)
 				require.NoError(t, err)
 				assert.Equal(t, tc.to, info.Spec.DefaultTTL)
-				assert.JSONEq(t, `{"indexingMode":"none","automatic":false}`, string(info.Spec.Indexing))
-				assert.Equal(t, int64(len(tc.remaining)), info.Documents)
-				if durable {
-					require.NoError(t, s.Close())
-					s = open()
-					assert.Equal(t, tc.remaining, ids())
-					info, err := s.CollectionInfo(ctx, l)
-					require.NoError(t, err)
-					assert.Equal(t, tc.to, info.Spec.DefaultTTL)
-				}
-				// New writes follow the new default.
-				_, err = s.Create(ctx, l, []byte(`{"id":"late","pk":"b"}`), nil)
+			}
+			// New writes follow the new default.
+			_, err = s.Create(ctx, l, []byte(`{"id":"late","pk":"b"}`), nil)
+			require.NoError(t, err)
+			clock.Advance(10_000 * time.Second)
+			_, err = s.Read(ctx, l, "late", &store.ReadOptions{PartitionKey: "b"})
+			if tc.to != nil && *tc.to > 0 {
+				require.ErrorIs(t, err, store.ErrNotFound)
+			} else {
 				require.NoError(t, err)
-				clock.Advance(10_000 * time.Second)
-				_, err = s.Read(ctx, l, "late", &store.ReadOptions{PartitionKey: "b"})
-				if tc.to != nil && *tc.to > 0 {
-					require.ErrorIs(t, err, store.ErrNotFound)
-				} else {
-					require.NoError(t, err)
-				}
-			})
-		}
+			}
+		})
 	}
 }
 
