@@ -260,7 +260,10 @@ func TestBrokenStateKeepsLastGood(t *testing.T) {
 	c := router.New(st, nil)
 	var mu sync.Mutex
 	var reported []error
-	f := follow(t, c, &router.FollowOptions{Seed: ring(t, 2), PollInterval: 10 * time.Millisecond, LeaseDuration: 100 * time.Millisecond,
+	// A lease long enough that a busy machine does not let it lapse
+	// between two polls 10 ms apart; the test waits past it below.
+	const lease = 2 * time.Second
+	f := follow(t, c, &router.FollowOptions{Seed: ring(t, 2), PollInterval: 10 * time.Millisecond, LeaseDuration: lease,
 		OnError: func(err error) { mu.Lock(); reported = append(reported, err); mu.Unlock() }})
 	_, err := c.EnsureCollections(ctx, db, nil)
 	require.NoError(t, err)
@@ -279,7 +282,7 @@ func TestBrokenStateKeepsLastGood(t *testing.T) {
 			defer mu.Unlock()
 			return len(reported) > 0 && errors.Is(reported[len(reported)-1], shardstate.ErrInvalidState)
 		}, 5*time.Second, 5*time.Millisecond)
-		time.Sleep(200 * time.Millisecond) // longer than the lease
+		time.Sleep(lease + lease/5) // longer than the lease: it was renewed under the good version
 		assert.Equal(t, int64(1), f.Version(), "the last good state is kept")
 		_, err = c.Upsert(ctx, db, user{ID: "a", UserID: "alice"}, nil)
 		require.NoError(t, err, "the lease is renewed without a break under the good version, so writing stays safe")

@@ -164,13 +164,23 @@ func TestInFlightKeepsTheWaitWaiting(t *testing.T) {
 	fs := r.fs
 	next := publish(t, fs, 3, true)
 
-	wo := &shardstate.WaitOptions{Poll: 10 * time.Millisecond, Margin: lease / 2}
-	wctx, cancel := context.WithTimeout(ctx, 6*lease)
-	err := shardstate.WaitForRouters(wctx, fs, db, next.Version, wo)
+	// The wait is ended once it has waited 6 leases and read r1's by name
+	// (a deadline could end it before a busy machine read the name).
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	start := time.Now()
+	named := func(ls []*shardstate.Lease) {
+		if len(ls) > 0 && time.Since(start) >= 6*lease {
+			cancel()
+		}
+	}
+	err := shardstate.WaitForRouters(wctx, fs, db, next.Version, &shardstate.WaitOptions{Poll: 10 * time.Millisecond, Margin: lease / 2, Pending: named})
 	cancel()
 	var se *shardstate.StaleRoutersError
 	require.ErrorAs(t, err, &se, "a router with a call in flight by the old placement is waited for")
+	require.ErrorIs(t, err, context.Canceled, "not ended by the minute's deadline")
+	require.Len(t, se.Routers, 1)
 	assert.Equal(t, "r1", se.Routers[0].Router)
+	wo := &shardstate.WaitOptions{Poll: 10 * time.Millisecond, Margin: lease / 2}
 
 	close(r.reads.release)
 	require.NoError(t, <-r.done)
