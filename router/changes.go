@@ -98,7 +98,8 @@ const maxViewRetries = 3
 // passed since the token; a page read while the placement changed is read
 // again); then one change-feed read per collection, several at once when
 // the store is remote, and while a collection is behind a change of
-// placement, one after another until the page holds PageSize documents.
+// placement, one after another until the page holds PageSize documents
+// (a collection so read to its present is not read again in the call).
 // A continuation this client returned last is not decoded again. FromNow
 // without a token costs one change-feed read per collection named now,
 // however long the state's history.
@@ -360,6 +361,9 @@ type feedRead struct {
 	o    ChangeOptions
 	tok  *feedToken
 	page ChangePage
+	// present are the collections drain read to their present in this
+	// call: readAll does not read them again.
+	present []string
 }
 
 // join adds the collections the view names and the token lacks, from
@@ -454,6 +458,7 @@ func (fr *feedRead) drain(ctx context.Context, i int) (full bool, err error) {
 		}
 		fr.add(pg)
 		if len(pg.Items) == 0 {
+			fr.present = append(fr.present, fr.tok.colls[i].link)
 			return false, nil
 		}
 		if len(fr.page.Items) >= fr.o.PageSize {
@@ -504,37 +509,54 @@ func (fr *feedRead) dropLeft() {
 }
 
 // readAll reads one page of every collection and appends them in link
-// order. The first is read on the calling goroutine; when that took long
-// enough to be a round trip (a remote store), the rest are read several
-// at once (MaxDegreeOfParallelism), else one after another (an in-process
-// store answers faster than goroutines start).
+// order; a collection drain read to its present in this call is not read
+// again (its page is empty). The first is read on the calling goroutine;
+// when that took long enough to be a round trip (a remote store), the
+// rest are read several at once (MaxDegreeOfParallelism), else one after
+// another (an in-process store answers faster than goroutines start).
 func (fr *feedRead) readAll(ctx context.Context) error {
 	colls := fr.tok.colls
 	n := len(colls)
-	if n == 0 {
+	pages := make([]*store.ChangePage, n)
+	first, rest := -1, 0 // the first collection to read, and how many after it
+	for i := range colls {
+		switch {
+		case slices.Contains(fr.present, colls[i].link):
+			pages[i] = &noChanges
+		case first < 0:
+			first = i
+		default:
+			rest++
+		}
+	}
+	if first < 0 { // none, or every one read to its present already
 		fr.page.CaughtUp = true
 		return nil
 	}
-	pages := make([]*store.ChangePage, n)
 	one := func(ctx context.Context, i int) (err error) {
 		pages[i], err = fr.readPage(ctx, &colls[i], fr.o.PageSize)
 		return err
 	}
 	start := time.Now()
-	if err := one(ctx, 0); err != nil {
+	if err := one(ctx, first); err != nil {
 		return err
 	}
-	if par := parallelism(fr.c.opts.MaxDegreeOfParallelism, n-1); n > 1 && par > 1 && time.Since(start) >= remoteRead {
+	if par := parallelism(fr.c.opts.MaxDegreeOfParallelism, rest); rest > 0 && par > 1 && time.Since(start) >= remoteRead {
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(par)
-		for i := 1; i < n; i++ {
-			g.Go(func() error { return one(gctx, i) })
+		for i := first + 1; i < n; i++ {
+			if pages[i] == nil {
+				g.Go(func() error { return one(gctx, i) })
+			}
 		}
 		if err := g.Wait(); err != nil {
 			return err
 		}
 	} else {
-		for i := 1; i < n; i++ {
+		for i := first + 1; i < n; i++ {
+			if pages[i] != nil {
+				continue
+			}
 			if err := one(ctx, i); err != nil {
 				return err
 			}
@@ -556,6 +578,10 @@ func (fr *feedRead) readAll(ctx context.Context) error {
 	fr.page.CaughtUp = with == 0
 	return nil
 }
+
+// noChanges is the page of a collection readAll does not read: empty.
+// Never modified.
+var noChanges store.ChangePage
 
 // remoteRead is how long a change-feed read takes for readAll to take the
 // store for a remote one and read the other collections at once.
