@@ -22,7 +22,10 @@ import (
 // If-Modified-Since (RFC 1123; ignored with If-None-Match) starts at the
 // documents last written at or after that second. x-ms-max-item-count,
 // x-ms-documentdb-partitionkey and x-ms-documentdb-partitionkeyrangeid
-// qualify it as they do a read feed. The answer is 200 with
+// qualify it as they do a read feed; x-ms-start-epk and x-ms-end-epk (as
+// the Node.js SDK reads under a prefix of a hierarchical key) keep the
+// documents whose effective partition key is in that range
+// (effectiveKey). The answer is 200 with
 // {"_rid", "Documents": [...], "_count"} when documents changed, else 304
 // Not Modified with no body; either way its etag header is the position to
 // send back in If-None-Match. A token that is not the store's, or of
@@ -48,6 +51,20 @@ func (s *Server) changeFeed(c *call, ref collRef) *apiError {
 	if ps.keyed {
 		opts.PartitionKey = ps.key
 	}
+	var inRange func(doc []byte) (bool, *apiError)
+	if ps.epk.narrowed() {
+		path, e := s.pathOf(c.r.Context(), ref)
+		if e != nil {
+			return e
+		}
+		inRange = func(doc []byte) (bool, *apiError) {
+			epk, err := effectiveKey(path, doc)
+			if err != nil {
+				return false, errorf(http.StatusInternalServerError, "the effective partition key of a stored document: %v", err)
+			}
+			return ps.epk.contains(epk), nil
+		}
+	}
 	since := int64(math.MinInt64)
 	switch inm := strings.TrimSpace(c.r.Header.Get("If-None-Match")); {
 	case inm == "*":
@@ -63,8 +80,9 @@ func (s *Server) changeFeed(c *call, ref collRef) *apiError {
 			since = t.Unix()
 		}
 	}
-	// From a time, pages whose documents are all older are skipped here, so
-	// an empty answer still means the reader has caught up.
+	// From a time, or under part of the range, pages whose documents are
+	// all older or elsewhere are skipped here, so an empty answer still
+	// means the reader has caught up.
 	var docs []json.RawMessage
 	var page *store.ChangePage
 	for {
@@ -73,9 +91,19 @@ func (s *Server) changeFeed(c *call, ref collRef) *apiError {
 			return fromStore(err)
 		}
 		for _, it := range page.Items {
-			if since == math.MinInt64 || gjson.GetBytes(it, "_ts").Int() >= since {
-				docs = append(docs, it)
+			if since != math.MinInt64 && gjson.GetBytes(it, "_ts").Int() < since {
+				continue
 			}
+			if inRange != nil {
+				in, e := inRange(it)
+				if e != nil {
+					return e
+				}
+				if !in {
+					continue
+				}
+			}
+			docs = append(docs, it)
 		}
 		if len(docs) > 0 || len(page.Items) == 0 {
 			break

@@ -22,15 +22,7 @@ type plainStore struct{ store.Store }
 // collection "c" keyed by /pk.
 func rawServer(t *testing.T) *emulatortest.Server {
 	t.Helper()
-	srv := emulatortest.Start(t, nil)
-	for _, rq := range []rawRequest{
-		{method: "POST", path: "/dbs", body: []byte(`{"id":"raw"}`)},
-		{method: "POST", path: "/dbs/raw/colls", body: []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`)},
-	} {
-		code, _, body := send(t, srv, rq)
-		require.Equal(t, http.StatusCreated, code, "%s", body)
-	}
-	return srv
+	return serverWith(t, "raw", `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 }
 
 // raiseFence raises a database's fence through the REST API and returns

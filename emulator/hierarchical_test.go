@@ -8,8 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/docshard/docshard/emulator/emulatortest"
 )
 
 // TestHierarchicalKeysOnTheWire: a MultiHash container as a client sees it
@@ -19,14 +17,7 @@ import (
 // refuses it (400, sub-status 1001); queries, the read feed and the change
 // feed under the full key or a prefix.
 func TestHierarchicalKeysOnTheWire(t *testing.T) {
-	srv := emulatortest.Start(t, nil)
-	for _, rq := range []rawRequest{
-		{method: "POST", path: "/dbs", body: []byte(`{"id":"hpk"}`)},
-		{method: "POST", path: "/dbs/hpk/colls", body: []byte(`{"id":"c","partitionKey":{"paths":["/tenant","/user"],"kind":"MultiHash","version":2}}`)},
-	} {
-		code, _, body := send(t, srv, rq)
-		require.Equal(t, http.StatusCreated, code, "%s", body)
-	}
+	srv := serverWith(t, "hpk", `{"id":"c","partitionKey":{"paths":["/tenant","/user"],"kind":"MultiHash","version":2}}`)
 	const d = "/dbs/hpk/colls/c/docs"
 
 	code, _, body := send(t, srv, rawRequest{method: "GET", path: "/dbs/hpk/colls/c"})

@@ -22,14 +22,7 @@ import (
 //
 // Without node, or without the variable, it skips and says which.
 func TestNodeSDK(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed (not on PATH), so the Node.js SDK check cannot run; scripts/check runs it where node and npm exist")
-	}
-	modules := os.Getenv("DOCSHARD_NODE_MODULES")
-	if modules == "" {
-		t.Skip("set DOCSHARD_NODE_MODULES to a node_modules directory with @azure/cosmos (scripts/nodesdk installs the pinned one and prints it) to run the Node.js SDK against the emulator")
-	}
+	node, modules := nodeSDK(t)
 	manifest, err := os.ReadFile(filepath.Join(modules, "@azure", "cosmos", "package.json"))
 	require.NoError(t, err, "DOCSHARD_NODE_MODULES holds no @azure/cosmos")
 	var pkg struct{ Version string }

@@ -50,6 +50,9 @@ func (s *Server) query(c *call, ref collRef) *apiError {
 		return c.queryPlan(q)
 	}
 	ps, e := c.pageScope(ref)
+	if e == nil {
+		e = ps.wholeRange("a query")
+	}
 	if e != nil {
 		return e
 	}
@@ -134,16 +137,20 @@ type pageScope struct {
 	keyed        bool // x-ms-documentdb-partitionkey was given
 	size         int  // x-ms-max-item-count; 0 the store's default, -1 all a page holds
 	continuation string
+	epk          epkRange // x-ms-start-epk and x-ms-end-epk; the whole range without them
 }
 
-// pageScope reads a page request's range, partition key, page size and
-// continuation.
+// pageScope reads a page request's range (and effective-partition-key
+// range), partition key, page size and continuation.
 func (c *call) pageScope(ref collRef) (pageScope, *apiError) {
 	var ps pageScope
 	if e := c.pkRangeScope(ref); e != nil {
 		return ps, e
 	}
 	var e *apiError
+	if ps.epk, e = c.epkRange(); e != nil {
+		return ps, e
+	}
 	if ps.key, ps.keyed, e = c.partitionKey(); e != nil {
 		return ps, e
 	}
@@ -152,6 +159,16 @@ func (c *call) pageScope(ref collRef) (pageScope, *apiError) {
 	}
 	ps.continuation = c.r.Header.Get("x-ms-continuation")
 	return ps, nil
+}
+
+// wholeRange refuses a query or read feed narrowed to part of the one
+// range (x-ms-start-epk, x-ms-end-epk), which the SDKs send only for
+// ranges a split made: the change feed alone offers it (changeFeed).
+func (ps pageScope) wholeRange(what string) *apiError {
+	if ps.epk.narrowed() {
+		return unsupported(what + " under part of the partition-key range (x-ms-start-epk " + strconv.Quote(ps.epk.min) + ", x-ms-end-epk " + strconv.Quote(ps.epk.max) + "; only the change feed takes one)")
+	}
+	return nil
 }
 
 func (ps pageScope) queryOptions() *store.QueryOptions {
@@ -182,6 +199,9 @@ func (s *Server) readFeed(c *call, ref collRef) *apiError {
 		return s.changeFeed(c, ref)
 	}
 	ps, e := c.pageScope(ref)
+	if e == nil {
+		e = ps.wholeRange("a read feed")
+	}
 	if e != nil {
 		return e
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/docshard/docshard/emulator"
-	"github.com/docshard/docshard/emulator/emulatortest"
 )
 
 // TestGatewayRefusals: a query sent across partitions (neither a partition
@@ -21,14 +20,7 @@ import (
 // pages (a full last page has a continuation to an empty one). docshard's
 // HeaderWholeQuery, or a range id, gets the query answered whole.
 func TestGatewayRefusals(t *testing.T) {
-	srv := emulatortest.Start(t, nil)
-	for _, rq := range []rawRequest{
-		{method: "POST", path: "/dbs", body: []byte(`{"id":"gw"}`)},
-		{method: "POST", path: "/dbs/gw/colls", body: []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"}}`)},
-	} {
-		code, _, body := send(t, srv, rq)
-		require.Equal(t, http.StatusCreated, code, "%s", body)
-	}
+	srv := serverWith(t, "gw", `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"}}`)
 	const d = "/dbs/gw/colls/c/docs"
 	for i := range 6 {
 		code, _, body := send(t, srv, rawRequest{method: "POST", path: d, header: pkHeader(fmt.Sprintf(`["k%d"]`, i%2)),

@@ -101,7 +101,8 @@ var aggregatePlanNames = map[string]string{"COUNT": "Count", "SUM": "Sum", "MIN"
 
 // PlanGateway builds the execution plan Cosmos DB's gateway gives q over
 // one range spanning every key (the plan's queryRanges are "" to "FF").
-// params bind TOP, OFFSET and LIMIT given as parameters, as the gateway
+// params (Go JSON values, json.RawMessage among them, as Compile takes
+// them) bind TOP, OFFSET and LIMIT given as parameters, as the gateway
 // does. The rewritten forms are the service's: ORDER BY queries select
 // c._rid, the sort keys as orderByItems ([{"item": key}, ...]) and the
 // result as payload, with OrderByFilterPlaceholder in the WHERE; an

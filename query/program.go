@@ -201,6 +201,12 @@ func count(e Expr, params map[string]any, what string) (int, error) {
 		if v, ok = params[n.Name]; !ok {
 			return 0, compileErr("parameter %s has no value", n.Name)
 		}
+		// Compile has normalized its parameters; PlanGateway's are as the
+		// caller gave them (JSON text from a request, Go numbers).
+		var err error
+		if v, err = Normalize(v); err != nil {
+			return 0, compileErr("parameter %s: %v", n.Name, err)
+		}
 	}
 	f, ok := v.(float64)
 	if !ok || f < 0 || f != math.Trunc(f) || f > math.MaxInt32 {

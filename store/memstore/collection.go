@@ -154,9 +154,6 @@ func newCollection(link, uid string, spec store.CollectionSpec, paths partitionk
 // spec returns the collection's spec; callers must not modify it.
 func (c *collection) spec() *store.CollectionSpec { return c.specp.Load() }
 
-// ttlOn reports whether documents of the collection can expire.
-func (c *collection) ttlOn() bool { return c.spec().DefaultTTL != nil }
-
 // expireAt computes when a document written at ts expires, under Cosmos
 // DB's rules: nothing expires without a default TTL on the collection; a
 // document's own ttl (when it has one) overrides the default; -1 is never.

@@ -41,7 +41,8 @@
 // # Time to live
 //
 // A collection's DefaultTTL and a document's "ttl" follow Cosmos DB: no
-// expiry without a DefaultTTL (a document's "ttl" is then ignored); -1
+// expiry without a DefaultTTL (a document's "ttl" is then ignored, but a
+// "ttl" other than -1 or 1 to 2^31-1 is refused all the same); -1
 // turns expiry on with none by default; a document's "ttl" (-1, or 1 to
 // 2^31-1 seconds) overrides the default. A document expires ttl seconds
 // after its last write, by Options.Clock. An expired document is at once

@@ -29,8 +29,8 @@ type incoming struct {
 // prepare validates a document in one pass without decoding it: JSON text
 // of one object (jsontext.Strict: what encoding/json decodes, in valid
 // UTF-8), a string "id" valid for store.ValidateID, a partition-key value
-// that is a string, number, boolean or null (or none), and, when the
-// collection has TTL on, a "ttl" of -1 or 1 to 2^31-1. "id", "ttl" and the
+// that is a string, number, boolean or null (or none), and a "ttl" of -1
+// or 1 to 2^31-1, whether or not the collection has TTL on. "id", "ttl" and the
 // property holding the key may appear only once.
 func (c *collection) prepare(op, l string, doc []byte) (in incoming, err error) {
 	bad := func(id, format string, args ...any) error {
@@ -132,10 +132,11 @@ func (c *collection) prepare(op, l string, doc []byte) (in incoming, err error) 
 	}
 
 	if ttlv != nil {
-		// Read whether or not TTL is on now: ReplaceCollection may turn it
-		// on before this write takes its lock.
-		if in.ttl, in.hasTTL = ttlValue(ttlv); !in.hasTTL && c.ttlOn() {
-			return in, bad(in.id, `"ttl" must be -1 or a whole number of seconds from 1 to %d, got %.40s`, math.MaxInt32, ttlv)
+		// Refused whether or not TTL is on, as Cosmos DB refuses it (and
+		// ReplaceCollection may turn TTL on before this write takes its
+		// lock).
+		if in.ttl, in.hasTTL = ttlValue(ttlv); !in.hasTTL {
+			return in, bad(in.id, `"ttl" must be -1 or a whole number of seconds from 1 to %d, got %.40s: leave "ttl" out for the collection's default`, math.MaxInt32, ttlv)
 		}
 	}
 	return in, nil
