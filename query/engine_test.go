@@ -81,3 +81,27 @@ func TestCancelMidScan(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Less(t, read, 1000+257)
 }
+
+// TestIsInteger: Cosmos DB's reference examples of IS_INTEGER, and the
+// types it answers false for.
+func TestIsInteger(t *testing.T) {
+	tests := []struct {
+		expr string
+		want bool
+	}{
+		{"IS_INTEGER(3454.123)", false},
+		{"IS_INTEGER(5523432)", true},
+		{"IS_INTEGER(-9223372036854775808)", true},
+		{"IS_INTEGER(9223372036854775807)", true},
+		{"IS_INTEGER(18446744073709551615)", false},
+		{"IS_INTEGER(-1)", true},
+		{"IS_INTEGER(0)", true},
+		{`IS_INTEGER("10")`, false},
+		{"IS_INTEGER(null)", false},
+		{"IS_INTEGER(true)", false},
+		{"IS_INTEGER({}.missing)", false},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, constValue(t, tc.expr), tc.expr)
+	}
+}

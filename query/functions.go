@@ -49,6 +49,14 @@ func init() {
 		"IS_ARRAY":     is(func(v any) bool { _, ok := v.([]any); return ok }),
 		"IS_OBJECT":    is(func(v any) bool { _, ok := v.(map[string]any); return ok }),
 		"IS_PRIMITIVE": is(func(v any) bool { r := rank(v); return r >= rankNull && r <= rankString }),
+		// IS_INTEGER: a whole number within int64's range. Numbers are
+		// float64 here, so the range is -2^63 to 2^63 inclusive: the
+		// literal 9223372036854775807 reads as 2^63, and Cosmos DB's
+		// reference answers true for it (and false for 2^64 - 1).
+		"IS_INTEGER": is(func(v any) bool {
+			f, ok := v.(float64)
+			return ok && f == math.Trunc(f) && f >= -(1<<63) && f <= 1<<63
+		}),
 		"IS_FINITE_NUMBER": is(func(v any) bool {
 			f, ok := v.(float64)
 			return ok && !math.IsInf(f, 0) && !math.IsNaN(f)
