@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -335,6 +336,39 @@ func TestQueryAuto(t *testing.T) {
 
 // countingQueries is a transport that counts the documents the service's
 // query answers carry, and keeps the query texts sent.
+// countingCosmium is a store on the shared cosmium in QueryAuto mode whose
+// queries are recorded (countingQueries); wrap, when set, sits between
+// them and cosmium.
+func countingCosmium(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) (*cosmos.Store, *countingQueries) {
+	srv := cosmostest.Shared(t)
+	counting := &countingQueries{base: srv.HTTPClient().Transport}
+	if counting.base == nil {
+		counting.base = http.DefaultTransport
+	}
+	var rt http.RoundTripper = counting
+	if wrap != nil {
+		rt = wrap(counting)
+	}
+	st, err := cosmos.New(cosmostest.Context(t), &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint, Key: cosmostest.Key}, HTTPClient: &http.Client{Transport: rt}})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	return st, counting
+}
+
+// sent returns the query bodies recorded from the n-th on.
+func (c *countingQueries) sent(n int) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.texts[n:])
+}
+
+// count is how many queries were recorded.
+func (c *countingQueries) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.texts)
+}
+
 type countingQueries struct {
 	base  http.RoundTripper
 	mu    sync.Mutex
@@ -375,17 +409,9 @@ func (c *countingQueries) RoundTrip(r *http.Request) (*http.Response, error) {
 // counts. Through a store that does not know serve's query extension (as
 // on Cosmos DB itself); the answer is the local evaluation's.
 func TestKeyedCountOnTheService(t *testing.T) {
-	srv := cosmostest.Shared(t)
 	ctx := cosmostest.Context(t)
-	client := srv.HTTPClient()
-	counting := &countingQueries{base: client.Transport}
-	if counting.base == nil {
-		counting.base = http.DefaultTransport
-	}
-	st, err := cosmos.New(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint, Key: cosmostest.Key}, HTTPClient: &http.Client{Transport: counting}})
-	require.NoError(t, err)
-	local, err := cosmos.New(ctx, &cosmos.Options{Account: cosmos.Account{Endpoint: srv.Endpoint, Key: cosmostest.Key}, HTTPClient: client, QueryMode: cosmos.QueryLocal})
-	require.NoError(t, err)
+	st, counting := countingCosmium(t, nil)
+	local := cosmiumWith(t, cosmos.QueryLocal)
 	coll := fmt.Sprintf("dbs/count%d/colls/c", time.Now().UnixNano())
 	require.NoError(t, st.CreateCollection(ctx, coll, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
 	for i := range 60 {
@@ -412,31 +438,17 @@ func TestKeyedCountOnTheService(t *testing.T) {
 // partition key that goes to the service (filters and projections, and a
 // plain count) answers the key's documents only, even where the service
 // ignores the key's header, as Cosmium does: the store also writes the key
-// into the query's WHERE. Every kind of key value is asked for, with a
-// local evaluation of the same query as the oracle. Before the key went
-// into the WHERE, Cosmium answered a filter within "a" with every document
-// of the container.
+// into the query's WHERE, as the recorded request bodies show. Every kind
+// of key value is asked for, and a hierarchical key whole and by a
+// prefix, with a local evaluation of the same query as the oracle. A null
+// or undefined key, and a count within a prefix (which the service would
+// answer across partitions), run here. Before the key went into the
+// WHERE, Cosmium answered a filter within "a" with every document of the
+// container.
 func TestKeyedQueryScopedOnEmulatorsThatIgnoreTheKey(t *testing.T) {
 	ctx := cosmostest.Context(t)
-	service, local := cosmiumWith(t, cosmos.QueryAuto), cosmiumWith(t, cosmos.QueryLocal)
-	coll := fmt.Sprintf("dbs/scope%d/colls/c", time.Now().UnixNano())
-	require.NoError(t, service.CreateCollection(ctx, coll, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
-	keys := []string{`"a"`, `"a"`, `"a"`, `"b"`, `"b"`, `7`, `7`, `true`, `null`, ``, ``}
-	for i, k := range keys {
-		body := fmt.Sprintf(`{"id":"d%d","n":%d,"pk":%s}`, i, i, k)
-		if k == "" {
-			body = fmt.Sprintf(`{"id":"d%d","n":%d}`, i, i)
-		}
-		var key any
-		require.NoError(t, json.Unmarshal([]byte(cmp.Or(k, "null")), &key))
-		if k == "" {
-			key = store.None
-		} else if key == nil {
-			key = partitionkey.Null
-		}
-		_, err := service.Create(ctx, coll, []byte(body), &store.WriteOptions{PartitionKey: key})
-		require.NoError(t, err)
-	}
+	service, sent := countingCosmium(t, nil)
+	local := cosmiumWith(t, cosmos.QueryLocal)
 	queries := []store.Query{
 		{Text: "SELECT VALUE c.id FROM c"},
 		{Text: "SELECT c.id FROM c WHERE c.n >= @n", Parameters: []store.Param{{Name: "@n", Value: 0}}},
@@ -445,19 +457,98 @@ func TestKeyedQueryScopedOnEmulatorsThatIgnoreTheKey(t *testing.T) {
 		// matches; "100 > c.n" and "c.n < 100.0" do).
 		{Text: "SELECT VALUE COUNT(1) FROM c WHERE c.n < @top", Parameters: []store.Param{{Name: "@top", Value: 100}}},
 	}
-	for _, key := range []any{"a", "b", 7.0, true, partitionkey.Null, store.None, "nobody"} {
+	check := func(t *testing.T, coll string, key any, scoped func(q store.Query) bool) {
 		for _, q := range queries {
 			name := fmt.Sprintf("%v %s", key, q.Text)
 			opts := &store.QueryOptions{PartitionKey: key, PageSize: 2}
 			want := storetest.QueryAll(t, local, coll, q, opts)
+			from := sent.count()
 			got := storetest.QueryAll(t, service, coll, q, opts)
 			assert.ElementsMatch(t, want, got, "%s: want %s, got %s", name, want, got)
+			for _, body := range sent.sent(from) {
+				assert.Equal(t, scoped(q), strings.Contains(body, "@docshard_partition_key0"), "%s: the key in the WHERE: %s", name, body)
+			}
 		}
 	}
-	// The oracle itself is right: "a" holds d0 to d2.
-	assert.ElementsMatch(t, []json.RawMessage{json.RawMessage(`"d0"`), json.RawMessage(`"d1"`), json.RawMessage(`"d2"`)},
-		storetest.QueryAll(t, local, coll, queries[0], &store.QueryOptions{PartitionKey: "a"}))
+
+	t.Run("one path", func(t *testing.T) {
+		coll := fmt.Sprintf("dbs/scope%d/colls/c", time.Now().UnixNano())
+		require.NoError(t, service.CreateCollection(ctx, coll, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+		keys := []string{`"a"`, `"a"`, `"a"`, `"b"`, `"b"`, `7`, `7`, `true`, `null`, ``, ``}
+		for i, k := range keys {
+			body := fmt.Sprintf(`{"id":"d%d","n":%d,"pk":%s}`, i, i, k)
+			if k == "" {
+				body = fmt.Sprintf(`{"id":"d%d","n":%d}`, i, i)
+			}
+			var key any
+			require.NoError(t, json.Unmarshal([]byte(cmp.Or(k, "null")), &key))
+			if k == "" {
+				key = store.None
+			} else if key == nil {
+				key = partitionkey.Null
+			}
+			_, err := service.Create(ctx, coll, []byte(body), &store.WriteOptions{PartitionKey: key})
+			require.NoError(t, err)
+		}
+		for _, key := range []any{"a", "b", 7.0, true, "nobody"} {
+			check(t, coll, key, func(store.Query) bool { return true })
+		}
+		for _, key := range []any{partitionkey.Null, store.None} {
+			check(t, coll, key, func(store.Query) bool { return false })
+		}
+		// The oracle itself is right: "a" holds d0 to d2.
+		assert.ElementsMatch(t, []json.RawMessage{json.RawMessage(`"d0"`), json.RawMessage(`"d1"`), json.RawMessage(`"d2"`)},
+			storetest.QueryAll(t, local, coll, queries[0], &store.QueryOptions{PartitionKey: "a"}))
+	})
+
+	t.Run("hierarchical", func(t *testing.T) {
+		coll := fmt.Sprintf("dbs/scopeh%d/colls/c", time.Now().UnixNano())
+		require.NoError(t, service.CreateCollection(ctx, coll, &store.CollectionSpec{PartitionKeyPaths: []string{"/t", "/u"}}))
+		for i, tu := range [][2]string{{"t1", "u1"}, {"t1", "u1"}, {"t1", "u2"}, {"t2", "u1"}} {
+			_, err := service.Create(ctx, coll, []byte(fmt.Sprintf(`{"id":"h%d","n":%d,"t":%q,"u":%q}`, i, i, tu[0], tu[1])),
+				&store.WriteOptions{PartitionKey: []any{tu[0], tu[1]}})
+			require.NoError(t, err)
+		}
+		check(t, coll, []any{"t1", "u1"}, func(store.Query) bool { return true })
+		check(t, coll, []any{"t1"}, func(q store.Query) bool { return !strings.Contains(q.Text, "COUNT") })
+	})
 }
+
+// TestKeyedQueryTokenSurvivesAFailedRead: the first read of a container's
+// key paths (which the key's WHERE needs) fails once; the query is then
+// refused as the failure, not run somewhere else, and its pages, asked for
+// again, read on to the end with the tokens they give. Before, the failed
+// read sent page 1 to the local evaluator and page 2 to the service, and
+// page 2's token was refused as issued for another query.
+func TestKeyedQueryTokenSurvivesAFailedRead(t *testing.T) {
+	ctx := cosmostest.Context(t)
+	seed := cosmiumWith(t, cosmos.QueryLocal)
+	coll := fmt.Sprintf("dbs/fail%d/colls/c", time.Now().UnixNano())
+	require.NoError(t, seed.CreateCollection(ctx, coll, &store.CollectionSpec{PartitionKeyPath: "/pk"}))
+	for i := range 5 {
+		_, err := seed.Create(ctx, coll, []byte(fmt.Sprintf(`{"id":"d%d","pk":"a"}`, i)), nil)
+		require.NoError(t, err)
+	}
+	var failed atomic.Bool
+	st, _ := countingCosmium(t, func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/colls/c") && failed.CompareAndSwap(false, true) {
+				return &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(`{"code":"ServiceUnavailable","message":"try again"}`)), Request: r}, nil
+			}
+			return next.RoundTrip(r)
+		})
+	})
+	q := store.Query{Text: "SELECT VALUE c.id FROM c"}
+	opts := &store.QueryOptions{PartitionKey: "a", PageSize: 2}
+	_, err := st.Query(ctx, coll, q, opts)
+	require.Error(t, err, "the failed read is the query's answer")
+	require.True(t, failed.Load())
+	assert.Len(t, storetest.QueryAll(t, st, coll, q, opts), 5, "every page, once the read succeeds")
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // A read feed through a server that pages by its own size, ignoring the
 // one asked for, and whose _rids do not sort as its pages run, resumed by

@@ -85,7 +85,10 @@ func (s *Store) Query(ctx context.Context, l string, q store.Query, opts *store.
 	count := local && s.opts.QueryMode != QueryLocal && o.PartitionKey != nil && o.Continuation == "" && keyedCount(parsed)
 	sent := q
 	if (!local || count) && o.PartitionKey != nil && !s.wholeQueries {
-		scoped, ok := s.keyScoped(ctx, cc, c, l, parsed, q, o.PartitionKey)
+		scoped, ok, err := s.keyScoped(ctx, cc, c, l, parsed, q, o.PartitionKey, count)
+		if err != nil {
+			return nil, err
+		}
 		switch {
 		case ok && count:
 			return s.serviceCount(ctx, cc, op, l, scoped, o.PartitionKey)
@@ -278,35 +281,35 @@ const keyParam = "@docshard_partition_key"
 
 // keyScoped returns q with its partition key also in its WHERE: each value
 // of the key (of a hierarchical key each value given, a prefix allowed)
-// equal to the document's value at its path. The service scopes a query by the key it is sent with; this
-// scopes it again in its text, for emulators that ignore that header
+// equal to the document's value at its path. The service scopes a query
+// by the key it is sent with; this scopes it again in its text, for emulators that ignore that header
 // (Cosmium does, for queries and aggregates alike), at no cost to a
 // service that honours it. ok is false where that cannot be written: the
 // query's rows are not its documents under one name (no FROM, FROM x IN,
-// a path below the container, a subquery as the source), it binds a
-// parameter named like keyParam itself, the key does not fit the
-// container's paths, the container's key paths cannot be read, or a value
-// of the key is null or None (emulators disagree on how null and a
-// missing value compare: Cosmium takes one for the other, in = and in
-// IS_DEFINED alike). The caller then evaluates the query here, scoping by
-// key as it reads.
-func (s *Store) keyScoped(ctx context.Context, cc *azcosmos.ContainerClient, c link.Collection, l string, parsed *query.Query, q store.Query, key any) (store.Query, bool) {
+// a path below the container, a subquery as the source), its text names
+// a parameter like keyParam (bound or not), the key does not fit the container's
+// paths, a value of the key is null or None (emulators disagree on how
+// null and a missing value compare: Cosmium takes one for the other, in =
+// and in IS_DEFINED alike), or, with whole (a count, which the service
+// answers without a query plan only within one partition key), the key is
+// a prefix of a hierarchical key. The caller then evaluates the query
+// here, scoping by key as it reads. So whether it is written depends on
+// the query, the key and the container's key paths only, never on a
+// transient failure: a failure to read the paths is returned, and a
+// continuation token (bound to where the query runs) stays good.
+func (s *Store) keyScoped(ctx context.Context, cc *azcosmos.ContainerClient, c link.Collection, l string, parsed *query.Query, q store.Query, key any, whole bool) (store.Query, bool, error) {
 	f := query.Analyze(parsed)
-	if f.NoFrom || f.FromIn || f.FromPath || f.Subqueries&query.ClauseFrom != 0 || parsed.From.Alias == "" {
-		return q, false
-	}
-	for _, p := range q.Parameters {
-		if strings.HasPrefix(p.Name, keyParam) {
-			return q, false
-		}
+	if f.NoFrom || f.FromIn || f.FromPath || f.Subqueries&query.ClauseFrom != 0 || parsed.From.Alias == "" ||
+		strings.Contains(strings.ToLower(q.Text), keyParam) {
+		return q, false, nil
 	}
 	cs, err := s.spec(ctx, "query", cc, c, l)
 	if err != nil {
-		return q, false
+		return q, false, err
 	}
 	parts, err := store.KeyParts(key, len(cs.paths), true)
-	if err != nil {
-		return q, false
+	if err != nil || whole && len(parts) < len(cs.paths) {
+		return q, false, nil
 	}
 	scoped := *parsed
 	params := slices.Clip(q.Parameters)
@@ -317,7 +320,7 @@ func (s *Store) keyScoped(ctx context.Context, cc *azcosmos.ContainerClient, c l
 		}
 		v, ok := sqlValue(part)
 		if !ok {
-			return q, false
+			return q, false, nil
 		}
 		name := keyParam + strconv.Itoa(i)
 		var cond query.Expr = &query.Binary{Op: "=", L: at, R: &query.ParamRef{Name: name}}
@@ -328,7 +331,7 @@ func (s *Store) keyScoped(ctx context.Context, cc *azcosmos.ContainerClient, c l
 			scoped.Where = &query.Binary{Op: "AND", L: scoped.Where, R: cond}
 		}
 	}
-	return store.Query{Text: query.FormatQuery(&scoped), Parameters: params}, true
+	return store.Query{Text: query.FormatQuery(&scoped), Parameters: params}, true, nil
 }
 
 // sqlValue is a partition-key value as a query parameter's value that

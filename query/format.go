@@ -6,9 +6,16 @@ import (
 )
 
 // FormatQuery writes a query back as SQL text that Parse reads to the same
-// tree (brackets only where precedence needs them, so a chain such as
-// a OR b OR c stays flat). The planner uses it to produce
-// the query each collection runs. It costs one pass over the tree.
+// tree. Every operand that is not a primary expression (a name, literal,
+// parameter, property, call, constructor or subquery) is in brackets,
+// save the links of a chain of one operator (a AND b AND c, a + b + c and
+// NOT NOT x stay flat, as every parser reads them alike):
+// the text goes to servers whose parsers rank operators otherwise (Cosmos
+// DB's reads NOT, and &, ^, |, || against comparisons, unlike this
+// package's), and read with brackets it means one thing to all of them.
+// The planner uses it to produce the query each collection runs, the
+// cosmos backend for what it sends the service. It costs one pass over
+// the tree.
 func FormatQuery(q *Query) string {
 	var b strings.Builder
 	formatQuery(&b, q)
@@ -195,7 +202,7 @@ func formatExpr(b *strings.Builder, e Expr) { formatPrec(b, e, 0) }
 // formatPrec writes e where the grammar reads an operand of at least level
 // min, in brackets when its own level is lower.
 func formatPrec(b *strings.Builder, e Expr, min int) {
-	if precOf(e) < min {
+	if p := precOf(e); p < min || min > 0 && p < precPrimary {
 		b.WriteByte('(')
 		formatPrec(b, e, 0)
 		b.WriteByte(')')
@@ -224,16 +231,25 @@ func formatPrec(b *strings.Builder, e Expr, min int) {
 		formatExpr(b, n.Index)
 		b.WriteByte(']')
 	case *Unary:
+		// A chain of NOTs, or of signs, stays unbracketed: every parser
+		// reads "NOT NOT x" and "- -x" alike (and a long chain must not
+		// nest deeper than Parse allows).
+		min := precUnary
 		if n.Op == "NOT" {
 			b.WriteString("NOT ")
-			formatPrec(b, n.X, precNot)
-			return
+			min = precNot
+		} else {
+			b.WriteString(n.Op)
 		}
-		b.WriteString(n.Op)
-		if _, ok := n.X.(*Unary); ok {
-			b.WriteByte(' ') // "- -x", not the comment "--x"
+		if u, ok := n.X.(*Unary); ok {
+			if n.Op != "NOT" {
+				b.WriteByte(' ') // "- -x", not the comment "--x"
+			}
+			if (u.Op == "NOT") == (n.Op == "NOT") {
+				min = 0
+			}
 		}
-		formatPrec(b, n.X, precUnary)
+		formatPrec(b, n.X, min)
 	case *Binary:
 		p := precOf(n)
 		if p == precTernary { // not an operator the parser knows
@@ -244,9 +260,14 @@ func formatPrec(b *strings.Builder, e Expr, min int) {
 			b.WriteByte(')')
 			return
 		}
-		// Every level is left-associative: a left operand of the same
-		// level needs no brackets, a right one does.
-		formatPrec(b, n.L, p)
+		// A chain of one operator stays flat (every level is
+		// left-associative); any other operand that is not primary is
+		// bracketed by formatPrec.
+		if l, ok := n.L.(*Binary); ok && l.Op == n.Op {
+			formatPrec(b, n.L, 0)
+		} else {
+			formatPrec(b, n.L, p)
+		}
 		b.WriteByte(' ')
 		b.WriteString(n.Op)
 		b.WriteByte(' ')

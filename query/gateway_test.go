@@ -30,7 +30,7 @@ func TestPlanGateway(t *testing.T) {
 			info: `{"distinctType":"None","orderBy":[],"aggregates":[],"rewrittenQuery":"","hasSelectValue":false}`},
 		{name: "ORDER BY", query: "SELECT VALUE c.n FROM c WHERE c.pk = 'a' ORDER BY c.n DESC",
 			info:      `{"orderBy":["Descending"],"orderByExpressions":["c.n"],"hasSelectValue":true}`,
-			rewritten: `SELECT c._rid, [{"item": c.n}] AS orderByItems, c.n AS payload FROM c AS c WHERE c.pk = "a" AND ({documentdb-formattableorderbyquery-filter}) ORDER BY c.n DESC`,
+			rewritten: `SELECT c._rid, [{"item": c.n}] AS orderByItems, c.n AS payload FROM c AS c WHERE (c.pk = "a") AND ({documentdb-formattableorderbyquery-filter}) ORDER BY c.n DESC`,
 			answer:    `[{"orderByItems":[{"item":3}],"payload":3},{"orderByItems":[{"item":2}],"payload":2}]`},
 		{name: "ORDER BY of a projection, two keys", query: "SELECT c.id, c.n * 2 FROM c ORDER BY c.pk, c.n",
 			info:      `{"orderBy":["Ascending","Ascending"],"orderByExpressions":["c.pk","c.n"]}`,

@@ -87,6 +87,26 @@ func TestParseShapes(t *testing.T) {
 	}
 }
 
+// TestFormatBrackets: the text FormatQuery writes brackets every operand
+// that is not primary, so a parser that ranks operators otherwise reads
+// the same tree (Cosmos DB's grammar reads NOT, and &, ^, |, || against
+// comparisons, unlike this package's); chains of one operator stay flat.
+func TestFormatBrackets(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"SELECT * FROM c WHERE NOT (c.n > 2.5) AND c.k = 1", "SELECT * FROM c AS c WHERE (NOT (c.n > 2.5)) AND (c.k = 1)"},
+		{"SELECT * FROM c WHERE (c.a & 4) = 4", "SELECT * FROM c AS c WHERE (c.a & 4) = 4"},
+		{"SELECT * FROM c WHERE (c.a || c.b) = 'xy'", `SELECT * FROM c AS c WHERE (c.a || c.b) = "xy"`},
+		{"SELECT * FROM c WHERE c.n BETWEEN 1 AND 5 AND c.k = 1", "SELECT * FROM c AS c WHERE (c.n BETWEEN 1 AND 5) AND (c.k = 1)"},
+		{"SELECT VALUE c.a + c.b + c.c FROM c WHERE c.x OR c.y OR c.z", "SELECT VALUE c.a + c.b + c.c FROM c AS c WHERE c.x OR c.y OR c.z"},
+		{"SELECT VALUE c.a - (c.b - c.c) FROM c", "SELECT VALUE c.a - (c.b - c.c) FROM c AS c"},
+		{"SELECT VALUE NOT NOT c.x FROM c", "SELECT VALUE NOT NOT c.x FROM c AS c"},
+		{"SELECT VALUE - -c.x * 2 FROM c", "SELECT VALUE (- -c.x) * 2 FROM c AS c"},
+		{"SELECT VALUE c.a + c.b * c.c FROM c", "SELECT VALUE c.a + (c.b * c.c) FROM c AS c"},
+	} {
+		assert.Equal(t, tc.want, FormatQuery(mustParse(t, tc.in)), tc.in)
+	}
+}
+
 // TestFormatRoundTripGenerated formats generated queries and parses them
 // back: the answer over documents must not change.
 func TestFormatRoundTripGenerated(t *testing.T) {
