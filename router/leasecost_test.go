@@ -147,7 +147,11 @@ func TestControlPlaneCost(t *testing.T) {
 	}
 	t.Logf("a change: %d lease writes in %s for %d routers; the wait: %d polls, %d lease queries, %d stale leases returned", writes, e.Round(time.Millisecond), n, polls, queries, returned)
 	assert.GreaterOrEqual(t, writes, n, "every router acknowledged")
-	assert.LessOrEqual(t, float64(writes), n*(1+float64(e)/float64(renew)+1), "an acknowledgement each, and the renewals that fell due")
+	// An acknowledgement each and the renewals that fell due; but a router
+	// renews on every poll while it decodes the new resolver (poll's
+	// keep: a wait keeps waiting for it meanwhile), which on a busy
+	// machine takes several polls, so the bound is one write a poll.
+	assert.LessOrEqual(t, float64(writes), n*(1+float64(e)/float64(poll)+1), "an acknowledgement each, and at most one renewal a poll while the new resolver decodes")
 	assert.LessOrEqual(t, queries, (shardstate.LeaseBuckets+1)+(polls-1)*(maxK+shardstate.LeaseBuckets), "the first poll reads every partition once, then only those with stale leases")
 	assert.LessOrEqual(t, returned, polls*n, "only stale leases are returned")
 }
