@@ -13,6 +13,7 @@ require (
 	github.com/pelletier/go-toml/v2 v2.2.4
 	github.com/pikami/cosmium v0.1.20
 	github.com/schollz/progressbar/v3 v3.18.0
+	github.com/spaolacci/murmur3 v1.1.0
 	github.com/spf13/cobra v1.10.1
 	github.com/spf13/viper v1.21.0
 	github.com/stretchr/testify v1.12.1

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/spaolacci/murmur3"
 
 	"github.com/docshard/docshard/partitionkey"
 )
@@ -112,55 +113,9 @@ func encodeEPKValue(v partitionkey.RawValue) ([]byte, error) {
 }
 
 // writeEPK writes the effective partition key of one encoded value: its
-// 128-bit hash, the second half first, big-endian, with the top two bits
-// cleared.
+// MurmurHash3 x64 128 with seed 0 (as the SDKs hash keys of version 2),
+// the second half first, big-endian, with the top two bits cleared.
 func writeEPK(b *strings.Builder, enc []byte) {
-	h1, h2 := murmur3x64(enc)
+	h1, h2 := murmur3.Sum128(enc)
 	fmt.Fprintf(b, "%016X%016X", h2&^(3<<62), h1)
-}
-
-// murmur3x64 is MurmurHash3 x64 128 (Austin Appleby's reference
-// algorithm) with seed 0, as the SDKs hash partition keys of version 2.
-func murmur3x64(data []byte) (h1, h2 uint64) {
-	const c1, c2 = 0x87c37b91114253d5, 0x4cf5ad432745937f
-	n := len(data)
-	for len(data) >= 16 {
-		k1 := binary.LittleEndian.Uint64(data)
-		k2 := binary.LittleEndian.Uint64(data[8:])
-		data = data[16:]
-		h1 ^= bits.RotateLeft64(k1*c1, 31) * c2
-		h1 = (bits.RotateLeft64(h1, 27)+h2)*5 + 0x52dce729
-		h2 ^= bits.RotateLeft64(k2*c2, 33) * c1
-		h2 = (bits.RotateLeft64(h2, 31)+h1)*5 + 0x38495ab5
-	}
-	var k1, k2 uint64
-	for i := len(data) - 1; i >= 8; i-- {
-		k2 = k2<<8 | uint64(data[i])
-	}
-	if len(data) > 8 {
-		h2 ^= bits.RotateLeft64(k2*c2, 33) * c1
-	}
-	for i := min(len(data), 8) - 1; i >= 0; i-- {
-		k1 = k1<<8 | uint64(data[i])
-	}
-	if len(data) > 0 {
-		h1 ^= bits.RotateLeft64(k1*c1, 31) * c2
-	}
-	h1 ^= uint64(n)
-	h2 ^= uint64(n)
-	h1 += h2
-	h2 += h1
-	h1, h2 = fmix64(h1), fmix64(h2)
-	h1 += h2
-	h2 += h1
-	return h1, h2
-}
-
-func fmix64(k uint64) uint64 {
-	k ^= k >> 33
-	k *= 0xff51afd7ed558ccd
-	k ^= k >> 33
-	k *= 0xc4ceb9fe1a85ec53
-	k ^= k >> 33
-	return k
 }
