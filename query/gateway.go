@@ -118,7 +118,10 @@ func PlanGateway(q *Query, params map[string]any, opts GatewayOptions) (*Gateway
 		HasSelectValue: q.Value,
 	}
 	plan := &GatewayPlan{Version: 2, QueryRanges: []GatewayRange{{Min: "", Max: "FF", IsMinInclusive: true}}}
-	var err error
+	params, err := normalizeParams(params)
+	if err != nil {
+		return nil, err
+	}
 	if q.Top != nil {
 		n, err := count(q.Top, params, "TOP")
 		if err != nil {

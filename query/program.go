@@ -60,11 +60,10 @@ type Program struct {
 	p *program
 }
 
-// Compile binds params (names with their '@', Go JSON values) to a parsed
-// query and compiles it. Unknown functions, wrong arity, missing
-// parameters, unresolvable names and misplaced aggregates are errors
-// wrapping ErrCompile; nothing about the documents is needed.
-func Compile(q *Query, params map[string]any) (*Program, error) {
+// normalizeParams returns params with each value as the evaluator holds
+// it (Normalize: JSON text decoded, Go numbers as float64), or an error
+// wrapping ErrCompile naming the parameter.
+func normalizeParams(params map[string]any) (map[string]any, error) {
 	norm := make(map[string]any, len(params))
 	for k, v := range params {
 		n, err := Normalize(v)
@@ -72,6 +71,18 @@ func Compile(q *Query, params map[string]any) (*Program, error) {
 			return nil, compileErr("parameter %s: %v", k, err)
 		}
 		norm[k] = n
+	}
+	return norm, nil
+}
+
+// Compile binds params (names with their '@', Go JSON values) to a parsed
+// query and compiles it. Unknown functions, wrong arity, missing
+// parameters, unresolvable names and misplaced aggregates are errors
+// wrapping ErrCompile; nothing about the documents is needed.
+func Compile(q *Query, params map[string]any) (*Program, error) {
+	norm, err := normalizeParams(params)
+	if err != nil {
+		return nil, err
 	}
 	p, err := compileQuery(q, norm, &instant{}, nil, levelTop)
 	if err != nil {
@@ -200,12 +211,6 @@ func count(e Expr, params map[string]any, what string) (int, error) {
 		var ok bool
 		if v, ok = params[n.Name]; !ok {
 			return 0, compileErr("parameter %s has no value", n.Name)
-		}
-		// Compile has normalized its parameters; PlanGateway's are as the
-		// caller gave them (JSON text from a request, Go numbers).
-		var err error
-		if v, err = Normalize(v); err != nil {
-			return 0, compileErr("parameter %s: %v", n.Name, err)
 		}
 	}
 	f, ok := v.(float64)
