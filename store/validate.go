@@ -46,6 +46,13 @@ func ValidateID(id string) error {
 	return nil
 }
 
+// ValidTTL reports whether seconds is a time to live Cosmos DB takes, as
+// a collection's default (CollectionSpec.DefaultTTL) or a document's
+// "ttl": -1 (never expires) or a whole number from 1 to 2^31-1.
+func ValidTTL(seconds float64) bool {
+	return seconds == -1 || seconds >= 1 && seconds <= math.MaxInt32 && seconds == math.Trunc(seconds)
+}
+
 // CheckSpec validates a collection spec as Cosmos DB would and returns a
 // normalised copy (an empty PartitionKeyPath becomes "/id", unless
 // PartitionKeyPaths holds a hierarchical key's paths; one path there moves
@@ -73,7 +80,7 @@ func CheckSpec(spec *CollectionSpec) (CollectionSpec, partitionkey.Paths, error)
 	}
 	if sp.DefaultTTL != nil {
 		ttl := *sp.DefaultTTL
-		if ttl == 0 || ttl < -1 || ttl > math.MaxInt32 {
+		if !ValidTTL(float64(ttl)) {
 			return sp, path, &Error{Kind: ErrBadRequest, Message: fmt.Sprintf("defaultTtl %d: want -1 or 1 to %d seconds (nil for off)", ttl, math.MaxInt32)}
 		}
 		sp.DefaultTTL = &ttl

@@ -149,7 +149,7 @@ func ttlValue(text []byte) (ttl int64, ok bool) {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(string(text), 64)
-	if err != nil || f != math.Trunc(f) || f == 0 || f < -1 || f > math.MaxInt32 {
+	if err != nil || !store.ValidTTL(f) {
 		return 0, false
 	}
 	return int64(f), true
